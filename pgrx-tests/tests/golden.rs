@@ -1,0 +1,96 @@
+//! Golden SQL tests: pg_regress runs `tests/pg_regress/sql/*.sql` against real servers in each
+//! configuration a user can be in, and compares psql's output word for word with
+//! `tests/pg_regress/expected/*.out`. A changed message is a changed expected file.
+
+use snowflake_it::{repo_root, Config, Server};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn pg_regress() -> PathBuf {
+    let pg_config = std::env::var("PG_CONFIG")
+        .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
+    let out = Command::new(&pg_config)
+        .arg("--pkglibdir")
+        .output()
+        .expect("pg_config runs");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        .join("pgxs/src/test/regress/pg_regress")
+}
+
+/// Runs the named golden tests against `server`; on a difference, fails with the diff.
+fn run_golden(server: &Server, tests: &[&str]) {
+    let input = repo_root().join("tests/pg_regress");
+    let output = std::env::temp_dir().join(format!("pgsf-regress-{}", server.port));
+    std::fs::create_dir_all(&output).unwrap();
+    server
+        .connect()
+        .batch_execute("CREATE DATABASE pgsf_regress")
+        .expect("CREATE DATABASE");
+    let status = Command::new(pg_regress())
+        .arg("--use-existing")
+        .arg("--host=127.0.0.1")
+        .arg(format!("--port={}", server.port))
+        .arg("--user=postgres")
+        .arg("--dbname=pgsf_regress")
+        .arg(format!("--inputdir={}", input.display()))
+        .arg(format!("--outputdir={}", output.display()))
+        .args(tests)
+        .status()
+        .expect("pg_regress runs");
+    if !status.success() {
+        let diffs = std::fs::read_to_string(output.join("regression.diffs")).unwrap_or_default();
+        panic!("golden tests {tests:?} differ from tests/pg_regress/expected:\n{diffs}");
+    }
+    std::fs::remove_dir_all(&output).ok();
+}
+
+#[test]
+fn preloaded_with_a_node_id() {
+    let server = Server::start("golden", Config::node(1));
+    run_golden(&server, &["api"]);
+}
+
+#[test]
+fn preloaded_without_a_node_id() {
+    let server = Server::start(
+        "unset",
+        Config {
+            preload: true,
+            node_id: None,
+        },
+    );
+    run_golden(&server, &["node_unset"]);
+}
+
+#[test]
+fn not_preloaded() {
+    let server = Server::start(
+        "nopreload",
+        Config {
+            preload: false,
+            node_id: None,
+        },
+    );
+    run_golden(&server, &["not_preloaded"]);
+}
+
+#[test]
+fn node_id_out_of_range_in_postgresql_conf_stops_the_server_with_the_reason() {
+    for bad in [1024, -2] {
+        let server = Server::init("badnode", Config::node(bad));
+        let log = server
+            .try_start()
+            .expect_err("a server with an out-of-range node id must not start");
+        for expected in [
+            format!(
+                "WARNING:  {bad} is outside the valid range for parameter \"pg_snowflake.node_id\" (-1 .. 1023)"
+            ),
+            format!("FATAL:  invalid value for parameter \"pg_snowflake.node_id\": \"{bad}\""),
+            "DETAIL:  Node ids run from 0 to 1023; -1 leaves the node unset.".to_string(),
+            "HINT:  Correct pg_snowflake.node_id in postgresql.conf and start the server again."
+                .to_string(),
+        ] {
+            assert!(log.contains(&expected), "expected {expected:?} in:\n{log}");
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The one error type of the extension, and its one conversion into a Postgres error.
+//!
+//! Every variant a user can reach has a SQLSTATE, a message in Postgres style (lower case, no
+//! trailing period), and a hint saying what to do. The golden tests in `tests/pg_regress` assert
+//! each text word for word.
+
+use crate::layout::{format_unix_ms, DEFAULT_LAYOUT};
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnowflakeError {
+    /// The library was loaded into a backend but not through `shared_preload_libraries`, so there
+    /// is no shared generator.
+    NotPreloaded,
+    /// `pg_snowflake.node_id` is still at its "unset" default.
+    NodeUnset,
+    /// postgresql.conf gives `pg_snowflake.node_id` a value Postgres refused (shown as written).
+    InvalidNodeSetting { value: String },
+    /// A node id that does not fit the layout's node bits.
+    NodeOutOfRange { node: i64, max: u32 },
+    /// A sequence number that does not fit the layout's sequence bits.
+    SequenceOutOfRange { seq: u32, max: u32 },
+    /// A negative bigint was given where an ID was expected.
+    NegativeId(i64),
+    /// The time field has no room for the current time.
+    TimeExhausted { end_unix_ms: i64 },
+    /// The server's clock reads a time before the epoch and nothing was issued yet.
+    ClockBeforeEpoch { now_unix_ms: i64 },
+}
+
+use SnowflakeError::*;
+
+impl SnowflakeError {
+    pub fn sqlstate(&self) -> PgSqlErrorCode {
+        match self {
+            NotPreloaded => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            NodeUnset => PgSqlErrorCode::ERRCODE_CONFIG_FILE_ERROR,
+            InvalidNodeSetting { .. }
+            | NodeOutOfRange { .. }
+            | SequenceOutOfRange { .. }
+            | NegativeId(_) => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
+            TimeExhausted { .. } => PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
+            ClockBeforeEpoch { .. } => PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+        }
+    }
+
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            NodeUnset => Some(
+                "Every server needs its own node id so that IDs made on different servers \
+                 never collide."
+                    .into(),
+            ),
+            InvalidNodeSetting { .. } => Some(format!(
+                "Node ids run from 0 to {}; -1 leaves the node unset.",
+                DEFAULT_LAYOUT.max_node()
+            )),
+            NegativeId(_) => Some("Snowflake IDs are positive: their sign bit is always 0.".into()),
+            TimeExhausted { end_unix_ms } => Some(format!(
+                "The time field of this layout ends at {}.",
+                format_unix_ms(*end_unix_ms)
+            )),
+            ClockBeforeEpoch { now_unix_ms } => {
+                Some(format!("The clock reads {}.", format_unix_ms(*now_unix_ms)))
+            }
+            _ => None,
+        }
+    }
+
+    pub fn hint(&self) -> String {
+        match self {
+            NotPreloaded => "Add pg_snowflake to shared_preload_libraries in postgresql.conf \
+                             and restart the server."
+                .into(),
+            NodeUnset => "Add the line \"pg_snowflake.node_id = N\" to postgresql.conf, with N \
+                          from 0 to 1023 and different on every server, and restart the server."
+                .into(),
+            InvalidNodeSetting { .. } => {
+                "Correct pg_snowflake.node_id in postgresql.conf and start the server again.".into()
+            }
+            NodeOutOfRange { max, .. } => format!("Node ids run from 0 to {max}."),
+            SequenceOutOfRange { max, .. } => format!("Sequence numbers run from 0 to {max}."),
+            NegativeId(_) => "Pass an ID made by snowflake_nextval().".into(),
+            TimeExhausted { .. } => {
+                "No more IDs can be made with this layout and epoch; check the server's clock."
+                    .into()
+            }
+            ClockBeforeEpoch { .. } => "Set the server's clock to the correct time.".into(),
+        }
+    }
+
+    /// Raises this error as a Postgres ERROR: the statement fails. Never returns.
+    pub fn report(self) -> ! {
+        self.raise(PgLogLevel::ERROR)
+    }
+
+    /// Raises this error as FATAL: the process exits (at start-up, the server does not start).
+    pub fn report_fatal(self) -> ! {
+        self.raise(PgLogLevel::FATAL)
+    }
+
+    fn raise(self, level: PgLogLevel) -> ! {
+        let mut report = ErrorReport::new(self.sqlstate(), self.to_string(), "pg_snowflake")
+            .set_hint(self.hint());
+        if let Some(detail) = self.detail() {
+            report = report.set_detail(detail);
+        }
+        report.report(level);
+        unreachable!("an ERROR or FATAL report does not return")
+    }
+}
+
+impl fmt::Display for SnowflakeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotPreloaded => write!(
+                f,
+                "pg_snowflake must be loaded via shared_preload_libraries"
+            ),
+            NodeUnset => write!(f, "pg_snowflake.node_id is not set"),
+            InvalidNodeSetting { value } => write!(
+                f,
+                "invalid value for parameter \"pg_snowflake.node_id\": \"{value}\""
+            ),
+            NodeOutOfRange { node, max } => {
+                write!(f, "node id {node} is out of range 0..{max}")
+            }
+            SequenceOutOfRange { seq, max } => {
+                write!(f, "sequence number {seq} is out of range 0..{max}")
+            }
+            NegativeId(id) => write!(f, "snowflake id {id} is negative"),
+            TimeExhausted { .. } => write!(f, "snowflake time field is exhausted"),
+            ClockBeforeEpoch { .. } => {
+                write!(f, "the server's clock is before the snowflake epoch")
+            }
+        }
+    }
+}
+
+/// Turns a `Result` into its value or a Postgres ERROR, for the one-line SQL functions.
+pub trait OrReport<T> {
+    fn or_report(self) -> T;
+}
+
+impl<T> OrReport<T> for Result<T, SnowflakeError> {
+    fn or_report(self) -> T {
+        self.unwrap_or_else(|e| e.report())
+    }
+}

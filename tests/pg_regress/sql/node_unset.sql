@@ -1,0 +1,14 @@
+-- A server with the library preloaded but pg_snowflake.node_id not set.
+\set SHOW_CONTEXT never
+SET timezone = 'UTC';
+CREATE EXTENSION pg_snowflake;
+SHOW pg_snowflake.node_id;
+
+-- Refuses to make IDs, and says which line to add.
+SELECT snowflake_nextval();
+\echo :LAST_ERROR_SQLSTATE
+
+-- Decoding needs no node id.
+SELECT * FROM snowflake_decode(531934583543832577);
+
+DROP EXTENSION pg_snowflake;
