@@ -2,7 +2,7 @@
 //! (`shmem`) and the GUCs (`gucs`).
 
 use crate::error::OrReport;
-use crate::layout::{Parts, DEFAULT_LAYOUT};
+use crate::layout::{format_unix_ms, Parts, DEFAULT_LAYOUT};
 use crate::{gucs, shmem};
 use pgrx::prelude::*;
 
@@ -12,24 +12,20 @@ const POSTGRES_EPOCH_UNIX_MS: i64 = 946_684_800_000;
 /// A new ID from this server's generator.
 ///
 /// VOLATILE: every call returns a different value and advances shared state, so the planner
-/// must call it once per row. PARALLEL SAFE: the generator lives in shared memory, which parallel
-/// workers share, and its lock serialises them like any other backend.
-#[pg_extern(volatile, parallel_safe)]
+/// must call it once per row. PARALLEL RESTRICTED: it may write a WAL record (the durable
+/// reservation), which is the leader's business, not a parallel worker's.
+#[pg_extern(volatile, parallel_restricted)]
 fn snowflake_nextval() -> i64 {
     // Without preloading, the node id setting does not even exist: say that first.
     shmem::ensure_available().or_report();
     let node = gucs::node_id().or_report();
-    shmem::next_id(&DEFAULT_LAYOUT, node).or_report()
+    shmem::next_id(&DEFAULT_LAYOUT, node, &gucs::limits()).or_report()
 }
 
 /// The time an ID was made, to the millisecond.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn snowflake_timestamp(id: i64) -> TimestampWithTimeZone {
-    let parts = decompose(id);
-    let micros = (DEFAULT_LAYOUT.unix_ms(parts.time) - POSTGRES_EPOCH_UNIX_MS) * 1000;
-    // The default layout ends in 2093, far inside timestamptz's range (up to 294276 AD).
-    TimestampWithTimeZone::try_from(micros)
-        .unwrap_or_else(|_| unreachable!("every ID's time fits timestamptz"))
+    timestamptz(DEFAULT_LAYOUT.unix_ms(decompose(id).time))
 }
 
 /// The node id of the server that made an ID.
@@ -48,6 +44,60 @@ fn decompose(id: i64) -> Parts {
     DEFAULT_LAYOUT.decompose(id).or_report()
 }
 
+/// The generator's state and counters since the server started: one row.
+#[allow(clippy::type_complexity)]
+#[pg_extern(volatile, parallel_safe)]
+fn snowflake_stats() -> TableIterator<
+    'static,
+    (
+        name!(node_id, Option<i32>),
+        name!(layout, String),
+        name!(ids_issued, i64),
+        name!(last_issued, Option<TimestampWithTimeZone>),
+        name!(lead_ms, i64),
+        name!(borrowed_ms, i64),
+        name!(clock_regressions, i64),
+        name!(exhausted_ms, i64),
+        name!(overload_waits, i64),
+        name!(reservations, i64),
+        name!(reserved_until, Option<TimestampWithTimeZone>),
+        name!(time_field_ends, TimestampWithTimeZone),
+    ),
+> {
+    let generator = shmem::snapshot().or_report();
+    let now = shmem::read_clocks().wall;
+    let stats = generator.stats();
+    let layout = DEFAULT_LAYOUT;
+    let reserved = generator.reserved_until();
+    TableIterator::once((
+        gucs::node_id().ok().map(|node| node as i32),
+        format!(
+            "{} bits of ms since {} | {} bits node | {} bits sequence",
+            layout.time_bits,
+            format_unix_ms(layout.epoch_unix_ms),
+            layout.node_bits,
+            layout.seq_bits
+        ),
+        stats.issued as i64,
+        generator.last_issued().map(timestamptz),
+        generator.lead_ms(now),
+        generator.borrowed_ms(),
+        stats.clock_regressions as i64,
+        stats.exhausted_ms as i64,
+        stats.overload_waits as i64,
+        stats.reservations as i64,
+        (reserved > i64::MIN).then(|| timestamptz(reserved)),
+        timestamptz(layout.end_unix_ms()),
+    ))
+}
+
+/// A Unix time (ms) as a timestamptz. Every time a layout can hold lies far inside
+/// timestamptz's range (4713 BC to 294276 AD).
+fn timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
+    TimestampWithTimeZone::try_from((unix_ms - POSTGRES_EPOCH_UNIX_MS) * 1000)
+        .unwrap_or_else(|_| unreachable!("every ID's time fits timestamptz"))
+}
+
 extension_sql!(
     r#"
 CREATE FUNCTION snowflake_decode(id bigint, OUT ts timestamptz, OUT node_id integer, OUT seq integer)
@@ -63,6 +113,8 @@ COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
 'Returns the time a snowflake ID was made, to the millisecond. Immutable: usable in indexes and generated columns.';
 COMMENT ON FUNCTION snowflake_node_id(bigint) IS
 'Returns the node id of the server that made a snowflake ID. Immutable: usable in indexes and generated columns.';
+COMMENT ON FUNCTION snowflake_stats() IS
+'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, and when the time field runs out.';
 COMMENT ON FUNCTION snowflake_seq(bigint) IS
 'Returns the sequence number of a snowflake ID within its millisecond. Immutable: usable in indexes and generated columns.';
 "#,
@@ -71,7 +123,8 @@ COMMENT ON FUNCTION snowflake_seq(bigint) IS
         snowflake_nextval,
         snowflake_timestamp,
         snowflake_node_id,
-        snowflake_seq
+        snowflake_seq,
+        snowflake_stats
     ],
 );
 
@@ -181,7 +234,7 @@ mod tests {
             .unwrap()
         };
         // STRICT means nothing for a function without arguments; pgrx declares it anyway.
-        assert_eq!(volatility("snowflake_nextval"), "vtrues");
+        assert_eq!(volatility("snowflake_nextval"), "vtruer");
         for decoder in [
             "snowflake_decode",
             "snowflake_timestamp",
@@ -195,7 +248,7 @@ mod tests {
     #[pg_test]
     fn every_function_has_a_comment() {
         assert!(boolean(
-            "SELECT bool_and(obj_description(p.oid, 'pg_proc') IS NOT NULL) AND count(*) = 5
+            "SELECT bool_and(obj_description(p.oid, 'pg_proc') IS NOT NULL) AND count(*) = 6
              FROM pg_proc p WHERE p.proname LIKE 'snowflake\\_%'"
         ));
     }

@@ -28,6 +28,20 @@ pub enum SnowflakeError {
     TimeExhausted { end_unix_ms: i64 },
     /// The server's clock reads a time before the epoch and nothing was issued yet.
     ClockBeforeEpoch { now_unix_ms: i64 },
+    /// `snowflake_nextval()` on a standby (or during crash recovery).
+    InRecovery,
+    /// Not an error: the system clock stepped back (reported as a WARNING, rate-limited).
+    ClockSteppedBack { ms: i64 },
+    /// The state file exists but does not hold a valid reservation.
+    StateFileDamaged { path: &'static str, reason: String },
+    /// The state file could not be read or written.
+    StateFileIo {
+        action: &'static str,
+        path: &'static str,
+        cause: String,
+    },
+    /// A WAL record of our resource manager that this version does not know.
+    UnknownWalRecord,
 }
 
 use SnowflakeError::*;
@@ -43,6 +57,11 @@ impl SnowflakeError {
             | NegativeId(_) => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             TimeExhausted { .. } => PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBeforeEpoch { .. } => PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            InRecovery => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            ClockSteppedBack { .. } => PgSqlErrorCode::ERRCODE_WARNING,
+            StateFileDamaged { .. } => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
+            StateFileIo { .. } => PgSqlErrorCode::ERRCODE_IO_ERROR,
+            UnknownWalRecord => PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
         }
     }
 
@@ -65,6 +84,16 @@ impl SnowflakeError {
             ClockBeforeEpoch { now_unix_ms } => {
                 Some(format!("The clock reads {}.", format_unix_ms(*now_unix_ms)))
             }
+            ClockSteppedBack { .. } => Some(
+                "pg_snowflake keeps making IDs from its own clock, which runs ahead of the system \
+                 clock until that catches up; IDs stay unique and increasing."
+                    .into(),
+            ),
+            StateFileDamaged { .. } | StateFileIo { .. } => Some(
+                "The file holds this server's last reservation of snowflake IDs; without it the \
+                 server could issue IDs it has issued before."
+                    .into(),
+            ),
             _ => None,
         }
     }
@@ -88,27 +117,48 @@ impl SnowflakeError {
                     .into()
             }
             ClockBeforeEpoch { .. } => "Set the server's clock to the correct time.".into(),
+            InRecovery => "Make IDs on the primary. A standby follows the primary's reservations \
+                           through the WAL and makes IDs once it is promoted."
+                .into(),
+            ClockSteppedBack { .. } => "Check the server's time synchronisation.".into(),
+            StateFileDamaged { .. } => "Restore the file from a backup of this data directory. \
+                                        If you are certain the clock is past every ID this \
+                                        server ever issued, move the file away and start the \
+                                        server again."
+                .into(),
+            StateFileIo { .. } => "Check that the server's operating-system user can read and \
+                                   write the file, and that the disk has free space."
+                .into(),
+            UnknownWalRecord => "The WAL was written by another version of pg_snowflake; \
+                                 install that version to replay it."
+                .into(),
         }
     }
 
     /// Raises this error as a Postgres ERROR: the statement fails. Never returns.
     pub fn report(self) -> ! {
-        self.raise(PgLogLevel::ERROR)
+        self.raise_at(PgLogLevel::ERROR);
+        unreachable!("an ERROR report does not return")
+    }
+
+    /// Reports this as a WARNING (to the server log and the client) and carries on.
+    pub fn report_warning(self) {
+        self.raise_at(PgLogLevel::WARNING);
     }
 
     /// Raises this error as FATAL: the process exits (at start-up, the server does not start).
     pub fn report_fatal(self) -> ! {
-        self.raise(PgLogLevel::FATAL)
+        self.raise_at(PgLogLevel::FATAL);
+        unreachable!("a FATAL report does not return")
     }
 
-    fn raise(self, level: PgLogLevel) -> ! {
+    fn raise_at(self, level: PgLogLevel) {
         let mut report = ErrorReport::new(self.sqlstate(), self.to_string(), "pg_snowflake")
             .set_hint(self.hint());
         if let Some(detail) = self.detail() {
             report = report.set_detail(detail);
         }
         report.report(level);
-        unreachable!("an ERROR or FATAL report does not return")
     }
 }
 
@@ -135,6 +185,20 @@ impl fmt::Display for SnowflakeError {
             ClockBeforeEpoch { .. } => {
                 write!(f, "the server's clock is before the snowflake epoch")
             }
+            InRecovery => write!(f, "cannot make snowflake IDs during recovery"),
+            ClockSteppedBack { ms } => write!(f, "the system clock stepped back by {ms} ms"),
+            StateFileDamaged { path, reason } => {
+                write!(f, "pg_snowflake state file \"{path}\" is damaged: {reason}")
+            }
+            StateFileIo {
+                action,
+                path,
+                cause,
+            } => write!(
+                f,
+                "could not {action} pg_snowflake state file \"{path}\": {cause}"
+            ),
+            UnknownWalRecord => write!(f, "unknown pg_snowflake WAL record"),
         }
     }
 }

@@ -1,21 +1,65 @@
-//! The next-id state machine: a logical clock that never runs backwards.
+//! The next-id state machine: a logical clock that never runs backwards, and a durable
+//! reservation that keeps it from running backwards across restarts.
 //!
-//! Pure Rust: the wall clock is passed in as a value, so tests can move time at will. The
-//! shared-memory layer (`shmem.rs`) keeps one [`Generator`] per server and calls
-//! [`Generator::next`] under its lock.
+//! Pure Rust: the wall clock is passed in as a value and the durable write as a closure, so tests
+//! can move time at will and fail writes on purpose. The shared-memory layer (`shmem.rs`) keeps
+//! one [`Generator`] per server and calls [`Generator::next`] under its lock.
 //!
-//! Policy, in order:
-//! 1. the wall clock is ahead of the last issued millisecond: issue from the wall clock, sequence 0;
-//! 2. otherwise (same millisecond, or the wall clock stepped back): stay on the last issued
-//!    millisecond and take the next sequence number;
-//! 3. that millisecond's sequence is used up: borrow the next millisecond, sequence 0.
+//! Times are Unix milliseconds. Three clocks are involved:
+//! - the *wall clock*: what the server's clock reads; it may step backwards (NTP, VM restore);
+//! - the *steady clock*: the wall clock, or, when the wall clock is behind it, the steady clock's
+//!   previous reading plus the real time elapsed since (from the monotonic clock). So it never
+//!   runs backwards, keeps counting real time through a backward step of the wall clock, and
+//!   rejoins the wall clock when that catches up. It never reads less than the durable floor;
+//! - the *logical clock*: the time of the last issued ID; never less than the steady clock.
 //!
-//! So an ID is always greater than the one before it, the generator never errors or waits
-//! because of the clock, and when the clock steps back the logical clock simply runs ahead of it
-//! until the wall clock catches up. The only error is the time field running out.
+//! Policy for the next ID:
+//! 1. the steady clock is past the last issued millisecond: issue from it, sequence 0;
+//! 2. otherwise take the next sequence number in the last issued millisecond;
+//! 3. if that millisecond's sequence is used up, borrow the next millisecond — unless the logical
+//!    clock would then lead the steady clock by more than `max_borrow_ms`: then the caller is
+//!    told to wait (outside the lock) for the steady clock to catch up.
+//!
+//! So IDs always increase, and a clock stepping back causes neither an error nor a wait: the
+//! steady clock simply keeps counting. Only sustained overload (more than 4096 IDs per ms with
+//! the default layout) makes callers wait, and only once it has built up `max_borrow_ms`.
+//!
+//! Durability: before issuing an ID at a time not covered by the last reservation, the generator
+//! asks for a new reservation `reserve_ahead_ms` ahead and only issues if it was written. After a
+//! restart (or on a promoted standby) the generator resumes with the last reservation as its
+//! floor, so every new ID is greater than every ID issued before, whatever the clock says.
 
 use crate::error::SnowflakeError;
 use crate::layout::{Layout, Parts};
+
+/// One reading of the server's clocks, in milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Clocks {
+    /// Unix time from the wall clock (CLOCK_REALTIME).
+    pub wall: i64,
+    /// The monotonic clock (CLOCK_MONOTONIC): any origin, never steps.
+    pub monotonic: i64,
+}
+
+impl Clocks {
+    /// Both clocks reading the same value: for callers that only move time forwards.
+    pub const fn at(ms: i64) -> Self {
+        Clocks {
+            wall: ms,
+            monotonic: ms,
+        }
+    }
+}
+
+/// Tunables of the policy, read from the GUCs by the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// How far the logical clock may lead the steady clock by borrowing before callers wait.
+    pub max_borrow_ms: i64,
+    /// How far ahead of the issued time each durable reservation reaches.
+    pub reserve_ahead_ms: i64,
+}
 
 /// What the generator has done since the server started. Counters only: nothing here decides
 /// an ID.
@@ -28,78 +72,190 @@ pub struct Stats {
     pub clock_regressions: u64,
     /// Milliseconds whose sequence ran out, so that the next millisecond was borrowed.
     pub exhausted_ms: u64,
+    /// Calls told to wait because borrowing had reached `max_borrow_ms`.
+    pub overload_waits: u64,
+    /// Durable reservations written.
+    pub reservations: u64,
 }
+
+/// The outcome of one call of [`Generator::next`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// An ID. `clock_stepped_back_ms` is set when this call saw the wall clock step back and a
+    /// warning about it is due (at most one a minute).
+    Id {
+        id: i64,
+        clock_stepped_back_ms: Option<i64>,
+    },
+    /// Overloaded: release the lock, wait this long, and call again.
+    Wait { ms: i64 },
+}
+
+/// Minimum time between two clock-regression warnings, on the steady clock.
+const WARNING_INTERVAL_MS: i64 = 60_000;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct Generator {
     /// The last issued ID's time and sequence, or `None` before the first ID.
-    last: Option<(u64, u32)>,
-    /// The wall clock (Unix ms) at the previous call, to tell a clock regression from a lead
-    /// built up by borrowing milliseconds.
-    last_wall_unix_ms: Option<i64>,
+    last: Option<(i64, u32)>,
+    /// The previous clock reading and the steady clock at that moment.
+    clock: Option<(Clocks, i64)>,
+    /// No ID may be issued at a time before this: the reservation of the previous run.
+    floor: i64,
+    /// IDs at times before this are covered by a durable reservation.
+    reserved_until: i64,
+    /// Steady-clock time of the last clock-regression warning.
+    warned_at: Option<i64>,
     stats: Stats,
 }
 
 impl Generator {
+    /// A generator with no history: a server whose state was never recorded.
     pub const fn new() -> Self {
+        Self::resume(i64::MIN)
+    }
+
+    /// A generator continuing after the durable reservation `floor` (Unix ms): every ID it issues
+    /// is at `floor` or later.
+    pub const fn resume(floor: i64) -> Self {
         Self {
             last: None,
-            last_wall_unix_ms: None,
+            clock: None,
+            floor,
+            reserved_until: floor,
+            warned_at: None,
             stats: Stats {
                 issued: 0,
                 clock_regressions: 0,
                 exhausted_ms: 0,
+                overload_waits: 0,
+                reservations: 0,
             },
         }
     }
 
-    /// The next ID for `node`, given the wall clock `now_unix_ms`.
+    /// Takes in a reservation made elsewhere (replayed from the WAL, e.g. on a standby); returns
+    /// whether it raised the floor.
+    pub fn observe_reservation(&mut self, until: i64) -> bool {
+        if until <= self.floor {
+            return false;
+        }
+        self.floor = until;
+        self.reserved_until = self.reserved_until.max(until);
+        true
+    }
+
+    /// The next ID for `node`, given the clocks `now`. `reserve(until)` must durably
+    /// record that IDs may be issued up to (not including) `until`, or fail.
     ///
-    /// On error the generator's position is unchanged, so a failed call never skips or reuses
-    /// an ID.
+    /// On error or `Wait` no ID is issued and the position is unchanged, so a failed call never
+    /// skips or reuses an ID.
     pub fn next(
         &mut self,
         layout: &Layout,
         node: u32,
-        now_unix_ms: i64,
-    ) -> Result<i64, SnowflakeError> {
-        if self
-            .last_wall_unix_ms
-            .is_some_and(|previous| now_unix_ms < previous)
-        {
-            self.stats.clock_regressions += 1;
-        }
-        self.last_wall_unix_ms = Some(now_unix_ms);
-
-        let wall = layout.time_since_epoch(now_unix_ms);
-        let (time, seq, borrowed) = match (self.last, wall) {
-            (None, None) => return Err(SnowflakeError::ClockBeforeEpoch { now_unix_ms }),
-            (None, Some(wall)) => (wall, 0, false),
-            (Some((last_time, _)), Some(wall)) if wall > last_time => (wall, 0, false),
-            (Some((last_time, last_seq)), _) if last_seq < layout.max_seq() => {
+        now: Clocks,
+        limits: &Limits,
+        reserve: impl FnOnce(i64) -> Result<(), SnowflakeError>,
+    ) -> Result<Next, SnowflakeError> {
+        let (steady, stepped_back) = self.read_clock(now);
+        let (time, seq, borrowed) = match self.last {
+            Some((last_time, _)) if steady > last_time => (steady, 0, false),
+            None => (steady, 0, false),
+            Some((last_time, last_seq)) if last_seq < layout.max_seq() => {
                 (last_time, last_seq + 1, false)
             }
-            (Some((last_time, _)), _) => (last_time + 1, 0, true),
+            Some((last_time, _)) => (last_time + 1, 0, true),
         };
+        if borrowed && time - steady > limits.max_borrow_ms {
+            self.stats.overload_waits += 1;
+            return Ok(Next::Wait {
+                ms: time - steady - limits.max_borrow_ms,
+            });
+        }
+        let since_epoch =
+            layout
+                .time_since_epoch(time)
+                .ok_or(SnowflakeError::ClockBeforeEpoch {
+                    now_unix_ms: now.wall,
+                })?;
+        let id = layout.compose(Parts {
+            time: since_epoch,
+            node,
+            seq,
+        })?;
+        if time >= self.reserved_until {
+            let until = time
+                .saturating_add(limits.reserve_ahead_ms.max(1))
+                .min(layout.end_unix_ms() + 1);
+            reserve(until)?;
+            self.reserved_until = until;
+            self.stats.reservations += 1;
+        }
 
-        let id = layout.compose(Parts { time, node, seq })?;
         self.last = Some((time, seq));
         self.stats.issued += 1;
         self.stats.exhausted_ms += u64::from(borrowed);
-        Ok(id)
+        let warn = stepped_back.filter(|_| {
+            let due = self
+                .warned_at
+                .is_none_or(|at| steady - at >= WARNING_INTERVAL_MS);
+            if due {
+                self.warned_at = Some(steady);
+            }
+            due
+        });
+        Ok(Next::Id {
+            id,
+            clock_stepped_back_ms: warn,
+        })
+    }
+
+    /// Advances the steady clock to the reading `now`; returns the steady clock and, if the wall
+    /// clock stepped back since the previous reading, by how much.
+    fn read_clock(&mut self, now: Clocks) -> (i64, Option<i64>) {
+        let (steady, stepped_back) = match self.clock {
+            None => (now.wall, None),
+            Some((before, steady)) => {
+                // A monotonic clock that went backwards (a faked one) counts as standing still.
+                let elapsed = (now.monotonic - before.monotonic).max(0);
+                let stepped_back = (now.wall < before.wall).then(|| before.wall - now.wall);
+                if stepped_back.is_some() {
+                    self.stats.clock_regressions += 1;
+                }
+                (now.wall.max(steady + elapsed), stepped_back)
+            }
+        };
+        let steady = steady.max(self.floor);
+        self.clock = Some((now, steady));
+        (steady, stepped_back)
     }
 
     pub const fn stats(&self) -> Stats {
         self.stats
     }
 
-    /// How far (ms) the last issued millisecond is ahead of the wall clock `now_unix_ms`;
-    /// 0 when it is not ahead or nothing was issued yet.
-    pub fn lead_ms(&self, layout: &Layout, now_unix_ms: i64) -> u64 {
-        match self.last {
-            Some((time, _)) => layout.unix_ms(time).saturating_sub(now_unix_ms).max(0) as u64,
-            None => 0,
+    /// Time (Unix ms) of the last issued ID.
+    pub fn last_issued(&self) -> Option<i64> {
+        self.last.map(|(time, _)| time)
+    }
+
+    /// IDs may be issued up to (not including) this time (Unix ms) under the durable reservation.
+    pub const fn reserved_until(&self) -> i64 {
+        self.reserved_until
+    }
+
+    /// How far (ms) the logical clock leads the wall clock `now`; 0 when it does not.
+    pub fn lead_ms(&self, now: i64) -> i64 {
+        self.last.map_or(0, |(time, _)| (time - now).max(0))
+    }
+
+    /// How far (ms) the logical clock leads the steady clock through borrowing under overload.
+    pub fn borrowed_ms(&self) -> i64 {
+        match (self.last, self.clock) {
+            (Some((time, _)), Some((_, steady))) => (time - steady).max(0),
+            _ => 0,
         }
     }
 }
@@ -114,15 +270,44 @@ mod tests {
     const NODE: u32 = 7;
     /// Some ordinary moment well after the epoch.
     const T0: i64 = DEFAULT_EPOCH_UNIX_MS + 1_000_000_000;
+    const LIMITS: Limits = Limits {
+        max_borrow_ms: 1_000,
+        reserve_ahead_ms: 1_000,
+    };
+    const HOUR: i64 = 3_600_000;
 
     fn parts(id: i64) -> Parts {
         L.decompose(id).unwrap()
     }
 
+    fn unix_ms(id: i64) -> i64 {
+        L.unix_ms(parts(id).time)
+    }
+
+    /// Reservations accepted without being recorded anywhere.
+    fn accept(_: i64) -> Result<(), SnowflakeError> {
+        Ok(())
+    }
+
+    /// Wall and monotonic clock reading the same: time only moves forwards.
+    impl From<i64> for Clocks {
+        fn from(ms: i64) -> Self {
+            Clocks::at(ms)
+        }
+    }
+
+    /// Calls `next` once; panics unless it gives an ID.
+    fn id(g: &mut Generator, now: impl Into<Clocks>) -> i64 {
+        match g.next(&L, NODE, now.into(), &LIMITS, accept).unwrap() {
+            Next::Id { id, .. } => id,
+            wait => panic!("unexpected {wait:?}"),
+        }
+    }
+
     #[test]
     fn first_id_carries_the_clock_node_and_sequence_zero() {
         let mut g = Generator::new();
-        let id = g.next(&L, NODE, T0).unwrap();
+        let id = id(&mut g, T0);
         assert_eq!(
             parts(id),
             Parts {
@@ -136,9 +321,9 @@ mod tests {
     #[test]
     fn ids_increase_within_a_millisecond_and_across_milliseconds() {
         let mut g = Generator::new();
-        let a = g.next(&L, NODE, T0).unwrap();
-        let b = g.next(&L, NODE, T0).unwrap();
-        let c = g.next(&L, NODE, T0 + 1).unwrap();
+        let a = id(&mut g, T0);
+        let b = id(&mut g, T0);
+        let c = id(&mut g, T0 + 1);
         assert!(a < b && b < c);
         assert_eq!(parts(b).seq, 1);
         assert_eq!(parts(c).seq, 0);
@@ -148,49 +333,210 @@ mod tests {
     #[test]
     fn the_4097th_id_in_one_millisecond_borrows_the_next_millisecond() {
         let mut g = Generator::new();
-        let ids: Vec<i64> = (0..4097).map(|_| g.next(&L, NODE, T0).unwrap()).collect();
+        let ids: Vec<i64> = (0..4097).map(|_| id(&mut g, T0)).collect();
         let last = parts(ids[4095]);
         assert_eq!(last.seq, 4095);
         let borrowed = parts(ids[4096]);
         assert_eq!(borrowed.time, last.time + 1);
         assert_eq!(borrowed.seq, 0);
         assert_eq!(g.stats().exhausted_ms, 1);
-        assert_eq!(g.lead_ms(&L, T0), 1);
+        assert_eq!(g.lead_ms(T0), 1);
+        assert_eq!(g.borrowed_ms(), 1);
         // When the wall clock reaches the borrowed millisecond, the sequence continues there.
-        let next = parts(g.next(&L, NODE, T0 + 1).unwrap());
+        let next = parts(id(&mut g, T0 + 1));
         assert_eq!((next.time, next.seq), (borrowed.time, 1));
     }
 
     #[test]
     fn clock_going_back_gives_no_duplicate_no_error_and_no_wait() {
         let mut g = Generator::new();
-        let before = g.next(&L, NODE, T0).unwrap();
-        let hour = 3_600_000;
-        let after: Vec<i64> = (0..10_000)
-            .map(|_| g.next(&L, NODE, T0 - hour).unwrap())
-            .collect();
+        let before = id(&mut g, T0);
+        // An hour back, then the clock runs on for 10 s at 20,000 IDs per second.
+        let mut after = vec![];
+        for ms in 0..10_000 {
+            for _ in 0..20 {
+                let now = Clocks {
+                    wall: T0 - HOUR + ms,
+                    monotonic: T0 + ms,
+                };
+                after.push(id(&mut g, now));
+            }
+        }
         assert!(before < after[0]);
         assert!(after.windows(2).all(|w| w[0] < w[1]));
-        // The logical clock stays on the last millisecond (borrowing as sequences run out),
-        // not on the wall clock an hour behind.
-        assert_eq!(parts(after[0]).time, parts(before).time);
+        // The IDs keep counting real time from before the step, not the wall clock.
+        assert_eq!(unix_ms(after[0]), T0);
+        assert_eq!(unix_ms(*after.last().unwrap()), T0 + 9_999);
         assert_eq!(g.stats().clock_regressions, 1);
-        assert!(g.lead_ms(&L, T0 - hour) >= hour as u64);
-        // Once the wall clock passes the logical clock again, IDs follow the wall clock.
-        let caught_up = g.next(&L, NODE, T0 + 10).unwrap();
-        assert_eq!(parts(caught_up).time, parts(before).time + 10);
-        assert_eq!(g.lead_ms(&L, T0 + 10), 0);
+        assert_eq!(g.stats().overload_waits, 0);
+        assert_eq!(g.lead_ms(T0 - HOUR + 9_999), HOUR);
+        // When the wall clock is put right (a step forward), IDs follow it again, with no lead.
+        let put_right = Clocks {
+            wall: T0 + 10_000,
+            monotonic: T0 + 10_000,
+        };
+        assert_eq!(unix_ms(id(&mut g, put_right)), T0 + 10_000);
+        assert_eq!(g.lead_ms(T0 + 10_000), 0);
     }
 
     #[test]
-    fn borrowing_is_not_counted_as_a_clock_regression() {
+    fn a_clock_regression_asks_for_a_warning_at_most_once_a_minute() {
         let mut g = Generator::new();
-        for _ in 0..3 * 4096 {
-            g.next(&L, NODE, T0).unwrap();
+        let mut warnings = vec![];
+        let mut now = Clocks::at(T0);
+        for step in 0..300 {
+            // Every second the clock runs 1 s forward, then the wall clock steps back 10 ms.
+            if step % 2 == 0 {
+                now.wall += 1_000;
+                now.monotonic += 1_000;
+            } else {
+                now.wall -= 10;
+            }
+            if let Next::Id {
+                clock_stepped_back_ms: Some(ms),
+                ..
+            } = g.next(&L, NODE, now, &LIMITS, accept).unwrap()
+            {
+                warnings.push(ms);
+            }
         }
-        assert_eq!(g.stats().clock_regressions, 0);
-        assert_eq!(g.stats().exhausted_ms, 2);
-        assert_eq!(g.stats().issued, 3 * 4096);
+        assert_eq!(g.stats().clock_regressions, 150);
+        // 150 s of steady time: one warning at the first step back, then one per minute.
+        assert_eq!(warnings, vec![10, 10, 10]);
+    }
+
+    #[test]
+    fn overload_borrows_up_to_the_limit_then_asks_to_wait() {
+        let limits = Limits {
+            max_borrow_ms: 2,
+            reserve_ahead_ms: 1_000,
+        };
+        let mut g = Generator::new();
+        let mut ids = 0;
+        let wait = loop {
+            match g.next(&L, NODE, Clocks::from(T0), &limits, accept).unwrap() {
+                Next::Id { .. } => ids += 1,
+                Next::Wait { ms } => break ms,
+            }
+        };
+        // Millisecond T0 plus two borrowed ones, then wait 1 ms for the clock.
+        assert_eq!(ids, 3 * 4096);
+        assert_eq!(wait, 1);
+        assert_eq!(g.borrowed_ms(), 2);
+        assert_eq!(g.stats().overload_waits, 1);
+        // A millisecond later there is room again.
+        assert!(matches!(
+            g.next(&L, NODE, Clocks::from(T0 + 1), &limits, accept)
+                .unwrap(),
+            Next::Id { .. }
+        ));
+    }
+
+    #[test]
+    fn without_borrowing_a_full_millisecond_waits_for_the_next() {
+        let limits = Limits {
+            max_borrow_ms: 0,
+            reserve_ahead_ms: 1_000,
+        };
+        let mut g = Generator::new();
+        for _ in 0..4096 {
+            g.next(&L, NODE, Clocks::from(T0), &limits, accept).unwrap();
+        }
+        assert_eq!(
+            g.next(&L, NODE, Clocks::from(T0), &limits, accept).unwrap(),
+            Next::Wait { ms: 1 }
+        );
+        let Next::Id { id, .. } = g
+            .next(&L, NODE, Clocks::from(T0 + 1), &limits, accept)
+            .unwrap()
+        else {
+            panic!("expected an ID");
+        };
+        assert_eq!(unix_ms(id), T0 + 1);
+    }
+
+    #[test]
+    fn reservations_are_written_ahead_of_use_and_amortised() {
+        let mut g = Generator::new();
+        let mut written = vec![];
+        for ms in 0..5_000 {
+            for _ in 0..3 {
+                let result = g.next(&L, NODE, Clocks::from(T0 + ms), &LIMITS, |until| {
+                    written.push(until);
+                    Ok(())
+                });
+                let Ok(Next::Id { id, .. }) = result else {
+                    panic!("{result:?}")
+                };
+                // Every issued ID lies under the latest durable reservation.
+                assert!(unix_ms(id) < *written.last().unwrap());
+            }
+        }
+        // 15,000 IDs over 5 s with 1 s reservations: 5 writes.
+        assert_eq!(
+            written,
+            vec![T0 + 1_000, T0 + 2_000, T0 + 3_000, T0 + 4_000, T0 + 5_000]
+        );
+        assert_eq!(g.stats().reservations, 5);
+        assert_eq!(g.reserved_until(), T0 + 5_000);
+    }
+
+    #[test]
+    fn a_failed_reservation_issues_nothing_and_moves_nothing() {
+        let mut g = Generator::new();
+        let first = id(&mut g, T0);
+        let failure = SnowflakeError::NotPreloaded;
+        let result = g.next(&L, NODE, Clocks::from(T0 + 1_000), &LIMITS, |_| {
+            Err(failure.clone())
+        });
+        assert_eq!(result, Err(failure));
+        assert_eq!(g.stats().issued, 1);
+        assert_eq!(g.last_issued(), Some(unix_ms(first)));
+        assert_eq!(g.reserved_until(), T0 + 1_000);
+        // The next successful call writes the reservation and issues.
+        let second = id(&mut g, T0 + 1_000);
+        assert!(second > first);
+        assert_eq!(g.reserved_until(), T0 + 2_000);
+    }
+
+    #[test]
+    fn after_a_restart_with_the_clock_set_back_ids_continue_above_the_reservation() {
+        let mut before = Generator::new();
+        let mut reserved = 0;
+        let mut last_before = 0;
+        for ms in 0..2_500 {
+            let result = before.next(&L, NODE, Clocks::from(T0 + ms), &LIMITS, |until| {
+                reserved = until;
+                Ok(())
+            });
+            if let Ok(Next::Id { id, .. }) = result {
+                last_before = id;
+            }
+        }
+        // The server restarts with its clock 10 minutes behind.
+        let mut after = Generator::resume(reserved);
+        let mut previous = last_before;
+        for ms in 0..20_000 {
+            for _ in 0..2 {
+                let id = id(&mut after, T0 - 600_000 + ms);
+                assert!(id > previous);
+                previous = id;
+            }
+        }
+        assert!(unix_ms(previous) >= reserved);
+        // No wait and no regression: the steady clock starts at the floor.
+        assert_eq!(after.stats().overload_waits, 0);
+        assert_eq!(after.stats().clock_regressions, 0);
+    }
+
+    #[test]
+    fn a_standby_replaying_reservations_continues_above_them_when_promoted() {
+        let mut standby = Generator::new();
+        assert!(standby.observe_reservation(T0 + 1_000));
+        assert!(standby.observe_reservation(T0 + 2_000));
+        assert!(!standby.observe_reservation(T0 + 1_500));
+        let first = id(&mut standby, T0 - HOUR);
+        assert_eq!(unix_ms(first), T0 + 2_000);
     }
 
     #[test]
@@ -198,7 +544,7 @@ mod tests {
         let mut g = Generator::new();
         let now = DEFAULT_EPOCH_UNIX_MS - 1;
         assert_eq!(
-            g.next(&L, NODE, now),
+            g.next(&L, NODE, Clocks::from(now), &LIMITS, accept),
             Err(SnowflakeError::ClockBeforeEpoch { now_unix_ms: now })
         );
         assert_eq!(g.stats().issued, 0);
@@ -207,8 +553,8 @@ mod tests {
     #[test]
     fn clock_before_the_epoch_after_issuing_is_just_a_regression() {
         let mut g = Generator::new();
-        let a = g.next(&L, NODE, T0).unwrap();
-        let b = g.next(&L, NODE, 0).unwrap();
+        let a = id(&mut g, T0);
+        let b = id(&mut g, 0);
         assert!(a < b);
     }
 
@@ -218,29 +564,32 @@ mod tests {
         let end = L.end_unix_ms();
         let mut last = 0;
         for _ in 0..=L.max_seq() {
-            last = g.next(&L, NODE, end).unwrap();
+            last = id(&mut g, end);
             assert!(last > 0);
         }
         let before = g;
+        let exhausted = Err(SnowflakeError::TimeExhausted { end_unix_ms: end });
         assert_eq!(
-            g.next(&L, NODE, end),
-            Err(SnowflakeError::TimeExhausted { end_unix_ms: end })
+            g.next(&L, NODE, Clocks::from(end), &LIMITS, accept),
+            exhausted
         );
         assert_eq!(
-            g.next(&L, NODE, end + 1),
-            Err(SnowflakeError::TimeExhausted { end_unix_ms: end })
+            g.next(&L, NODE, Clocks::from(end + 1), &LIMITS, accept),
+            exhausted
         );
         // A refused call does not move the generator.
         assert_eq!(g.last, before.last);
         assert_eq!(g.stats().issued, before.stats().issued);
         assert_eq!(parts(last).time, L.max_time());
+        // The last reservation stops at the end of the field.
+        assert_eq!(g.reserved_until(), end + 1);
     }
 
     #[test]
     fn node_out_of_range_is_refused() {
         let mut g = Generator::new();
         assert_eq!(
-            g.next(&L, 1024, T0),
+            g.next(&L, 1024, Clocks::from(T0), &LIMITS, accept),
             Err(SnowflakeError::NodeOutOfRange {
                 node: 1024,
                 max: 1023
@@ -260,16 +609,43 @@ mod tests {
             for (jump, calls) in steps {
                 now += jump;
                 for _ in 0..calls {
-                    let id = g.next(&L, NODE, now).unwrap();
-                    prop_assert!(id > previous);
-                    prop_assert_eq!(parts(id).node, NODE);
-                    previous = id;
+                    match g.next(&L, NODE, Clocks::from(now), &LIMITS, accept).unwrap() {
+                        Next::Id { id, .. } => {
+                            prop_assert!(id > previous);
+                            prop_assert_eq!(parts(id).node, NODE);
+                            previous = id;
+                        }
+                        // Overloaded: the clock moves on while the caller waits.
+                        Next::Wait { ms } => now += ms,
+                    }
                 }
             }
         }
 
         #[test]
-        fn logical_clock_is_never_behind_the_wall_clock(
+        fn restarts_at_any_clock_never_go_below_earlier_ids(
+            runs in proptest::collection::vec((-HOUR..HOUR, 1usize..10_000), 1..8)
+        ) {
+            let mut reserved = i64::MIN;
+            let mut previous = -1i64;
+            for (clock_offset, calls) in runs {
+                let mut g = Generator::resume(reserved);
+                for i in 0..calls {
+                    let now = T0 + clock_offset + i as i64 / 4;
+                    let result = g.next(&L, NODE, Clocks::from(now), &LIMITS, |until| {
+                        reserved = until;
+                        Ok(())
+                    });
+                    if let Ok(Next::Id { id, .. }) = result {
+                        prop_assert!(id > previous);
+                        previous = id;
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn logical_clock_is_never_behind_the_highest_wall_clock_seen(
             readings in proptest::collection::vec(-100_000i64..100_000, 1..500)
         ) {
             let mut g = Generator::new();
@@ -277,9 +653,8 @@ mod tests {
             for offset in readings {
                 let now = T0 + offset;
                 latest_wall = latest_wall.max(now);
-                let id = g.next(&L, NODE, now).unwrap();
-                prop_assert!(L.unix_ms(parts(id).time) >= now);
-                prop_assert!(L.unix_ms(parts(id).time) >= latest_wall);
+                let id = id(&mut g, now);
+                prop_assert!(unix_ms(id) >= latest_wall);
             }
         }
     }

@@ -2,12 +2,14 @@
 //!
 //! The pure core — [`layout`] (the bits of an ID) and [`generator`] (the next-id state machine,
 //! clock passed in) — knows nothing of Postgres. Around it: [`gucs`] (every setting), [`shmem`]
-//! (the server's one generator behind its lock), [`error`] (the one error type and its SQLSTATEs)
+//! (the server's one generator behind its lock), [`durable`] (the reservation that survives
+//! restarts and failovers: state file and WAL), [`error`] (the one error type and its SQLSTATEs)
 //! and [`api`] (the SQL functions).
 
 use pgrx::prelude::*;
 
 pub mod api;
+pub mod durable;
 pub mod error;
 pub mod generator;
 pub mod gucs;
@@ -24,6 +26,7 @@ pub extern "C-unwind" fn _PG_init() {
     // preload it.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         gucs::init().unwrap_or_else(|e| e.report_fatal());
+        durable::register_wal_resource_manager();
         shmem::init();
     }
 }

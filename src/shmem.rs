@@ -2,26 +2,30 @@
 //!
 //! Lock protocol:
 //! - The lock, an LWLock in its own tranche named "pg_snowflake", guards the [`Generator`]:
-//!   the last issued millisecond and sequence, and the counters.
-//! - [`next_id`] takes it in exclusive mode for one call to `Generator::next`; nothing else takes
-//!   it yet.
-//! - While it is held, only the wall-clock read and integer arithmetic happen: no allocation, no
-//!   logging, no SPI, no waiting, no `ereport`. Errors are returned as values and raised after
-//!   the guard is dropped.
-//! - The clock is read inside the lock so that the readings the generator sees are in the order
-//!   the calls are served; a reading taken before waiting for the lock would look like a clock
-//!   regression.
+//!   the last issued millisecond and sequence, the clocks it last read, the durable floor and
+//!   reservation, and the counters.
+//! - [`next_id`] takes it in exclusive mode for one call of `Generator::next`; [`replay_reservation`]
+//!   (WAL redo, in the startup process) in exclusive mode to raise the floor; [`snapshot`] in
+//!   shared mode to copy the state out.
+//! - While it is held, only the clock reads and integer arithmetic happen — plus, about once a
+//!   second of issued time, the durable reservation (`durable::reserve`: one small file replaced
+//!   with fsync, and one WAL record). No allocation, no logging, no SPI, no sleeping. Errors are
+//!   returned as values and raised after the guard is dropped; waiting under overload happens
+//!   after releasing the lock.
+//! - The clocks are read inside the lock so that the readings the generator sees are in the
+//!   order the calls are served; a reading taken before waiting for the lock would look like a
+//!   clock regression.
 //!
 //! The shared memory only exists when the library is loaded through `shared_preload_libraries`;
 //! [`ensure_available`] says whether it is, so that callers never touch an uninitialised lock.
 
+use crate::durable;
 use crate::error::SnowflakeError;
-use crate::generator::Generator;
+use crate::generator::{Clocks, Generator, Limits, Next};
 use crate::layout::Layout;
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, PGRXSharedMemory, PgLwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 // SAFETY: the name is the extension's own, so no other library's tranche can clash with it.
 static GENERATOR: PgLwLock<Generator> = unsafe { PgLwLock::new(c"pg_snowflake") };
@@ -34,9 +38,17 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 unsafe impl PGRXSharedMemory for Generator {}
 
 /// Requests the shared memory and the lock. Only valid from `_PG_init` during
-/// `shared_preload_libraries` processing.
+/// `shared_preload_libraries` processing. When the shared memory is created (postmaster start,
+/// and again after a crash), the generator resumes from the state file; if that cannot be read,
+/// the server does not start.
 pub fn init() {
-    pg_shmem_init!(GENERATOR = Generator::new());
+    pg_shmem_init!(
+        GENERATOR = match durable::load() {
+            Ok(Some(floor)) => Generator::resume(floor),
+            Ok(None) => Generator::new(),
+            Err(e) => e.report_fatal(),
+        }
+    );
     REQUESTED.store(true, Ordering::Relaxed);
 }
 
@@ -49,17 +61,66 @@ pub fn ensure_available() -> Result<(), SnowflakeError> {
     }
 }
 
-/// The next ID for `node` from the server's generator.
-pub fn next_id(layout: &Layout, node: u32) -> Result<i64, SnowflakeError> {
+/// The next ID for `node` from the server's generator. Under sustained overload this waits,
+/// outside the lock and interruptibly, until the generator has room again.
+pub fn next_id(layout: &Layout, node: u32, limits: &Limits) -> Result<i64, SnowflakeError> {
     ensure_available()?;
-    let mut generator = GENERATOR.exclusive();
-    generator.next(layout, node, wall_clock_unix_ms())
+    // SAFETY: a plain read of the server's recovery state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return Err(SnowflakeError::InRecovery);
+    }
+    loop {
+        let next =
+            GENERATOR
+                .exclusive()
+                .next(layout, node, read_clocks(), limits, durable::reserve)?;
+        match next {
+            Next::Id {
+                id,
+                clock_stepped_back_ms,
+            } => {
+                if let Some(ms) = clock_stepped_back_ms {
+                    SnowflakeError::ClockSteppedBack { ms }.report_warning();
+                }
+                return Ok(id);
+            }
+            Next::Wait { ms } => {
+                // SAFETY: sleeping outside any lock; interrupts are checked right after.
+                unsafe { pg_sys::pg_usleep(ms.clamp(1, 10) * 1000) };
+                pg_sys::check_for_interrupts!();
+            }
+        }
+    }
 }
 
-/// The wall clock in Unix milliseconds; negative before 1970.
-fn wall_clock_unix_ms() -> i64 {
-    match SystemTime::now().duration_since(UNIX_EPOCH) {
-        Ok(since) => since.as_millis() as i64,
-        Err(before) => -(before.duration().as_millis() as i64),
+/// WAL redo of a reservation: raise the floor, and keep this server's state file up with it.
+pub fn replay_reservation(until: i64) -> Result<(), SnowflakeError> {
+    let mut generator = GENERATOR.exclusive();
+    if generator.observe_reservation(until) {
+        durable::write_state_file(until)?;
+    }
+    Ok(())
+}
+
+/// A copy of the generator, for reporting.
+pub fn snapshot() -> Result<Generator, SnowflakeError> {
+    ensure_available()?;
+    Ok(*GENERATOR.share())
+}
+
+/// The wall clock (Unix ms) and the monotonic clock (ms), as the generator wants them.
+pub fn read_clocks() -> Clocks {
+    let read = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes into the timespec; both clocks always exist on Linux.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+    };
+    Clocks {
+        wall: read(libc::CLOCK_REALTIME),
+        monotonic: read(libc::CLOCK_MONOTONIC),
     }
 }

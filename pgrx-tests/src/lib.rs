@@ -1,11 +1,18 @@
 //! A harness for out-of-process tests: real PostgreSQL 15 servers on 127.0.0.1, each with its
-//! own data directory, started and stopped through `scripts/pgserver` (the same script the demo
-//! uses), with the pg_snowflake installed in the system PostgreSQL.
+//! own data directory, started, stopped, crashed and promoted through `scripts/pgserver` (the
+//! same script the demo uses), with pg_snowflake installed in the system PostgreSQL.
+//!
+//! A server can run on a fake clock: libfaketime (Debian's `faketime`) preloaded into it, reading
+//! its offset from a file in the server's directory that tests rewrite while the server runs.
+//! Only the wall clock is faked; the monotonic clock keeps real time, as on a real machine whose
+//! clock is stepped.
 
 use postgres::{Client, NoTls};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// The repository's top directory.
 pub fn repo_root() -> PathBuf {
@@ -15,11 +22,16 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn pgserver(args: &[&str]) -> Output {
-    let output = Command::new(repo_root().join("scripts/pgserver"))
+fn run_pgserver(args: &[&str], env: &[(&str, String)]) -> Output {
+    Command::new(repo_root().join("scripts/pgserver"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
-        .expect("scripts/pgserver runs");
+        .expect("scripts/pgserver runs")
+}
+
+fn pgserver(args: &[&str]) -> Output {
+    let output = run_pgserver(args, &[]);
     assert!(
         output.status.success(),
         "scripts/pgserver {args:?} failed:\n{}{}",
@@ -42,11 +54,16 @@ fn free_port() -> u16 {
 }
 
 /// How a test server is configured.
+#[derive(Clone, Default)]
 pub struct Config {
     /// Preload pg_snowflake through shared_preload_libraries.
     pub preload: bool,
     /// `pg_snowflake.node_id`, or None to leave it unset.
     pub node_id: Option<i32>,
+    /// More postgresql.conf lines.
+    pub settings: Vec<String>,
+    /// Run on a fake wall clock starting at this libfaketime offset (e.g. "+0", "-1h").
+    pub fake_clock: Option<String>,
 }
 
 impl Config {
@@ -55,14 +72,37 @@ impl Config {
         Config {
             preload: true,
             node_id: Some(node_id),
+            ..Config::default()
         }
+    }
+
+    pub fn setting(mut self, line: &str) -> Self {
+        self.settings.push(line.to_string());
+        self
+    }
+
+    pub fn fake_clock(mut self, offset: &str) -> Self {
+        self.fake_clock = Some(offset.to_string());
+        self
+    }
+
+    fn conf_lines(&self) -> Vec<String> {
+        let mut lines = self.settings.clone();
+        if self.preload {
+            lines.push("shared_preload_libraries = 'pg_snowflake'".to_string());
+        }
+        if let Some(node) = self.node_id {
+            lines.push(format!("pg_snowflake.node_id = {node}"));
+        }
+        lines
     }
 }
 
-/// A running server; stopped and deleted on drop.
+/// A server; stopped and deleted on drop.
 pub struct Server {
     dir: String,
     pub port: u16,
+    fake_clock: bool,
 }
 
 impl Server {
@@ -71,48 +111,137 @@ impl Server {
     pub fn start(name: &str, config: Config) -> Server {
         let preload = config.preload;
         let server = Server::init(name, config);
-        if let Err(log) = server.try_start() {
-            panic!("the server did not start:\n{log}");
-        }
+        server.start_again();
         if preload {
-            server
-                .connect()
-                .batch_execute("CREATE EXTENSION pg_snowflake")
-                .expect("CREATE EXTENSION pg_snowflake");
+            server.execute("CREATE EXTENSION pg_snowflake");
         }
         server
     }
 
     /// A fresh data directory with this configuration, not started yet.
     pub fn init(name: &str, config: Config) -> Server {
+        let server = Server::new_dir(name, &config);
+        let port = server.port.to_string();
+        let lines = config.conf_lines();
+        let mut args = vec!["init", server.dir.as_str(), port.as_str()];
+        args.extend(lines.iter().map(String::as_str));
+        pgserver(&args);
+        server.write_fake_clock(&config);
+        server
+    }
+
+    /// A streaming standby of `primary` (pg_basebackup), started and caught up with it.
+    pub fn standby_of(primary: &Server, name: &str, config: Config) -> Server {
+        let server = Server::new_dir(name, &config);
+        let from = primary.port.to_string();
+        let port = server.port.to_string();
+        let lines = config.settings.clone();
+        let mut args = vec!["standby", from.as_str(), server.dir.as_str(), port.as_str()];
+        args.extend(lines.iter().map(String::as_str));
+        pgserver(&args);
+        server.write_fake_clock(&config);
+        server.start_again();
+        server
+    }
+
+    fn new_dir(name: &str, config: &Config) -> Server {
         let port = free_port();
         let dir = format!("/tmp/pgsf-{name}-{port}");
         pgserver(&["destroy", &dir]);
-        let mut settings = vec![];
-        if config.preload {
-            settings.push("shared_preload_libraries = 'pg_snowflake'".to_string());
+        Server {
+            dir,
+            port,
+            fake_clock: config.fake_clock.is_some(),
         }
-        if let Some(node) = config.node_id {
-            settings.push(format!("pg_snowflake.node_id = {node}"));
+    }
+
+    fn write_fake_clock(&self, config: &Config) {
+        if let Some(offset) = &config.fake_clock {
+            self.set_clock(offset);
         }
-        let port_text = port.to_string();
-        let mut args = vec!["init", dir.as_str(), port_text.as_str()];
-        args.extend(settings.iter().map(String::as_str));
-        pgserver(&args);
-        Server { dir, port }
+    }
+
+    /// Sets the fake clock's offset from the real time (libfaketime syntax: "+0", "-1h",
+    /// "-10m", or "@2093-09-06 15:47:30" for an absolute start). The server sees it within a
+    /// second.
+    pub fn set_clock(&self, offset: &str) {
+        assert!(
+            self.fake_clock,
+            "the server was not started on a fake clock"
+        );
+        let mut tee = Command::new("sudo")
+            .args(["-u", "postgres", "tee", &self.clock_file()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("sudo tee runs");
+        use std::io::Write;
+        let mut stdin = tee.stdin.take().unwrap();
+        writeln!(stdin, "{offset}").unwrap();
+        drop(stdin);
+        assert!(tee.wait().unwrap().success());
+    }
+
+    fn clock_file(&self) -> String {
+        format!("{}/faketime", self.dir)
+    }
+
+    fn start_env(&self) -> Vec<(&'static str, String)> {
+        if !self.fake_clock {
+            return vec![];
+        }
+        let env = [
+            format!("LD_PRELOAD={LIBFAKETIME}"),
+            format!("FAKETIME_TIMESTAMP_FILE={}", self.clock_file()),
+            "FAKETIME_CACHE_DURATION=1".to_string(),
+            "FAKETIME_DONT_FAKE_MONOTONIC=1".to_string(),
+        ];
+        vec![("PGSERVER_ENV", env.join(" "))]
     }
 
     /// Starts the server; on failure returns what it printed and logged.
     pub fn try_start(&self) -> Result<(), String> {
-        let output = Command::new(repo_root().join("scripts/pgserver"))
-            .args(["start", &self.dir])
-            .output()
-            .expect("scripts/pgserver runs");
+        let output = run_pgserver(&["start", &self.dir], &self.start_env());
         if output.status.success() {
             Ok(())
         } else {
             Err(String::from_utf8_lossy(&output.stderr).into_owned())
         }
+    }
+
+    /// Starts the (stopped or crashed) server again.
+    pub fn start_again(&self) {
+        if let Err(log) = self.try_start() {
+            panic!("the server did not start:\n{log}");
+        }
+    }
+
+    /// A clean shutdown.
+    pub fn stop(&self) {
+        pgserver(&["stop", &self.dir]);
+    }
+
+    /// SIGKILL to the postmaster and every process of the server at once.
+    pub fn crash(&self) {
+        pgserver(&["crash", &self.dir]);
+    }
+
+    pub fn promote(&self) {
+        pgserver(&["promote", &self.dir]);
+    }
+
+    /// A file in the data directory, as seen by the `postgres` OS user.
+    pub fn data_file(&self, name: &str) -> String {
+        format!("{}/data/{name}", self.dir)
+    }
+
+    /// Runs a shell command as the `postgres` OS user, e.g. to damage a file; panics on failure.
+    pub fn as_postgres(&self, script: &str) {
+        let status = Command::new("sudo")
+            .args(["-u", "postgres", "sh", "-c", script])
+            .status()
+            .expect("sudo runs");
+        assert!(status.success(), "{script}");
     }
 
     /// A new connection to the `postgres` database as the superuser.
@@ -131,6 +260,21 @@ impl Server {
         .unwrap_or_else(|e| panic!("connecting to the server on port {}: {e}", self.port))
     }
 
+    /// Runs SQL on a new connection; panics on error.
+    pub fn execute(&self, sql: &str) {
+        self.connect()
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)));
+    }
+
+    /// The first column of the first row of a query on a new connection.
+    pub fn query_one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str) -> T {
+        self.connect()
+            .query_one(sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)))
+            .get(0)
+    }
+
     /// The server log, for failure messages.
     pub fn log(&self) -> String {
         String::from_utf8_lossy(&pgserver(&["log", &self.dir]).stdout).into_owned()
@@ -139,9 +283,15 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = Command::new(repo_root().join("scripts/pgserver"))
-            .args(["destroy", &self.dir])
-            .output();
+        let _ = run_pgserver(&["destroy", &self.dir], &[]);
+    }
+}
+
+/// An error as the server worded it, with its SQLSTATE.
+pub fn describe(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} {}", db.code().code(), db.message()),
+        None => e.to_string(),
     }
 }
 
@@ -162,4 +312,8 @@ pub fn take_ids(client: &mut Client, count: usize, batch: usize) -> Vec<i64> {
         }
     }
     ids
+}
+
+pub fn strictly_increasing(ids: &[i64]) -> bool {
+    ids.windows(2).all(|w| w[0] < w[1])
 }

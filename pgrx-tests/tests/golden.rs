@@ -56,7 +56,7 @@ fn preloaded_without_a_node_id() {
         "unset",
         Config {
             preload: true,
-            node_id: None,
+            ..Config::default()
         },
     );
     run_golden(&server, &["node_unset"]);
@@ -64,13 +64,7 @@ fn preloaded_without_a_node_id() {
 
 #[test]
 fn not_preloaded() {
-    let server = Server::start(
-        "nopreload",
-        Config {
-            preload: false,
-            node_id: None,
-        },
-    );
+    let server = Server::start("nopreload", Config::default());
     run_golden(&server, &["not_preloaded"]);
 }
 

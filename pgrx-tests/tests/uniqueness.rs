@@ -1,7 +1,7 @@
 //! The core promise, against real servers: no duplicate across concurrent connections of one
 //! server, no overlap between servers with different node ids, and decode tells the truth.
 
-use snowflake_it::{take_ids, Config, Server};
+use snowflake_it::{strictly_increasing, take_ids, Config, Server};
 use std::collections::HashSet;
 use std::thread;
 
@@ -9,10 +9,6 @@ const CONNECTIONS: usize = 8;
 const IDS_PER_CONNECTION: usize = 50_000;
 /// IDs per statement: small enough that the connections' statements interleave many times.
 const BATCH: usize = 500;
-
-fn strictly_increasing(ids: &[i64]) -> bool {
-    ids.windows(2).all(|w| w[0] < w[1])
-}
 
 /// Runs `connections` clients against `server` at once and returns each one's IDs in order.
 fn concurrent_ids(server: &Server, connections: usize, per_connection: usize) -> Vec<Vec<i64>> {

@@ -60,6 +60,11 @@ DROP ROLE snowflake_app;
 SET pg_snowflake.nodeid = 2;
 \echo :LAST_ERROR_SQLSTATE
 
+-- The generator's state: what does not depend on the moment.
+SELECT node_id, layout, ids_issued > 0 AS issued, last_issued <= reserved_until AS reserved_ahead,
+       lead_ms >= 0 AS lead_ok, clock_regressions, time_field_ends
+FROM snowflake_stats();
+
 -- The shape users declare.
 CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text);
 INSERT INTO orders (item) SELECT 'item ' || n FROM generate_series(1, 1000) n;

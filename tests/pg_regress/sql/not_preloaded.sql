@@ -11,6 +11,10 @@ BEGIN;
 SELECT snowflake_nextval();
 ROLLBACK;
 
+-- Nor is there a generator to report on.
+SELECT * FROM snowflake_stats();
+\echo :LAST_ERROR_SQLSTATE
+
 -- Decoding needs no shared memory.
 SELECT * FROM snowflake_decode(531934583543832577);
 
