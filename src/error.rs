@@ -22,6 +22,8 @@ pub enum SnowflakeError {
     NodeOutOfRange { node: i64, max: u32 },
     /// A sequence number that does not fit the layout's sequence bits.
     SequenceOutOfRange { seq: u32, max: u32 },
+    /// A batch size outside 1..=max.
+    BatchSizeOutOfRange { n: i32, max: i32 },
     /// A negative bigint was given where an ID was expected.
     NegativeId(i64),
     /// The time field has no room for the current time.
@@ -54,6 +56,7 @@ impl SnowflakeError {
             InvalidNodeSetting { .. }
             | NodeOutOfRange { .. }
             | SequenceOutOfRange { .. }
+            | BatchSizeOutOfRange { .. }
             | NegativeId(_) => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             TimeExhausted { .. } => PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBeforeEpoch { .. } => PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
@@ -112,6 +115,9 @@ impl SnowflakeError {
             NodeOutOfRange { max, .. } => format!("Node ids run from 0 to {max}."),
             SequenceOutOfRange { max, .. } => format!("Sequence numbers run from 0 to {max}."),
             NegativeId(_) => "Pass an ID made by snowflake_nextval().".into(),
+            BatchSizeOutOfRange { max, .. } => {
+                format!("Ask for 1 to {max} IDs at a time; call again for more.")
+            }
             TimeExhausted { .. } => {
                 "No more IDs can be made with this layout and epoch; check the server's clock."
                     .into()
@@ -181,6 +187,9 @@ impl fmt::Display for SnowflakeError {
                 write!(f, "sequence number {seq} is out of range 0..{max}")
             }
             NegativeId(id) => write!(f, "snowflake id {id} is negative"),
+            BatchSizeOutOfRange { n, max } => {
+                write!(f, "batch size {n} is out of range 1..{max}")
+            }
             TimeExhausted { .. } => write!(f, "snowflake time field is exhausted"),
             ClockBeforeEpoch { .. } => {
                 write!(f, "the server's clock is before the snowflake epoch")

@@ -3,7 +3,7 @@
 //!
 //! Pure Rust: the wall clock is passed in as a value and the durable write as a closure, so tests
 //! can move time at will and fail writes on purpose. The shared-memory layer (`shmem.rs`) keeps
-//! one [`Generator`] per server and calls [`Generator::next`] under its lock.
+//! one [`Generator`] per server and calls [`Generator::allocate`] under its lock.
 //!
 //! Times are Unix milliseconds. Three clocks are involved:
 //! - the *wall clock*: what the server's clock reads; it may step backwards (NTP, VM restore);
@@ -78,17 +78,62 @@ pub struct Stats {
     pub reservations: u64,
 }
 
-/// The outcome of one call of [`Generator::next`].
+/// The outcome of one call of [`Generator::allocate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
-    /// An ID. `clock_stepped_back_ms` is set when this call saw the wall clock step back and a
+pub enum Allocation {
+    /// IDs. `clock_stepped_back_ms` is set when this call saw the wall clock step back and a
     /// warning about it is due (at most one a minute).
-    Id {
-        id: i64,
+    Run {
+        run: Run,
         clock_stepped_back_ms: Option<i64>,
     },
     /// Overloaded: release the lock, wait this long, and call again.
     Wait { ms: i64 },
+}
+
+/// `count` consecutive positions of one node's ID space, from millisecond `time` (Unix ms)
+/// and sequence `seq` on: the sequence counts up, and after the layout's last sequence number
+/// continues at 0 in the next millisecond. Every ID of a run is greater than the one before.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub time: i64,
+    pub seq: u32,
+    pub count: u64,
+}
+
+impl Run {
+    /// A run of no IDs.
+    pub const EMPTY: Run = Run {
+        time: 0,
+        seq: 0,
+        count: 0,
+    };
+
+    /// The run's IDs, in order.
+    pub fn ids(self, layout: Layout, node: u32) -> impl Iterator<Item = i64> {
+        let per_ms = u64::from(layout.max_seq()) + 1;
+        (0..self.count).map(move |i| {
+            let offset = u64::from(self.seq) + i;
+            layout.pack(Parts {
+                time: (self.time - layout.epoch_unix_ms) as u64 + offset / per_ms,
+                node,
+                seq: (offset % per_ms) as u32,
+            })
+        })
+    }
+}
+
+/// The most IDs one `snowflake_nextval_batch()` call hands out: 100 million, about 25 seconds
+/// of one server's full capacity with the default layout.
+pub const MAX_BATCH: i32 = 100_000_000;
+
+/// A requested batch size, checked.
+pub fn batch_size(n: i32) -> Result<u64, SnowflakeError> {
+    if (1..=MAX_BATCH).contains(&n) {
+        Ok(n as u64)
+    } else {
+        Err(SnowflakeError::BatchSizeOutOfRange { n, max: MAX_BATCH })
+    }
 }
 
 /// Minimum time between two clock-regression warnings, on the steady clock.
@@ -146,19 +191,22 @@ impl Generator {
         true
     }
 
-    /// The next ID for `node`, given the clocks `now`. `reserve(until)` must durably
-    /// record that IDs may be issued up to (not including) `until`, or fail.
+    /// The next `want` (at least 1) IDs for `node`, given the clocks `now`: as many of them as
+    /// fit before the generator would lead the steady clock by more than `max_borrow_ms`, or
+    /// before the time field ends. `reserve(until)` must durably record that IDs may be issued up
+    /// to (not including) `until`, or fail.
     ///
     /// On error or `Wait` no ID is issued and the position is unchanged, so a failed call never
     /// skips or reuses an ID.
-    pub fn next(
+    pub fn allocate(
         &mut self,
         layout: &Layout,
         node: u32,
         now: Clocks,
         limits: &Limits,
+        want: u64,
         reserve: impl FnOnce(i64) -> Result<(), SnowflakeError>,
-    ) -> Result<Next, SnowflakeError> {
+    ) -> Result<Allocation, SnowflakeError> {
         let (steady, stepped_back) = self.read_clock(now);
         let (time, seq, borrowed) = match self.last {
             Some((last_time, _)) if steady > last_time => (steady, 0, false),
@@ -168,25 +216,33 @@ impl Generator {
             }
             Some((last_time, _)) => (last_time + 1, 0, true),
         };
-        if borrowed && time - steady > limits.max_borrow_ms {
+        // The last millisecond this call may use: borrowing stops at max_borrow_ms ahead of the
+        // steady clock, but a millisecond already in use is never refused.
+        let mut limit = steady.saturating_add(limits.max_borrow_ms);
+        if !borrowed {
+            limit = limit.max(time);
+        }
+        if time > limit {
             self.stats.overload_waits += 1;
-            return Ok(Next::Wait {
-                ms: time - steady - limits.max_borrow_ms,
+            return Ok(Allocation::Wait { ms: time - limit });
+        }
+        if layout.time_since_epoch(time).is_none() {
+            return Err(SnowflakeError::ClockBeforeEpoch {
+                now_unix_ms: now.wall,
             });
         }
-        let since_epoch =
-            layout
-                .time_since_epoch(time)
-                .ok_or(SnowflakeError::ClockBeforeEpoch {
-                    now_unix_ms: now.wall,
-                })?;
-        let id = layout.compose(Parts {
-            time: since_epoch,
-            node,
-            seq,
-        })?;
-        if time >= self.reserved_until {
-            let until = time
+        // Checks the node, and that the first millisecond fits the time field.
+        layout.compose(layout.parts_at(time, node, seq))?;
+
+        let per_ms = u64::from(layout.max_seq()) + 1;
+        let limit = limit.min(layout.end_unix_ms());
+        let room = (limit - time) as u64 * per_ms + (per_ms - u64::from(seq));
+        let count = want.clamp(1, room);
+        let end = u64::from(seq) + count - 1;
+        let (end_time, end_seq) = (time + (end / per_ms) as i64, (end % per_ms) as u32);
+
+        if end_time >= self.reserved_until {
+            let until = end_time
                 .saturating_add(limits.reserve_ahead_ms.max(1))
                 .min(layout.end_unix_ms() + 1);
             reserve(until)?;
@@ -194,9 +250,9 @@ impl Generator {
             self.stats.reservations += 1;
         }
 
-        self.last = Some((time, seq));
-        self.stats.issued += 1;
-        self.stats.exhausted_ms += u64::from(borrowed);
+        self.last = Some((end_time, end_seq));
+        self.stats.issued += count;
+        self.stats.exhausted_ms += (end_time - time) as u64 + u64::from(borrowed);
         let warn = stepped_back.filter(|_| {
             let due = self
                 .warned_at
@@ -206,8 +262,8 @@ impl Generator {
             }
             due
         });
-        Ok(Next::Id {
-            id,
+        Ok(Allocation::Run {
+            run: Run { time, seq, count },
             clock_stepped_back_ms: warn,
         })
     }
@@ -266,6 +322,38 @@ mod tests {
     use crate::layout::{DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
     use proptest::prelude::*;
 
+    /// One ID at a time, as `snowflake_nextval()` asks for them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Next {
+        Id {
+            id: i64,
+            clock_stepped_back_ms: Option<i64>,
+        },
+        Wait {
+            ms: i64,
+        },
+    }
+
+    fn next(
+        g: &mut Generator,
+        layout: &Layout,
+        node: u32,
+        now: Clocks,
+        limits: &Limits,
+        reserve: impl FnOnce(i64) -> Result<(), SnowflakeError>,
+    ) -> Result<Next, SnowflakeError> {
+        Ok(match g.allocate(layout, node, now, limits, 1, reserve)? {
+            Allocation::Run {
+                run,
+                clock_stepped_back_ms,
+            } => Next::Id {
+                id: run.ids(*layout, node).next().unwrap(),
+                clock_stepped_back_ms,
+            },
+            Allocation::Wait { ms } => Next::Wait { ms },
+        })
+    }
+
     const L: Layout = DEFAULT_LAYOUT;
     const NODE: u32 = 7;
     /// Some ordinary moment well after the epoch.
@@ -278,6 +366,10 @@ mod tests {
 
     fn parts(id: i64) -> Parts {
         L.decompose(id).unwrap()
+    }
+
+    fn strictly_increasing(ids: &[i64]) -> bool {
+        ids.windows(2).all(|w| w[0] < w[1])
     }
 
     fn unix_ms(id: i64) -> i64 {
@@ -298,7 +390,7 @@ mod tests {
 
     /// Calls `next` once; panics unless it gives an ID.
     fn id(g: &mut Generator, now: impl Into<Clocks>) -> i64 {
-        match g.next(&L, NODE, now.into(), &LIMITS, accept).unwrap() {
+        match next(g, &L, NODE, now.into(), &LIMITS, accept).unwrap() {
             Next::Id { id, .. } => id,
             wait => panic!("unexpected {wait:?}"),
         }
@@ -395,7 +487,7 @@ mod tests {
             if let Next::Id {
                 clock_stepped_back_ms: Some(ms),
                 ..
-            } = g.next(&L, NODE, now, &LIMITS, accept).unwrap()
+            } = next(&mut g, &L, NODE, now, &LIMITS, accept).unwrap()
             {
                 warnings.push(ms);
             }
@@ -414,7 +506,7 @@ mod tests {
         let mut g = Generator::new();
         let mut ids = 0;
         let wait = loop {
-            match g.next(&L, NODE, Clocks::from(T0), &limits, accept).unwrap() {
+            match next(&mut g, &L, NODE, Clocks::from(T0), &limits, accept).unwrap() {
                 Next::Id { .. } => ids += 1,
                 Next::Wait { ms } => break ms,
             }
@@ -426,8 +518,7 @@ mod tests {
         assert_eq!(g.stats().overload_waits, 1);
         // A millisecond later there is room again.
         assert!(matches!(
-            g.next(&L, NODE, Clocks::from(T0 + 1), &limits, accept)
-                .unwrap(),
+            next(&mut g, &L, NODE, Clocks::from(T0 + 1), &limits, accept).unwrap(),
             Next::Id { .. }
         ));
     }
@@ -440,15 +531,14 @@ mod tests {
         };
         let mut g = Generator::new();
         for _ in 0..4096 {
-            g.next(&L, NODE, Clocks::from(T0), &limits, accept).unwrap();
+            next(&mut g, &L, NODE, Clocks::from(T0), &limits, accept).unwrap();
         }
         assert_eq!(
-            g.next(&L, NODE, Clocks::from(T0), &limits, accept).unwrap(),
+            next(&mut g, &L, NODE, Clocks::from(T0), &limits, accept).unwrap(),
             Next::Wait { ms: 1 }
         );
-        let Next::Id { id, .. } = g
-            .next(&L, NODE, Clocks::from(T0 + 1), &limits, accept)
-            .unwrap()
+        let Next::Id { id, .. } =
+            next(&mut g, &L, NODE, Clocks::from(T0 + 1), &limits, accept).unwrap()
         else {
             panic!("expected an ID");
         };
@@ -461,7 +551,7 @@ mod tests {
         let mut written = vec![];
         for ms in 0..5_000 {
             for _ in 0..3 {
-                let result = g.next(&L, NODE, Clocks::from(T0 + ms), &LIMITS, |until| {
+                let result = next(&mut g, &L, NODE, Clocks::from(T0 + ms), &LIMITS, |until| {
                     written.push(until);
                     Ok(())
                 });
@@ -486,7 +576,7 @@ mod tests {
         let mut g = Generator::new();
         let first = id(&mut g, T0);
         let failure = SnowflakeError::NotPreloaded;
-        let result = g.next(&L, NODE, Clocks::from(T0 + 1_000), &LIMITS, |_| {
+        let result = next(&mut g, &L, NODE, Clocks::from(T0 + 1_000), &LIMITS, |_| {
             Err(failure.clone())
         });
         assert_eq!(result, Err(failure));
@@ -505,10 +595,17 @@ mod tests {
         let mut reserved = 0;
         let mut last_before = 0;
         for ms in 0..2_500 {
-            let result = before.next(&L, NODE, Clocks::from(T0 + ms), &LIMITS, |until| {
-                reserved = until;
-                Ok(())
-            });
+            let result = next(
+                &mut before,
+                &L,
+                NODE,
+                Clocks::from(T0 + ms),
+                &LIMITS,
+                |until| {
+                    reserved = until;
+                    Ok(())
+                },
+            );
             if let Ok(Next::Id { id, .. }) = result {
                 last_before = id;
             }
@@ -544,7 +641,7 @@ mod tests {
         let mut g = Generator::new();
         let now = DEFAULT_EPOCH_UNIX_MS - 1;
         assert_eq!(
-            g.next(&L, NODE, Clocks::from(now), &LIMITS, accept),
+            next(&mut g, &L, NODE, Clocks::from(now), &LIMITS, accept),
             Err(SnowflakeError::ClockBeforeEpoch { now_unix_ms: now })
         );
         assert_eq!(g.stats().issued, 0);
@@ -570,11 +667,11 @@ mod tests {
         let before = g;
         let exhausted = Err(SnowflakeError::TimeExhausted { end_unix_ms: end });
         assert_eq!(
-            g.next(&L, NODE, Clocks::from(end), &LIMITS, accept),
+            next(&mut g, &L, NODE, Clocks::from(end), &LIMITS, accept),
             exhausted
         );
         assert_eq!(
-            g.next(&L, NODE, Clocks::from(end + 1), &LIMITS, accept),
+            next(&mut g, &L, NODE, Clocks::from(end + 1), &LIMITS, accept),
             exhausted
         );
         // A refused call does not move the generator.
@@ -589,13 +686,103 @@ mod tests {
     fn node_out_of_range_is_refused() {
         let mut g = Generator::new();
         assert_eq!(
-            g.next(&L, 1024, Clocks::from(T0), &LIMITS, accept),
+            next(&mut g, &L, 1024, Clocks::from(T0), &LIMITS, accept),
             Err(SnowflakeError::NodeOutOfRange {
                 node: 1024,
                 max: 1023
             })
         );
         assert_eq!(g.stats().issued, 0);
+    }
+
+    #[test]
+    fn batch_sizes_outside_1_to_100_million_are_refused() {
+        assert_eq!(batch_size(1), Ok(1));
+        assert_eq!(batch_size(MAX_BATCH), Ok(100_000_000));
+        for n in [0, -1, i32::MIN, MAX_BATCH + 1, i32::MAX] {
+            assert_eq!(
+                batch_size(n),
+                Err(SnowflakeError::BatchSizeOutOfRange { n, max: MAX_BATCH })
+            );
+        }
+    }
+
+    fn allocate(g: &mut Generator, now: i64, want: u64, limits: &Limits) -> Allocation {
+        g.allocate(&L, NODE, Clocks::at(now), limits, want, accept)
+            .unwrap()
+    }
+
+    fn run_ids(allocation: Allocation) -> Vec<i64> {
+        match allocation {
+            Allocation::Run { run, .. } => run.ids(L, NODE).collect(),
+            wait => panic!("unexpected {wait:?}"),
+        }
+    }
+
+    #[test]
+    fn a_batch_is_what_the_same_number_of_single_calls_would_give() {
+        let mut batch = Generator::new();
+        let mut single = Generator::new();
+        id(&mut batch, T0);
+        id(&mut single, T0);
+        let ids = run_ids(allocate(&mut batch, T0, 10_000, &LIMITS));
+        let singles: Vec<i64> = (0..10_000).map(|_| id(&mut single, T0)).collect();
+        assert_eq!(ids, singles);
+        assert_eq!(batch.stats(), single.stats());
+        assert!(strictly_increasing(&ids));
+        // 10,001 IDs in millisecond T0 and the two borrowed after it.
+        assert_eq!(batch.stats().exhausted_ms, 2);
+        assert_eq!(unix_ms(*ids.last().unwrap()), T0 + 2);
+    }
+
+    #[test]
+    fn a_huge_batch_stops_at_the_borrowing_limit_then_waits() {
+        let mut g = Generator::new();
+        let ids = run_ids(allocate(&mut g, T0, 10_000_000, &LIMITS));
+        // Millisecond T0 and 1000 borrowed ones.
+        assert_eq!(ids.len(), 1_001 * 4096);
+        assert_eq!(unix_ms(*ids.last().unwrap()), T0 + 1_000);
+        assert_eq!(
+            allocate(&mut g, T0, 10, &LIMITS),
+            Allocation::Wait { ms: 1 }
+        );
+        // As the clock moves on, room comes back a millisecond at a time.
+        assert_eq!(
+            run_ids(allocate(&mut g, T0 + 5, 1_000_000, &LIMITS)).len(),
+            5 * 4096
+        );
+    }
+
+    #[test]
+    fn a_batch_reserves_past_its_last_id() {
+        let mut g = Generator::new();
+        let mut reserved = 0;
+        let result = g.allocate(&L, NODE, Clocks::at(T0), &LIMITS, 100_000, |until| {
+            reserved = until;
+            Ok(())
+        });
+        let ids = run_ids(result.unwrap());
+        assert!(unix_ms(*ids.last().unwrap()) < reserved);
+        assert_eq!(reserved, unix_ms(*ids.last().unwrap()) + 1_000);
+    }
+
+    #[test]
+    fn a_batch_stops_at_the_end_of_the_time_field() {
+        let mut g = Generator::new();
+        let ids = run_ids(allocate(&mut g, L.end_unix_ms(), 10_000, &LIMITS));
+        assert_eq!(ids.len(), 4096);
+        let last = L.compose(Parts {
+            time: L.max_time(),
+            node: NODE,
+            seq: L.max_seq(),
+        });
+        assert_eq!(ids.last().copied(), last.ok());
+        assert_eq!(
+            g.allocate(&L, NODE, Clocks::at(L.end_unix_ms()), &LIMITS, 1, accept),
+            Err(SnowflakeError::TimeExhausted {
+                end_unix_ms: L.end_unix_ms()
+            })
+        );
     }
 
     proptest! {
@@ -609,7 +796,7 @@ mod tests {
             for (jump, calls) in steps {
                 now += jump;
                 for _ in 0..calls {
-                    match g.next(&L, NODE, Clocks::from(now), &LIMITS, accept).unwrap() {
+                    match next(&mut g, &L, NODE, Clocks::from(now), &LIMITS, accept).unwrap() {
                         Next::Id { id, .. } => {
                             prop_assert!(id > previous);
                             prop_assert_eq!(parts(id).node, NODE);
@@ -618,6 +805,31 @@ mod tests {
                         // Overloaded: the clock moves on while the caller waits.
                         Next::Wait { ms } => now += ms,
                     }
+                }
+            }
+        }
+
+        #[test]
+        fn batches_and_single_calls_interleaved_stay_strictly_increasing(
+            steps in proptest::collection::vec((-2_000i64..2_000, 1u64..20_000), 1..30)
+        ) {
+            let mut g = Generator::new();
+            let mut now = T0;
+            let mut previous = -1i64;
+            for (jump, want) in steps {
+                now += jump;
+                let mut got = vec![];
+                match g.allocate(&L, NODE, Clocks::at(now), &LIMITS, want, accept).unwrap() {
+                    Allocation::Run { run, .. } => {
+                        prop_assert!(run.count >= 1 && run.count <= want);
+                        got.extend(run.ids(L, NODE));
+                    }
+                    Allocation::Wait { ms } => now += ms,
+                }
+                got.push(id(&mut g, now));
+                for id in got {
+                    prop_assert!(id > previous);
+                    previous = id;
                 }
             }
         }
@@ -632,7 +844,7 @@ mod tests {
                 let mut g = Generator::resume(reserved);
                 for i in 0..calls {
                     let now = T0 + clock_offset + i as i64 / 4;
-                    let result = g.next(&L, NODE, Clocks::from(now), &LIMITS, |until| {
+                    let result = next(&mut g, &L, NODE, Clocks::from(now), &LIMITS, |until| {
                         reserved = until;
                         Ok(())
                     });

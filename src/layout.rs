@@ -100,11 +100,25 @@ impl Layout {
                 max: self.max_seq(),
             });
         }
+        Ok(self.pack(parts))
+    }
+
+    /// Packs fields already known to fit (see [`Layout::compose`]).
+    pub const fn pack(&self, parts: Parts) -> i64 {
         let id = (parts.time << (self.node_bits + self.seq_bits))
-            | (u64::from(parts.node) << self.seq_bits)
-            | u64::from(parts.seq);
+            | ((parts.node as u64) << self.seq_bits)
+            | parts.seq as u64;
         // The three fields add up to at most 63 bits, so the sign bit is always clear.
-        Ok(id as i64)
+        id as i64
+    }
+
+    /// The fields of the ID at Unix time `unix_ms` (not before the epoch), `node` and `seq`.
+    pub const fn parts_at(&self, unix_ms: i64, node: u32, seq: u32) -> Parts {
+        Parts {
+            time: (unix_ms - self.epoch_unix_ms) as u64,
+            node,
+            seq,
+        }
     }
 
     /// Unpacks an ID. Every non-negative `i64` is a well-formed ID of this layout.

@@ -4,7 +4,7 @@
 //! - The lock, an LWLock in its own tranche named "pg_snowflake", guards the [`Generator`]:
 //!   the last issued millisecond and sequence, the clocks it last read, the durable floor and
 //!   reservation, and the counters.
-//! - [`next_id`] takes it in exclusive mode for one call of `Generator::next`; [`replay_reservation`]
+//! - [`next_run`] takes it in exclusive mode for one call of `Generator::allocate`; [`replay_reservation`]
 //!   (WAL redo, in the startup process) in exclusive mode to raise the floor; [`snapshot`] in
 //!   shared mode to copy the state out.
 //! - While it is held, only the clock reads and integer arithmetic happen — plus, about once a
@@ -21,7 +21,7 @@
 
 use crate::durable;
 use crate::error::SnowflakeError;
-use crate::generator::{Clocks, Generator, Limits, Next};
+use crate::generator::{Allocation, Clocks, Generator, Limits, Run};
 use crate::layout::Layout;
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, PGRXSharedMemory, PgLwLock};
@@ -61,30 +61,46 @@ pub fn ensure_available() -> Result<(), SnowflakeError> {
     }
 }
 
-/// The next ID for `node` from the server's generator. Under sustained overload this waits,
-/// outside the lock and interruptibly, until the generator has room again.
+/// The next ID for `node` from the server's generator.
 pub fn next_id(layout: &Layout, node: u32, limits: &Limits) -> Result<i64, SnowflakeError> {
+    let run = next_run(layout, node, limits, 1)?;
+    Ok(layout.pack(layout.parts_at(run.time, node, run.seq)))
+}
+
+/// The next IDs for `node`, up to `want` of them, from one acquisition of the lock. Under
+/// sustained overload this waits, outside the lock and interruptibly, until the generator has
+/// room again.
+pub fn next_run(
+    layout: &Layout,
+    node: u32,
+    limits: &Limits,
+    want: u64,
+) -> Result<Run, SnowflakeError> {
     ensure_available()?;
     // SAFETY: a plain read of the server's recovery state.
     if unsafe { pg_sys::RecoveryInProgress() } {
         return Err(SnowflakeError::InRecovery);
     }
     loop {
-        let next =
-            GENERATOR
-                .exclusive()
-                .next(layout, node, read_clocks(), limits, durable::reserve)?;
-        match next {
-            Next::Id {
-                id,
+        let allocation = GENERATOR.exclusive().allocate(
+            layout,
+            node,
+            read_clocks(),
+            limits,
+            want,
+            durable::reserve,
+        )?;
+        match allocation {
+            Allocation::Run {
+                run,
                 clock_stepped_back_ms,
             } => {
                 if let Some(ms) = clock_stepped_back_ms {
                     SnowflakeError::ClockSteppedBack { ms }.report_warning();
                 }
-                return Ok(id);
+                return Ok(run);
             }
-            Next::Wait { ms } => {
+            Allocation::Wait { ms } => {
                 // SAFETY: sleeping outside any lock; interrupts are checked right after.
                 unsafe { pg_sys::pg_usleep(ms.clamp(1, 10) * 1000) };
                 pg_sys::check_for_interrupts!();

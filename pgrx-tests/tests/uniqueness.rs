@@ -64,6 +64,44 @@ fn concurrent_connections_never_get_a_duplicate() {
 }
 
 #[test]
+fn batches_and_single_ids_on_concurrent_connections_never_collide() {
+    let server = Server::start("batch", Config::node(6));
+    let per_connection: Vec<Vec<i64>> = thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let mut client = server.connect();
+                scope.spawn(move || {
+                    if i % 2 == 0 {
+                        take_ids(&mut client, 200_000, 1000)
+                    } else {
+                        let mut ids = vec![];
+                        for _ in 0..20 {
+                            let rows = client
+                                .query("SELECT snowflake_nextval_batch(10000)", &[])
+                                .unwrap();
+                            ids.extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+                        }
+                        ids
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let all: HashSet<i64> = per_connection.iter().flatten().copied().collect();
+    let total: usize = per_connection.iter().map(Vec::len).sum();
+    println!(
+        "2 connections of single IDs + 2 of 10,000-ID batches: {total} IDs, {} distinct",
+        all.len()
+    );
+    assert_eq!(total, 800_000);
+    assert_eq!(all.len(), total);
+    for ids in &per_connection {
+        assert!(strictly_increasing(ids));
+    }
+}
+
+#[test]
 fn servers_with_different_node_ids_never_overlap() {
     let servers = [
         Server::start("node1", Config::node(1)),

@@ -60,6 +60,20 @@ DROP ROLE snowflake_app;
 SET pg_snowflake.nodeid = 2;
 \echo :LAST_ERROR_SQLSTATE
 
+-- Batches: n IDs, strictly increasing, all new.
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids, bool_and(id > 0) AS positive
+FROM snowflake_nextval_batch(100000) id;
+SELECT bool_and(id > prev) AS increasing
+FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev
+      FROM snowflake_nextval_batch(20000) WITH ORDINALITY b(id, n)) s;
+SELECT count(*) AS rows_for_null FROM snowflake_nextval_batch(NULL);
+SELECT snowflake_nextval_batch(0);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_nextval_batch(-5);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_nextval_batch(100000001);
+\echo :LAST_ERROR_SQLSTATE
+
 -- The generator's state: what does not depend on the moment.
 SELECT node_id, layout, ids_issued > 0 AS issued, last_issued <= reserved_until AS reserved_ahead,
        lead_ms >= 0 AS lead_ok, clock_regressions, time_field_ends

@@ -8,6 +8,9 @@ SHOW pg_snowflake.node_id;
 SELECT snowflake_nextval();
 \echo :LAST_ERROR_SQLSTATE
 
+SELECT * FROM snowflake_nextval_batch(10);
+\echo :LAST_ERROR_SQLSTATE
+
 -- The generator reports the node as unknown.
 SELECT node_id, ids_issued FROM snowflake_stats();
 

@@ -11,6 +11,9 @@ BEGIN;
 SELECT snowflake_nextval();
 ROLLBACK;
 
+SELECT * FROM snowflake_nextval_batch(10);
+\echo :LAST_ERROR_SQLSTATE
+
 -- Nor is there a generator to report on.
 SELECT * FROM snowflake_stats();
 \echo :LAST_ERROR_SQLSTATE
