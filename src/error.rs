@@ -28,6 +28,26 @@ pub enum SnowflakeError {
     TimeExhausted { end_unix_ms: i64 },
     /// The server's clock reads a time before the epoch and nothing was issued yet.
     ClockBeforeEpoch { now_unix_ms: i64 },
+    /// A timestamp before the epoch was given where an ID bound was asked for (`i64::MIN` stands
+    /// for `-infinity`).
+    TimestampBeforeEpoch { unix_ms: i64 },
+    /// A timestamp after the end of the time field was given where an ID bound was asked for
+    /// (`i64::MAX` stands for `infinity`).
+    TimestampAfterEnd { unix_ms: i64 },
+    /// `snowflake_adopt` was given a column the table does not have.
+    AdoptNoSuchColumn { table: String, column: String },
+    /// `snowflake_adopt` was given a column that cannot hold snowflake IDs even as bigint.
+    AdoptNotInteger {
+        table: String,
+        column: String,
+        type_name: String,
+    },
+    /// `snowflake_adopt` found values that IDs made from now on could repeat.
+    AdoptWouldCollide {
+        table: String,
+        column: String,
+        max: i64,
+    },
 }
 
 use SnowflakeError::*;
@@ -43,6 +63,12 @@ impl SnowflakeError {
             | NegativeId(_) => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             TimeExhausted { .. } => PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBeforeEpoch { .. } => PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
+            TimestampBeforeEpoch { .. } | TimestampAfterEnd { .. } => {
+                PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW
+            }
+            AdoptNoSuchColumn { .. } => PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            AdoptNotInteger { .. } => PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            AdoptWouldCollide { .. } => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         }
     }
 
@@ -65,6 +91,18 @@ impl SnowflakeError {
             ClockBeforeEpoch { now_unix_ms } => {
                 Some(format!("The clock reads {}.", format_unix_ms(*now_unix_ms)))
             }
+            TimestampBeforeEpoch { .. } => Some(format!(
+                "Snowflake IDs count milliseconds from {}.",
+                format_unix_ms(DEFAULT_LAYOUT.epoch_unix_ms)
+            )),
+            TimestampAfterEnd { .. } => Some(format!(
+                "The time field of this layout ends at {}.",
+                format_unix_ms(DEFAULT_LAYOUT.end_unix_ms())
+            )),
+            AdoptWouldCollide { max, .. } => Some(format!(
+                "Its largest value, {max}, is not below snowflake_from_timestamp(now()), the \
+                 smallest ID a server can issue now."
+            )),
             _ => None,
         }
     }
@@ -88,6 +126,24 @@ impl SnowflakeError {
                     .into()
             }
             ClockBeforeEpoch { .. } => "Set the server's clock to the correct time.".into(),
+            TimestampBeforeEpoch { .. } | TimestampAfterEnd { .. } => format!(
+                "Pass a timestamp from {} to {}.",
+                format_unix_ms(DEFAULT_LAYOUT.epoch_unix_ms),
+                format_unix_ms(DEFAULT_LAYOUT.end_unix_ms())
+            ),
+            AdoptNoSuchColumn { .. } => {
+                "Name the key column as the second argument, e.g. snowflake_adopt('orders', \
+                 'order_id')."
+                    .into()
+            }
+            AdoptNotInteger { .. } => {
+                "snowflake_adopt switches smallint, integer and bigint columns to bigint \
+                 snowflake IDs."
+                    .into()
+            }
+            AdoptWouldCollide { .. } => "Renumber the rows below snowflake_from_timestamp(now()), \
+                                         or keep the sequence for this table."
+                .into(),
         }
     }
 
@@ -135,7 +191,41 @@ impl fmt::Display for SnowflakeError {
             ClockBeforeEpoch { .. } => {
                 write!(f, "the server's clock is before the snowflake epoch")
             }
+            TimestampBeforeEpoch { unix_ms } => write!(
+                f,
+                "timestamp {} is before the snowflake epoch",
+                format_instant(*unix_ms)
+            ),
+            TimestampAfterEnd { unix_ms } => write!(
+                f,
+                "timestamp {} is after the end of the snowflake time field",
+                format_instant(*unix_ms)
+            ),
+            AdoptNoSuchColumn { table, column } => {
+                write!(f, "column \"{column}\" of relation \"{table}\" does not exist")
+            }
+            AdoptNotInteger {
+                table,
+                column,
+                type_name,
+            } => write!(
+                f,
+                "column \"{column}\" of table \"{table}\" is of type {type_name}, not an integer type"
+            ),
+            AdoptWouldCollide { table, column, .. } => write!(
+                f,
+                "column \"{column}\" of table \"{table}\" holds values that snowflake IDs could repeat"
+            ),
         }
+    }
+}
+
+/// Formats an instant for a message; the `i64` extremes stand for Postgres' infinities.
+fn format_instant(unix_ms: i64) -> String {
+    match unix_ms {
+        i64::MAX => "infinity".into(),
+        i64::MIN => "-infinity".into(),
+        _ => format_unix_ms(unix_ms),
     }
 }
 

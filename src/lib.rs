@@ -7,7 +7,9 @@
 
 use pgrx::prelude::*;
 
+pub mod adopt;
 pub mod api;
+pub mod bounds;
 pub mod error;
 pub mod generator;
 pub mod gucs;
