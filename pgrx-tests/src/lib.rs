@@ -6,6 +6,7 @@ use postgres::{Client, NoTls};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 /// The repository's top directory.
 pub fn repo_root() -> PathBuf {
@@ -69,8 +70,13 @@ impl Server {
     /// Starts a fresh server and, when the library is preloaded, creates the extension in its
     /// `postgres` database.
     pub fn start(name: &str, config: Config) -> Server {
+        Server::start_with(name, config, &[])
+    }
+
+    /// Like [`Server::start`], with more postgresql.conf lines (e.g. `"wal_level = logical"`).
+    pub fn start_with(name: &str, config: Config, settings: &[&str]) -> Server {
         let preload = config.preload;
-        let server = Server::init(name, config);
+        let server = Server::init_with(name, config, settings);
         if let Err(log) = server.try_start() {
             panic!("the server did not start:\n{log}");
         }
@@ -85,6 +91,11 @@ impl Server {
 
     /// A fresh data directory with this configuration, not started yet.
     pub fn init(name: &str, config: Config) -> Server {
+        Server::init_with(name, config, &[])
+    }
+
+    /// Like [`Server::init`], with more postgresql.conf lines.
+    pub fn init_with(name: &str, config: Config, extra: &[&str]) -> Server {
         let port = free_port();
         let dir = format!("/tmp/pgsf-{name}-{port}");
         pgserver(&["destroy", &dir]);
@@ -95,6 +106,7 @@ impl Server {
         if let Some(node) = config.node_id {
             settings.push(format!("pg_snowflake.node_id = {node}"));
         }
+        settings.extend(extra.iter().map(|line| line.to_string()));
         let port_text = port.to_string();
         let mut args = vec!["init", dir.as_str(), port_text.as_str()];
         args.extend(settings.iter().map(String::as_str));
@@ -131,6 +143,21 @@ impl Server {
         .unwrap_or_else(|e| panic!("connecting to the server on port {}: {e}", self.port))
     }
 
+    /// A new connection to database `dbname` as the superuser.
+    pub fn connect_db(&self, dbname: &str) -> Client {
+        Client::connect(&self.conninfo(dbname), NoTls)
+            .unwrap_or_else(|e| panic!("connecting to {dbname} on port {}: {e}", self.port))
+    }
+
+    /// A libpq connection string for database `dbname`, for postgres_fdw, subscriptions and the
+    /// client programs.
+    pub fn conninfo(&self, dbname: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname={dbname}",
+            self.port
+        )
+    }
+
     /// The server log, for failure messages.
     pub fn log(&self) -> String {
         String::from_utf8_lossy(&pgserver(&["log", &self.dir]).stdout).into_owned()
@@ -162,4 +189,45 @@ pub fn take_ids(client: &mut Client, count: usize, batch: usize) -> Vec<i64> {
         }
     }
     ids
+}
+
+/// Starts one server per node id at once (each preloaded, with that node id and the extra
+/// settings), named `{name}{node}`: a deployment of shards in a few seconds.
+pub fn start_cluster(name: &str, nodes: &[i32], settings: &[&str]) -> Vec<Server> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = nodes
+            .iter()
+            .map(|&node| {
+                scope.spawn(move || {
+                    Server::start_with(&format!("{name}{node}"), Config::node(node), settings)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Polls `done` every 100 ms until it returns true; panics with `what` after `timeout`.
+/// Returns how long it took.
+pub fn wait_until(timeout: Duration, what: &str, mut done: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
+}
+
+/// The path of a PostgreSQL 15 client program (pg_dump, pg_restore, psql).
+pub fn pg_bin(program: &str) -> PathBuf {
+    let pg_config = std::env::var("PG_CONFIG")
+        .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
+    let out = Command::new(&pg_config)
+        .arg("--bindir")
+        .output()
+        .expect("pg_config runs");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(program)
 }
