@@ -59,7 +59,7 @@ BEGIN
     FOR day IN SELECT generate_series(timestamptz '2026-03-01 00:00:00+00',
                                       timestamptz '2026-03-05 00:00:00+00', interval '1 day')
     LOOP
-        EXECUTE format('CREATE TABLE %I PARTITION OF events FOR VALUES FROM (%s) TO (%s)',
+        EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF events FOR VALUES FROM (%s) TO (%s)',
                        'events_' || to_char(day AT TIME ZONE 'UTC', 'YYYYMMDD'),
                        snowflake_from_timestamp(day),
                        snowflake_from_timestamp(day + interval '1 day'));
