@@ -74,9 +74,9 @@ impl Server {
     }
 
     /// Like [`Server::start`], with more postgresql.conf lines (e.g. `"wal_level = logical"`).
-    pub fn start_with(name: &str, config: Config, settings: &[&str]) -> Server {
+    pub fn start_with(name: &str, config: Config, extra: &[&str]) -> Server {
         let preload = config.preload;
-        let server = Server::init_with(name, config, settings);
+        let server = Server::init_with(name, config, extra);
         if let Err(log) = server.try_start() {
             panic!("the server did not start:\n{log}");
         }
