@@ -287,7 +287,7 @@ mod tests {
     #[pg_test]
     fn every_function_has_a_comment() {
         assert!(boolean(
-            "SELECT bool_and(obj_description(p.oid, 'pg_proc') IS NOT NULL) AND count(*) = 7
+            "SELECT bool_and(obj_description(p.oid, 'pg_proc') IS NOT NULL) AND count(*) = 10
              FROM pg_proc p WHERE p.proname LIKE 'snowflake\\_%'"
         ));
     }

@@ -44,6 +44,26 @@ pub enum SnowflakeError {
     },
     /// A WAL record of our resource manager that this version does not know.
     UnknownWalRecord,
+    /// A timestamp before the epoch was given where an ID bound was asked for (`i64::MIN` stands
+    /// for `-infinity`).
+    TimestampBeforeEpoch { unix_ms: i64 },
+    /// A timestamp after the end of the time field was given where an ID bound was asked for
+    /// (`i64::MAX` stands for `infinity`).
+    TimestampAfterEnd { unix_ms: i64 },
+    /// `snowflake_adopt` was given a column the table does not have.
+    AdoptNoSuchColumn { table: String, column: String },
+    /// `snowflake_adopt` was given a column that cannot hold snowflake IDs even as bigint.
+    AdoptNotInteger {
+        table: String,
+        column: String,
+        type_name: String,
+    },
+    /// `snowflake_adopt` found values that IDs made from now on could repeat.
+    AdoptWouldCollide {
+        table: String,
+        column: String,
+        max: i64,
+    },
 }
 
 use SnowflakeError::*;
@@ -65,6 +85,12 @@ impl SnowflakeError {
             StateFileDamaged { .. } => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
             StateFileIo { .. } => PgSqlErrorCode::ERRCODE_IO_ERROR,
             UnknownWalRecord => PgSqlErrorCode::ERRCODE_INTERNAL_ERROR,
+            TimestampBeforeEpoch { .. } | TimestampAfterEnd { .. } => {
+                PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW
+            }
+            AdoptNoSuchColumn { .. } => PgSqlErrorCode::ERRCODE_UNDEFINED_COLUMN,
+            AdoptNotInteger { .. } => PgSqlErrorCode::ERRCODE_DATATYPE_MISMATCH,
+            AdoptWouldCollide { .. } => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
         }
     }
 
@@ -97,6 +123,18 @@ impl SnowflakeError {
                  server could issue IDs it has issued before."
                     .into(),
             ),
+            TimestampBeforeEpoch { .. } => Some(format!(
+                "Snowflake IDs count milliseconds from {}.",
+                format_unix_ms(DEFAULT_LAYOUT.epoch_unix_ms)
+            )),
+            TimestampAfterEnd { .. } => Some(format!(
+                "The time field of this layout ends at {}.",
+                format_unix_ms(DEFAULT_LAYOUT.end_unix_ms())
+            )),
+            AdoptWouldCollide { max, .. } => Some(format!(
+                "Its largest value, {max}, is not below snowflake_from_timestamp(now()), the \
+                 smallest ID a server can issue now."
+            )),
             _ => None,
         }
     }
@@ -137,6 +175,24 @@ impl SnowflakeError {
                 .into(),
             UnknownWalRecord => "The WAL was written by another version of pg_snowflake; \
                                  install that version to replay it."
+                .into(),
+            TimestampBeforeEpoch { .. } | TimestampAfterEnd { .. } => format!(
+                "Pass a timestamp from {} to {}.",
+                format_unix_ms(DEFAULT_LAYOUT.epoch_unix_ms),
+                format_unix_ms(DEFAULT_LAYOUT.end_unix_ms())
+            ),
+            AdoptNoSuchColumn { .. } => {
+                "Name the key column as the second argument, e.g. snowflake_adopt('orders', \
+                 'order_id')."
+                    .into()
+            }
+            AdoptNotInteger { .. } => {
+                "snowflake_adopt switches smallint, integer and bigint columns to bigint \
+                 snowflake IDs."
+                    .into()
+            }
+            AdoptWouldCollide { .. } => "Renumber the rows below snowflake_from_timestamp(now()), \
+                                         or keep the sequence for this table."
                 .into(),
         }
     }
@@ -208,7 +264,41 @@ impl fmt::Display for SnowflakeError {
                 "could not {action} pg_snowflake state file \"{path}\": {cause}"
             ),
             UnknownWalRecord => write!(f, "unknown pg_snowflake WAL record"),
+            TimestampBeforeEpoch { unix_ms } => write!(
+                f,
+                "timestamp {} is before the snowflake epoch",
+                format_instant(*unix_ms)
+            ),
+            TimestampAfterEnd { unix_ms } => write!(
+                f,
+                "timestamp {} is after the end of the snowflake time field",
+                format_instant(*unix_ms)
+            ),
+            AdoptNoSuchColumn { table, column } => {
+                write!(f, "column \"{column}\" of relation \"{table}\" does not exist")
+            }
+            AdoptNotInteger {
+                table,
+                column,
+                type_name,
+            } => write!(
+                f,
+                "column \"{column}\" of table \"{table}\" is of type {type_name}, not an integer type"
+            ),
+            AdoptWouldCollide { table, column, .. } => write!(
+                f,
+                "column \"{column}\" of table \"{table}\" holds values that snowflake IDs could repeat"
+            ),
         }
+    }
+}
+
+/// Formats an instant for a message; the `i64` extremes stand for Postgres' infinities.
+fn format_instant(unix_ms: i64) -> String {
+    match unix_ms {
+        i64::MAX => "infinity".into(),
+        i64::MIN => "-infinity".into(),
+        _ => format_unix_ms(unix_ms),
     }
 }
 

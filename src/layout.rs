@@ -81,6 +81,41 @@ impl Layout {
         }
     }
 
+    /// The smallest ID any node can issue in the millisecond of `unix_ms` (node 0, sequence 0):
+    /// `id >= first_id_at(t)` selects the IDs made from `t`'s millisecond on, `id < first_id_at(t)`
+    /// those made before it. Instants outside the time field are refused.
+    pub fn first_id_at(&self, unix_ms: i64) -> Result<i64, SnowflakeError> {
+        let time = self.time_field_at(unix_ms)?;
+        self.compose(Parts {
+            time,
+            node: 0,
+            seq: 0,
+        })
+    }
+
+    /// The largest ID any node can issue in the millisecond of `unix_ms` (the highest node and
+    /// sequence): `id <= last_id_at(t)` selects the IDs made up to and including that millisecond.
+    pub fn last_id_at(&self, unix_ms: i64) -> Result<i64, SnowflakeError> {
+        let time = self.time_field_at(unix_ms)?;
+        self.compose(Parts {
+            time,
+            node: self.max_node(),
+            seq: self.max_seq(),
+        })
+    }
+
+    /// The time-field value of a Unix time (ms), or an error naming the instant when the field
+    /// cannot hold it.
+    fn time_field_at(&self, unix_ms: i64) -> Result<u64, SnowflakeError> {
+        match self.time_since_epoch(unix_ms) {
+            None => Err(SnowflakeError::TimestampBeforeEpoch { unix_ms }),
+            Some(time) if time > self.max_time() => {
+                Err(SnowflakeError::TimestampAfterEnd { unix_ms })
+            }
+            Some(time) => Ok(time),
+        }
+    }
+
     /// Packs the fields into a positive `i64`, refusing any field that does not fit its bits.
     pub fn compose(&self, parts: Parts) -> Result<i64, SnowflakeError> {
         if parts.time > self.max_time() {
@@ -288,6 +323,53 @@ mod tests {
         assert_eq!(format_unix_ms(-1), "1969-12-31 23:59:59.999 UTC");
     }
 
+    #[test]
+    fn bounds_at_the_epoch_and_at_the_end_of_the_time_field() {
+        assert_eq!(L.first_id_at(DEFAULT_EPOCH_UNIX_MS), Ok(0));
+        assert_eq!(L.last_id_at(DEFAULT_EPOCH_UNIX_MS), Ok((1 << 22) - 1));
+        assert_eq!(
+            L.first_id_at(L.end_unix_ms()),
+            Ok(i64::MAX - ((1 << 22) - 1))
+        );
+        assert_eq!(L.last_id_at(L.end_unix_ms()), Ok(i64::MAX));
+    }
+
+    #[test]
+    fn bounds_outside_the_time_field_are_refused() {
+        let before = DEFAULT_EPOCH_UNIX_MS - 1;
+        let after = L.end_unix_ms() + 1;
+        for bound in [Layout::first_id_at, Layout::last_id_at] {
+            assert_eq!(
+                bound(&L, before),
+                Err(SnowflakeError::TimestampBeforeEpoch { unix_ms: before })
+            );
+            assert_eq!(
+                bound(&L, after),
+                Err(SnowflakeError::TimestampAfterEnd { unix_ms: after })
+            );
+            assert_eq!(
+                bound(&L, i64::MIN),
+                Err(SnowflakeError::TimestampBeforeEpoch { unix_ms: i64::MIN })
+            );
+            assert_eq!(
+                bound(&L, i64::MAX),
+                Err(SnowflakeError::TimestampAfterEnd { unix_ms: i64::MAX })
+            );
+        }
+    }
+
+    #[test]
+    fn a_utc_day_of_ids_is_a_fixed_width_range() {
+        // The epoch is a UTC midnight, so day boundaries are multiples of one day's width.
+        let day_ms = 86_400_000;
+        let width = day_ms << 22;
+        for day in [0, 1, 365, 1000] {
+            let start = DEFAULT_EPOCH_UNIX_MS + day * day_ms;
+            assert_eq!(L.first_id_at(start), Ok(day * width));
+            assert_eq!(L.last_id_at(start + day_ms - 1), Ok((day + 1) * width - 1));
+        }
+    }
+
     proptest! {
         #[test]
         fn decompose_inverts_compose(
@@ -299,6 +381,21 @@ mod tests {
             let id = L.compose(parts).unwrap();
             prop_assert!(id >= 0);
             prop_assert_eq!(L.decompose(id).unwrap(), parts);
+        }
+
+        #[test]
+        fn every_id_of_a_millisecond_lies_within_its_bounds(
+            time in 0..=L.max_time(),
+            node in 0..=L.max_node(),
+            seq in 0..=L.max_seq(),
+        ) {
+            let unix_ms = L.unix_ms(time);
+            let id = L.compose(Parts { time, node, seq }).unwrap();
+            prop_assert!(L.first_id_at(unix_ms).unwrap() <= id);
+            prop_assert!(id <= L.last_id_at(unix_ms).unwrap());
+            if time < L.max_time() {
+                prop_assert!(id < L.first_id_at(unix_ms + 1).unwrap());
+            }
         }
 
         #[test]

@@ -8,7 +8,9 @@
 
 use pgrx::prelude::*;
 
+pub mod adopt;
 pub mod api;
+pub mod bounds;
 pub mod durable;
 pub mod error;
 pub mod generator;

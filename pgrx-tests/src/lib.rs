@@ -11,6 +11,7 @@ use postgres::{Client, NoTls};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
@@ -116,6 +117,22 @@ impl Server {
             server.execute("CREATE EXTENSION pg_snowflake");
         }
         server
+    }
+
+    /// Like [`Server::start`], with more postgresql.conf lines (e.g. `"wal_level = logical"`).
+    pub fn start_with(name: &str, mut config: Config, extra: &[&str]) -> Server {
+        config
+            .settings
+            .extend(extra.iter().map(|line| line.to_string()));
+        Server::start(name, config)
+    }
+
+    /// Like [`Server::init`], with more postgresql.conf lines.
+    pub fn init_with(name: &str, mut config: Config, extra: &[&str]) -> Server {
+        config
+            .settings
+            .extend(extra.iter().map(|line| line.to_string()));
+        Server::init(name, config)
     }
 
     /// A fresh data directory with this configuration, not started yet.
@@ -249,6 +266,21 @@ impl Server {
         self.connect_as("postgres")
     }
 
+    /// A new connection to database `dbname` as the superuser.
+    pub fn connect_db(&self, dbname: &str) -> Client {
+        Client::connect(&self.conninfo(dbname), NoTls)
+            .unwrap_or_else(|e| panic!("connecting to {dbname} on port {}: {e}", self.port))
+    }
+
+    /// A libpq connection string for database `dbname`, for postgres_fdw, subscriptions and the
+    /// client programs.
+    pub fn conninfo(&self, dbname: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname={dbname}",
+            self.port
+        )
+    }
+
     pub fn connect_as(&self, user: &str) -> Client {
         Client::connect(
             &format!(
@@ -316,4 +348,45 @@ pub fn take_ids(client: &mut Client, count: usize, batch: usize) -> Vec<i64> {
 
 pub fn strictly_increasing(ids: &[i64]) -> bool {
     ids.windows(2).all(|w| w[0] < w[1])
+}
+
+/// Starts one server per node id at once (each preloaded, with that node id and the extra
+/// settings), named `{name}{node}`: a deployment of shards in a few seconds.
+pub fn start_cluster(name: &str, nodes: &[i32], settings: &[&str]) -> Vec<Server> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = nodes
+            .iter()
+            .map(|&node| {
+                scope.spawn(move || {
+                    Server::start_with(&format!("{name}{node}"), Config::node(node), settings)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Polls `done` every 100 ms until it returns true; panics with `what` after `timeout`.
+/// Returns how long it took.
+pub fn wait_until(timeout: Duration, what: &str, mut done: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    start.elapsed()
+}
+
+/// The path of a PostgreSQL 15 client program (pg_dump, pg_restore, psql).
+pub fn pg_bin(program: &str) -> PathBuf {
+    let pg_config = std::env::var("PG_CONFIG")
+        .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
+    let out = Command::new(&pg_config)
+        .arg("--bindir")
+        .output()
+        .expect("pg_config runs");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(program)
 }

@@ -47,7 +47,7 @@ fn run_golden(server: &Server, tests: &[&str]) {
 #[test]
 fn preloaded_with_a_node_id() {
     let server = Server::start("golden", Config::node(1));
-    run_golden(&server, &["api"]);
+    run_golden(&server, &["api", "bounds", "adopt"]);
 }
 
 #[test]

@@ -1,0 +1,71 @@
+//! scripts/cluster, the by-hand harness: `start N` gives N servers with node ids 1..N, each
+//! making IDs with its own node id and ready for logical replication; `stop` removes them all.
+
+use postgres::{Client, NoTls};
+use snowflake_it::repo_root;
+use std::process::Command;
+
+/// Runs scripts/cluster with the cluster named `name`; stops it when dropped.
+struct Cluster {
+    name: String,
+}
+
+impl Cluster {
+    fn run(&self, args: &[&str]) -> String {
+        let output = Command::new(repo_root().join("scripts/cluster"))
+            .args(args)
+            .env("PGSF_CLUSTER", &self.name)
+            .env(
+                "PGSF_CLUSTER_PORT",
+                (21000 + std::process::id() % 4000).to_string(),
+            )
+            .output()
+            .expect("scripts/cluster runs");
+        assert!(
+            output.status.success(),
+            "scripts/cluster {args:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.run(&["stop"]);
+    }
+}
+
+#[test]
+fn start_gives_each_server_its_node_id_and_stop_removes_them() {
+    let cluster = Cluster {
+        name: format!("/tmp/pgsf-clustertest-{}", std::process::id()),
+    };
+    let printed = cluster.run(&["start", "2"]);
+    println!("{printed}");
+    let nodes = std::fs::read_to_string(format!("{}.nodes", cluster.name)).unwrap();
+    let mut seen = vec![];
+    for line in nodes.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (node, port) = (fields[0].parse::<i32>().unwrap(), fields[1]);
+        let mut client = Client::connect(
+            &format!("host=127.0.0.1 port={port} user=postgres dbname=postgres"),
+            NoTls,
+        )
+        .unwrap();
+        let row = client
+            .query_one(
+                "SELECT snowflake_node_id(snowflake_nextval()), current_setting('wal_level')",
+                &[],
+            )
+            .unwrap();
+        assert_eq!(row.get::<_, i32>(0), node);
+        assert_eq!(row.get::<_, String>(1), "logical");
+        seen.push(node);
+    }
+    assert_eq!(seen, [1, 2]);
+
+    cluster.run(&["stop"]);
+    assert!(!std::path::Path::new(&format!("{}.nodes", cluster.name)).exists());
+    assert!(!std::path::Path::new(&format!("{}-node1", cluster.name)).exists());
+}

@@ -1,0 +1,90 @@
+//! Time → ID bounds: the SQL side of `Layout::first_id_at` / `Layout::last_id_at`, so that
+//! "rows made yesterday" is a range scan on the primary key and day partitions of a
+//! Snowflake-keyed table can be bounded by timestamps.
+
+use crate::error::{OrReport, SnowflakeError};
+use crate::layout::DEFAULT_LAYOUT;
+use pgrx::prelude::*;
+
+/// Unix time (ms) of Postgres' epoch, from Postgres' own Julian day numbers.
+const POSTGRES_EPOCH_UNIX_MS: i64 = (pg_sys::POSTGRES_EPOCH_JDATE as i64
+    - pg_sys::UNIX_EPOCH_JDATE as i64)
+    * pg_sys::SECS_PER_DAY as i64
+    * 1000;
+
+/// The smallest ID any node can issue at `ts` (node 0, sequence 0).
+///
+/// IMMUTABLE: a timestamptz is an absolute instant and the layout is fixed in this version, so
+/// the planner may fold it into a constant and use it as an index or partition-pruning bound.
+#[pg_extern(immutable, strict, parallel_safe)]
+fn snowflake_from_timestamp(ts: TimestampWithTimeZone) -> i64 {
+    DEFAULT_LAYOUT.first_id_at(unix_ms(ts)).or_report()
+}
+
+/// The largest ID any node can issue at `ts` (node 1023, sequence 4095).
+#[pg_extern(immutable, strict, parallel_safe)]
+fn snowflake_max_from_timestamp(ts: TimestampWithTimeZone) -> i64 {
+    DEFAULT_LAYOUT.last_id_at(unix_ms(ts)).or_report()
+}
+
+/// The Unix millisecond that holds `ts` (rounded down); the infinities become the `i64`
+/// extremes, which every bound refuses and every message names as infinity.
+fn unix_ms(ts: TimestampWithTimeZone) -> i64 {
+    if ts.is_infinity() {
+        SnowflakeError::TimestampAfterEnd { unix_ms: i64::MAX }.report()
+    } else if ts.is_neg_infinity() {
+        SnowflakeError::TimestampBeforeEpoch { unix_ms: i64::MIN }.report()
+    } else {
+        pg_sys::TimestampTz::from(ts).div_euclid(1000) + POSTGRES_EPOCH_UNIX_MS
+    }
+}
+
+extension_sql!(
+    r#"
+COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz) IS
+'Returns the smallest snowflake ID any node can issue at this instant: id >= snowflake_from_timestamp(t) selects the rows made from t on, as a range scan on the key.';
+COMMENT ON FUNCTION snowflake_max_from_timestamp(timestamptz) IS
+'Returns the largest snowflake ID any node can issue at this instant (to the millisecond): id <= snowflake_max_from_timestamp(t) selects the rows made up to t.';
+"#,
+    name = "bounds_comments",
+    requires = [snowflake_from_timestamp, snowflake_max_from_timestamp],
+);
+
+#[cfg(any(test, feature = "pg_test"))]
+#[pg_schema]
+mod tests {
+    use pgrx::prelude::*;
+
+    fn boolean(sql: &str) -> bool {
+        Spi::get_one::<bool>(sql).unwrap().unwrap()
+    }
+
+    #[pg_test]
+    fn a_new_id_lies_between_the_bounds_of_the_time_around_it() {
+        assert!(boolean(
+            "WITH made AS (SELECT clock_timestamp() AS before, snowflake_nextval() AS id,
+                                  clock_timestamp() AS after)
+             SELECT snowflake_from_timestamp(before) <= id
+                    AND id <= snowflake_max_from_timestamp(after)
+             FROM made"
+        ));
+    }
+
+    #[pg_test]
+    fn bounds_round_trip_through_decode_to_the_millisecond() {
+        assert!(boolean(
+            "SELECT bool_and(snowflake_timestamp(snowflake_from_timestamp(t))
+                                 = date_trunc('milliseconds', t)
+                             AND snowflake_timestamp(snowflake_max_from_timestamp(t))
+                                 = date_trunc('milliseconds', t))
+             FROM generate_series(timestamptz '2024-01-01 00:00:00.0005+00',
+                                  timestamptz '2093-01-01 00:00:00+00',
+                                  interval '1234 days 5 hours 6 minutes 7.891234 seconds') t"
+        ));
+    }
+
+    #[pg_test(error = "timestamp 2023-12-31 23:59:59.999 UTC is before the snowflake epoch")]
+    fn a_timestamp_before_the_epoch_is_refused() {
+        Spi::run("SELECT snowflake_from_timestamp('2023-12-31 23:59:59.9999+00')").unwrap();
+    }
+}
