@@ -16,11 +16,10 @@
 //!    where it is, and a NOTICE names it.
 
 use crate::error::{OrReport, SnowflakeError};
-use crate::layout::DEFAULT_LAYOUT;
+use crate::{gucs, shmem};
 use pgrx::prelude::*;
 use pgrx::spi::SpiResult;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What the catalogs say about the column to adopt.
 struct Column {
@@ -132,7 +131,9 @@ fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
             )?
             .first()
             .get_one()?;
-        let first_id_now = DEFAULT_LAYOUT.first_id_at(now_unix_ms()).or_report();
+        let first_id_now = gucs::layout()
+            .first_id_at(shmem::read_clocks().wall)
+            .or_report();
         if let Some(max) = max.filter(|&max| max >= first_id_now) {
             SnowflakeError::AdoptWouldCollide {
                 table: column.table,
@@ -234,13 +235,6 @@ fn report(level: PgLogLevel, message: String, hint: &str) {
     pgrx::pg_sys::panic::ErrorReport::new(code, message, "pg_snowflake")
         .set_hint(hint)
         .report(level);
-}
-
-/// The wall clock in Unix ms; before 1970 counts as the epoch of Unix time.
-fn now_unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 extension_sql!(

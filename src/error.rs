@@ -4,7 +4,7 @@
 //! trailing period), and a hint saying what to do. The golden tests in `tests/pg_regress` assert
 //! each text word for word.
 
-use crate::layout::{format_unix_ms, DEFAULT_LAYOUT};
+use crate::layout::{format_unix_ms, Layout};
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 use std::fmt;
@@ -15,13 +15,28 @@ pub enum SnowflakeError {
     /// is no shared generator.
     NotPreloaded,
     /// `pg_snowflake.node_id` is still at its "unset" default.
-    NodeUnset,
+    NodeUnset { max: u32 },
     /// postgresql.conf gives `pg_snowflake.node_id` a value Postgres refused (shown as written).
-    InvalidNodeSetting { value: String },
+    InvalidSetting {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+    /// The layout settings do not make a working layout.
+    InvalidLayout { reason: String },
+    /// The state file was written under another layout than the settings now give.
+    LayoutChanged {
+        recorded: String,
+        configured: String,
+    },
+    /// An ID whose time lies past year 9999 (only possible with very long time fields).
+    IdBeyondTimeField { id: i64, layout: Layout },
     /// A node id that does not fit the layout's node bits.
     NodeOutOfRange { node: i64, max: u32 },
     /// A sequence number that does not fit the layout's sequence bits.
     SequenceOutOfRange { seq: u32, max: u32 },
+    /// Text that is not the base-32 form of an ID.
+    InvalidBase32 { text: String, reason: String },
     /// A batch size outside 1..=max.
     BatchSizeOutOfRange { n: i32, max: i32 },
     /// A negative bigint was given where an ID was expected.
@@ -46,10 +61,10 @@ pub enum SnowflakeError {
     UnknownWalRecord,
     /// A timestamp before the epoch was given where an ID bound was asked for (`i64::MIN` stands
     /// for `-infinity`).
-    TimestampBeforeEpoch { unix_ms: i64 },
+    TimestampBeforeEpoch { unix_ms: i64, layout: Layout },
     /// A timestamp after the end of the time field was given where an ID bound was asked for
     /// (`i64::MAX` stands for `infinity`).
-    TimestampAfterEnd { unix_ms: i64 },
+    TimestampAfterEnd { unix_ms: i64, layout: Layout },
     /// `snowflake_adopt` was given a column the table does not have.
     AdoptNoSuchColumn { table: String, column: String },
     /// `snowflake_adopt` was given a column that cannot hold snowflake IDs even as bigint.
@@ -72,8 +87,10 @@ impl SnowflakeError {
     pub fn sqlstate(&self) -> PgSqlErrorCode {
         match self {
             NotPreloaded => PgSqlErrorCode::ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            NodeUnset => PgSqlErrorCode::ERRCODE_CONFIG_FILE_ERROR,
-            InvalidNodeSetting { .. }
+            NodeUnset { .. } | LayoutChanged { .. } => PgSqlErrorCode::ERRCODE_CONFIG_FILE_ERROR,
+            InvalidSetting { .. }
+            | InvalidLayout { .. }
+            | IdBeyondTimeField { .. }
             | NodeOutOfRange { .. }
             | SequenceOutOfRange { .. }
             | BatchSizeOutOfRange { .. }
@@ -81,6 +98,7 @@ impl SnowflakeError {
             TimeExhausted { .. } => PgSqlErrorCode::ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
             ClockBeforeEpoch { .. } => PgSqlErrorCode::ERRCODE_DATETIME_FIELD_OVERFLOW,
             InRecovery => PgSqlErrorCode::ERRCODE_READ_ONLY_SQL_TRANSACTION,
+            InvalidBase32 { .. } => PgSqlErrorCode::ERRCODE_INVALID_TEXT_REPRESENTATION,
             ClockSteppedBack { .. } => PgSqlErrorCode::ERRCODE_WARNING,
             StateFileDamaged { .. } => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
             StateFileIo { .. } => PgSqlErrorCode::ERRCODE_IO_ERROR,
@@ -96,14 +114,24 @@ impl SnowflakeError {
 
     pub fn detail(&self) -> Option<String> {
         match self {
-            NodeUnset => Some(
+            NodeUnset { .. } => Some(
                 "Every server needs its own node id so that IDs made on different servers \
                  never collide."
                     .into(),
             ),
-            InvalidNodeSetting { .. } => Some(format!(
-                "Node ids run from 0 to {}; -1 leaves the node unset.",
-                DEFAULT_LAYOUT.max_node()
+            InvalidSetting { reason, .. } => Some(reason.clone()),
+            InvalidLayout { reason } => Some(format!("The layout is invalid: {reason}.")),
+            LayoutChanged {
+                recorded,
+                configured,
+            } => Some(format!(
+                "The state file records the layout \"{recorded}\"; the settings give \
+                 \"{configured}\"."
+            )),
+            IdBeyondTimeField { layout, .. } => Some(format!(
+                "IDs of the layout \"{}\" end at {}.",
+                layout.describe(),
+                format_unix_ms(layout.end_unix_ms())
             )),
             NegativeId(_) => Some("Snowflake IDs are positive: their sign bit is always 0.".into()),
             TimeExhausted { end_unix_ms } => Some(format!(
@@ -123,13 +151,13 @@ impl SnowflakeError {
                  server could issue IDs it has issued before."
                     .into(),
             ),
-            TimestampBeforeEpoch { .. } => Some(format!(
+            TimestampBeforeEpoch { layout, .. } => Some(format!(
                 "Snowflake IDs count milliseconds from {}.",
-                format_unix_ms(DEFAULT_LAYOUT.epoch_unix_ms)
+                format_unix_ms(layout.epoch_unix_ms)
             )),
-            TimestampAfterEnd { .. } => Some(format!(
+            TimestampAfterEnd { layout, .. } => Some(format!(
                 "The time field of this layout ends at {}.",
-                format_unix_ms(DEFAULT_LAYOUT.end_unix_ms())
+                format_unix_ms(layout.end_unix_ms())
             )),
             AdoptWouldCollide { max, .. } => Some(format!(
                 "Its largest value, {max}, is not below snowflake_from_timestamp(now()), the \
@@ -144,18 +172,32 @@ impl SnowflakeError {
             NotPreloaded => "Add pg_snowflake to shared_preload_libraries in postgresql.conf \
                              and restart the server."
                 .into(),
-            NodeUnset => "Add the line \"pg_snowflake.node_id = N\" to postgresql.conf, with N \
-                          from 0 to 1023 and different on every server, and restart the server."
-                .into(),
-            InvalidNodeSetting { .. } => {
-                "Correct pg_snowflake.node_id in postgresql.conf and start the server again.".into()
+            NodeUnset { max } => format!(
+                "Add the line \"pg_snowflake.node_id = N\" to postgresql.conf, with N from 0 to \
+                 {max} and different on every server, and restart the server."
+            ),
+            InvalidSetting { name, .. } => {
+                format!("Correct {name} in postgresql.conf and start the server again.")
             }
+            InvalidLayout { .. } => "Choose pg_snowflake.epoch, time_unit_ms, node_bits and \
+                                     sequence_bits so that the time field covers the present; \
+                                     see \"Layouts\" in pg_snowflake's README."
+                .into(),
+            LayoutChanged { .. } => "Restore the previous pg_snowflake layout settings. To start \
+                                     a new ID space on purpose, move pg_snowflake.state out of \
+                                     the data directory: IDs made before may then collide with \
+                                     new ones or sort differently."
+                .into(),
+            IdBeyondTimeField { .. } => "Pass an ID made with this layout.".into(),
             NodeOutOfRange { max, .. } => format!("Node ids run from 0 to {max}."),
             SequenceOutOfRange { max, .. } => format!("Sequence numbers run from 0 to {max}."),
             NegativeId(_) => "Pass an ID made by snowflake_nextval().".into(),
             BatchSizeOutOfRange { max, .. } => {
                 format!("Ask for 1 to {max} IDs at a time; call again for more.")
             }
+            InvalidBase32 { .. } => "Pass the 13-character text snowflake_to_base32() makes \
+                                     (digits 0-9 and letters except I, L, O and U)."
+                .into(),
             TimeExhausted { .. } => {
                 "No more IDs can be made with this layout and epoch; check the server's clock."
                     .into()
@@ -176,10 +218,10 @@ impl SnowflakeError {
             UnknownWalRecord => "The WAL was written by another version of pg_snowflake; \
                                  install that version to replay it."
                 .into(),
-            TimestampBeforeEpoch { .. } | TimestampAfterEnd { .. } => format!(
+            TimestampBeforeEpoch { layout, .. } | TimestampAfterEnd { layout, .. } => format!(
                 "Pass a timestamp from {} to {}.",
-                format_unix_ms(DEFAULT_LAYOUT.epoch_unix_ms),
-                format_unix_ms(DEFAULT_LAYOUT.end_unix_ms())
+                format_unix_ms(layout.epoch_unix_ms),
+                format_unix_ms(layout.end_unix_ms())
             ),
             AdoptNoSuchColumn { .. } => {
                 "Name the key column as the second argument, e.g. snowflake_adopt('orders', \
@@ -231,11 +273,18 @@ impl fmt::Display for SnowflakeError {
                 f,
                 "pg_snowflake must be loaded via shared_preload_libraries"
             ),
-            NodeUnset => write!(f, "pg_snowflake.node_id is not set"),
-            InvalidNodeSetting { value } => write!(
+            NodeUnset { .. } => write!(f, "pg_snowflake.node_id is not set"),
+            InvalidSetting { name, value, .. } => {
+                write!(f, "invalid value for parameter \"{name}\": \"{value}\"")
+            }
+            InvalidLayout { .. } => write!(f, "invalid snowflake layout"),
+            LayoutChanged { .. } => write!(
                 f,
-                "invalid value for parameter \"pg_snowflake.node_id\": \"{value}\""
+                "the snowflake layout differs from the one this server's IDs were made with"
             ),
+            IdBeyondTimeField { id, .. } => {
+                write!(f, "snowflake id {id} lies past the end of the time field")
+            }
             NodeOutOfRange { node, max } => {
                 write!(f, "node id {node} is out of range 0..{max}")
             }
@@ -245,6 +294,9 @@ impl fmt::Display for SnowflakeError {
             NegativeId(id) => write!(f, "snowflake id {id} is negative"),
             BatchSizeOutOfRange { n, max } => {
                 write!(f, "batch size {n} is out of range 1..{max}")
+            }
+            InvalidBase32 { text, reason } => {
+                write!(f, "invalid snowflake base-32 text \"{text}\": {reason}")
             }
             TimeExhausted { .. } => write!(f, "snowflake time field is exhausted"),
             ClockBeforeEpoch { .. } => {
@@ -264,12 +316,12 @@ impl fmt::Display for SnowflakeError {
                 "could not {action} pg_snowflake state file \"{path}\": {cause}"
             ),
             UnknownWalRecord => write!(f, "unknown pg_snowflake WAL record"),
-            TimestampBeforeEpoch { unix_ms } => write!(
+            TimestampBeforeEpoch { unix_ms, .. } => write!(
                 f,
                 "timestamp {} is before the snowflake epoch",
                 format_instant(*unix_ms)
             ),
-            TimestampAfterEnd { unix_ms } => write!(
+            TimestampAfterEnd { unix_ms, .. } => write!(
                 f,
                 "timestamp {} is after the end of the snowflake time field",
                 format_instant(*unix_ms)

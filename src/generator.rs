@@ -57,6 +57,10 @@ impl Clocks {
 pub struct Limits {
     /// How far the logical clock may lead the steady clock by borrowing before callers wait.
     pub max_borrow_ms: i64,
+    /// The first ID of each fresh tick starts at a sequence number cycling through
+    /// `0..sequence_spread` (0 and 1: always 0), so that IDs made at low rates spread over their
+    /// low bits.
+    pub sequence_spread: u32,
     /// How far ahead of the issued time each durable reservation reaches.
     pub reserve_ahead_ms: i64,
 }
@@ -91,9 +95,9 @@ pub enum Allocation {
     Wait { ms: i64 },
 }
 
-/// `count` consecutive positions of one node's ID space, from millisecond `time` (Unix ms)
-/// and sequence `seq` on: the sequence counts up, and after the layout's last sequence number
-/// continues at 0 in the next millisecond. Every ID of a run is greater than the one before.
+/// `count` consecutive positions of one node's ID space, from tick `time` (since the layout's
+/// epoch) and sequence `seq` on: the sequence counts up, and after the layout's last sequence
+/// number continues at 0 in the next tick. Every ID of a run is greater than the one before.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
     pub time: i64,
@@ -111,13 +115,13 @@ impl Run {
 
     /// The run's IDs, in order.
     pub fn ids(self, layout: Layout, node: u32) -> impl Iterator<Item = i64> {
-        let per_ms = u64::from(layout.max_seq()) + 1;
+        let per_tick = u64::from(layout.max_seq()) + 1;
         (0..self.count).map(move |i| {
             let offset = u64::from(self.seq) + i;
             layout.pack(Parts {
-                time: (self.time - layout.epoch_unix_ms) as u64 + offset / per_ms,
+                time: self.time as u64 + offset / per_tick,
                 node,
-                seq: (offset % per_ms) as u32,
+                seq: (offset % per_tick) as u32,
             })
         })
     }
@@ -152,6 +156,8 @@ pub struct Generator {
     reserved_until: i64,
     /// Steady-clock time of the last clock-regression warning.
     warned_at: Option<i64>,
+    /// Counts fresh ticks, to rotate their first sequence number (`sequence_spread`).
+    rotation: u32,
     stats: Stats,
 }
 
@@ -170,6 +176,7 @@ impl Generator {
             floor,
             reserved_until: floor,
             warned_at: None,
+            rotation: 0,
             stats: Stats {
                 issued: 0,
                 clock_regressions: 0,
@@ -207,58 +214,76 @@ impl Generator {
         want: u64,
         reserve: impl FnOnce(i64) -> Result<(), SnowflakeError>,
     ) -> Result<Allocation, SnowflakeError> {
-        let (steady, stepped_back) = self.read_clock(now);
+        let (steady_ms, stepped_back) = self.read_clock(now);
+        // The steady clock's tick; after a restart, no earlier than the first tick wholly past
+        // the previous run's reservation.
+        let mut steady = layout.tick_at(steady_ms);
+        if self.floor > i64::MIN {
+            steady = steady.max(layout.tick_from(self.floor));
+        }
+        let per_tick = u64::from(layout.max_seq()) + 1;
+        let spread = u64::from(limits.sequence_spread).clamp(1, per_tick);
+        let fresh_seq = (u64::from(self.rotation) % spread) as u32;
         let (time, seq, borrowed) = match self.last {
-            Some((last_time, _)) if steady > last_time => (steady, 0, false),
-            None => (steady, 0, false),
+            Some((last_time, _)) if steady > last_time => (steady, fresh_seq, false),
+            None => (steady, fresh_seq, false),
             Some((last_time, last_seq)) if last_seq < layout.max_seq() => {
                 (last_time, last_seq + 1, false)
             }
             Some((last_time, _)) => (last_time + 1, 0, true),
         };
-        // The last millisecond this call may use: borrowing stops at max_borrow_ms ahead of the
-        // steady clock, but a millisecond already in use is never refused.
-        let mut limit = steady.saturating_add(limits.max_borrow_ms);
+        let fresh = !borrowed && self.last.is_none_or(|(last_time, _)| time > last_time);
+        // The last tick this call may use: borrowing stops at max_borrow_ms ahead of the steady
+        // clock, but a tick already in use is never refused.
+        let mut limit = steady.saturating_add(limits.max_borrow_ms / layout.unit_ms);
         if !borrowed {
             limit = limit.max(time);
         }
         if time > limit {
             self.stats.overload_waits += 1;
-            return Ok(Allocation::Wait { ms: time - limit });
+            return Ok(Allocation::Wait {
+                ms: (time - limit) * layout.unit_ms,
+            });
         }
-        if layout.time_since_epoch(time).is_none() {
+        if time < 0 {
             return Err(SnowflakeError::ClockBeforeEpoch {
                 now_unix_ms: now.wall,
             });
         }
-        // Checks the node, and that the first millisecond fits the time field.
-        layout.compose(layout.parts_at(time, node, seq))?;
+        // Checks the node, and that the first tick fits the time field.
+        layout.compose(Parts {
+            time: time as u64,
+            node,
+            seq,
+        })?;
 
-        let per_ms = u64::from(layout.max_seq()) + 1;
-        let limit = limit.min(layout.end_unix_ms());
-        let room = (limit - time) as u64 * per_ms + (per_ms - u64::from(seq));
+        let limit = limit.min(layout.end_tick() as i64);
+        let room = (limit - time) as u64 * per_tick + (per_tick - u64::from(seq));
         let count = want.clamp(1, room);
         let end = u64::from(seq) + count - 1;
-        let (end_time, end_seq) = (time + (end / per_ms) as i64, (end % per_ms) as u32);
+        let (end_time, end_seq) = (time + (end / per_tick) as i64, (end % per_tick) as u32);
 
-        if end_time >= self.reserved_until {
-            let until = end_time
-                .saturating_add(limits.reserve_ahead_ms.max(1))
-                .min(layout.end_unix_ms() + 1);
+        if layout.unix_ms(end_time as u64) >= self.reserved_until {
+            let ahead = (limits.reserve_ahead_ms.max(1) + layout.unit_ms - 1) / layout.unit_ms;
+            let until_tick = (end_time + ahead).min(layout.end_tick() as i64 + 1);
+            let until = layout.epoch_unix_ms + until_tick * layout.unit_ms;
             reserve(until)?;
             self.reserved_until = until;
             self.stats.reservations += 1;
         }
 
+        if fresh {
+            self.rotation = self.rotation.wrapping_add(1);
+        }
         self.last = Some((end_time, end_seq));
         self.stats.issued += count;
         self.stats.exhausted_ms += (end_time - time) as u64 + u64::from(borrowed);
         let warn = stepped_back.filter(|_| {
             let due = self
                 .warned_at
-                .is_none_or(|at| steady - at >= WARNING_INTERVAL_MS);
+                .is_none_or(|at| steady_ms - at >= WARNING_INTERVAL_MS);
             if due {
-                self.warned_at = Some(steady);
+                self.warned_at = Some(steady_ms);
             }
             due
         });
@@ -292,9 +317,9 @@ impl Generator {
         self.stats
     }
 
-    /// Time (Unix ms) of the last issued ID.
-    pub fn last_issued(&self) -> Option<i64> {
-        self.last.map(|(time, _)| time)
+    /// Time (Unix ms) at which the last issued ID's tick begins.
+    pub fn last_issued(&self, layout: &Layout) -> Option<i64> {
+        self.last.map(|(time, _)| layout.unix_ms(time as u64))
     }
 
     /// IDs may be issued up to (not including) this time (Unix ms) under the durable reservation.
@@ -303,14 +328,15 @@ impl Generator {
     }
 
     /// How far (ms) the logical clock leads the wall clock `now`; 0 when it does not.
-    pub fn lead_ms(&self, now: i64) -> i64 {
-        self.last.map_or(0, |(time, _)| (time - now).max(0))
+    pub fn lead_ms(&self, layout: &Layout, now: i64) -> i64 {
+        self.last_issued(layout)
+            .map_or(0, |time| (time - now).max(0))
     }
 
     /// How far (ms) the logical clock leads the steady clock through borrowing under overload.
-    pub fn borrowed_ms(&self) -> i64 {
-        match (self.last, self.clock) {
-            (Some((time, _)), Some((_, steady))) => (time - steady).max(0),
+    pub fn borrowed_ms(&self, layout: &Layout) -> i64 {
+        match (self.last_issued(layout), self.clock) {
+            (Some(time), Some((_, steady))) => (time - steady).max(0),
             _ => 0,
         }
     }
@@ -361,6 +387,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         max_borrow_ms: 1_000,
         reserve_ahead_ms: 1_000,
+        sequence_spread: 0,
     };
     const HOUR: i64 = 3_600_000;
 
@@ -432,8 +459,8 @@ mod tests {
         assert_eq!(borrowed.time, last.time + 1);
         assert_eq!(borrowed.seq, 0);
         assert_eq!(g.stats().exhausted_ms, 1);
-        assert_eq!(g.lead_ms(T0), 1);
-        assert_eq!(g.borrowed_ms(), 1);
+        assert_eq!(g.lead_ms(&L, T0), 1);
+        assert_eq!(g.borrowed_ms(&L), 1);
         // When the wall clock reaches the borrowed millisecond, the sequence continues there.
         let next = parts(id(&mut g, T0 + 1));
         assert_eq!((next.time, next.seq), (borrowed.time, 1));
@@ -461,14 +488,14 @@ mod tests {
         assert_eq!(unix_ms(*after.last().unwrap()), T0 + 9_999);
         assert_eq!(g.stats().clock_regressions, 1);
         assert_eq!(g.stats().overload_waits, 0);
-        assert_eq!(g.lead_ms(T0 - HOUR + 9_999), HOUR);
+        assert_eq!(g.lead_ms(&L, T0 - HOUR + 9_999), HOUR);
         // When the wall clock is put right (a step forward), IDs follow it again, with no lead.
         let put_right = Clocks {
             wall: T0 + 10_000,
             monotonic: T0 + 10_000,
         };
         assert_eq!(unix_ms(id(&mut g, put_right)), T0 + 10_000);
-        assert_eq!(g.lead_ms(T0 + 10_000), 0);
+        assert_eq!(g.lead_ms(&L, T0 + 10_000), 0);
     }
 
     #[test]
@@ -502,6 +529,7 @@ mod tests {
         let limits = Limits {
             max_borrow_ms: 2,
             reserve_ahead_ms: 1_000,
+            sequence_spread: 0,
         };
         let mut g = Generator::new();
         let mut ids = 0;
@@ -514,7 +542,7 @@ mod tests {
         // Millisecond T0 plus two borrowed ones, then wait 1 ms for the clock.
         assert_eq!(ids, 3 * 4096);
         assert_eq!(wait, 1);
-        assert_eq!(g.borrowed_ms(), 2);
+        assert_eq!(g.borrowed_ms(&L), 2);
         assert_eq!(g.stats().overload_waits, 1);
         // A millisecond later there is room again.
         assert!(matches!(
@@ -528,6 +556,7 @@ mod tests {
         let limits = Limits {
             max_borrow_ms: 0,
             reserve_ahead_ms: 1_000,
+            sequence_spread: 0,
         };
         let mut g = Generator::new();
         for _ in 0..4096 {
@@ -581,7 +610,7 @@ mod tests {
         });
         assert_eq!(result, Err(failure));
         assert_eq!(g.stats().issued, 1);
-        assert_eq!(g.last_issued(), Some(unix_ms(first)));
+        assert_eq!(g.last_issued(&L), Some(unix_ms(first)));
         assert_eq!(g.reserved_until(), T0 + 1_000);
         // The next successful call writes the reservation and issues.
         let second = id(&mut g, T0 + 1_000);
@@ -783,6 +812,105 @@ mod tests {
                 end_unix_ms: L.end_unix_ms()
             })
         );
+    }
+
+    fn first_id(allocation: Allocation, layout: Layout, node: u32) -> Option<i64> {
+        match allocation {
+            Allocation::Run { run, .. } => run.ids(layout, node).next(),
+            Allocation::Wait { .. } => None,
+        }
+    }
+
+    #[test]
+    fn other_layouts_generate_decode_and_order() {
+        let layouts = [
+            Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, 1000, 22, 9).unwrap(),
+            Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, 1, 8, 16).unwrap(),
+            Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, 10, 16, 8).unwrap(),
+        ];
+        for layout in layouts {
+            let node = layout.max_node();
+            let borrow_ticks = LIMITS.max_borrow_ms / layout.unit_ms;
+            let (mut g, mut now, mut previous, mut made, mut waits) =
+                (Generator::new(), T0, -1i64, 0, 0);
+            for step in 0..3_000 {
+                now += 3;
+                for _ in 0..step % 7 + 1 {
+                    let allocation = g
+                        .allocate(&layout, node, Clocks::at(now), &LIMITS, 1, accept)
+                        .unwrap();
+                    let Some(id) = first_id(allocation, layout, node) else {
+                        waits += 1;
+                        continue;
+                    };
+                    assert!(id > previous, "{layout:?}");
+                    let parts = layout.decompose(id).unwrap();
+                    assert_eq!(parts.node, node);
+                    let tick = parts.time as i64;
+                    assert!(
+                        tick >= layout.tick_at(now) && tick <= layout.tick_at(now) + borrow_ticks
+                    );
+                    previous = id;
+                    made += 1;
+                }
+            }
+            assert!(made > 5_000, "{layout:?}: {made}");
+            // 512 IDs a second is less than the ~1,300 asked for: that layout waits.
+            assert_eq!(
+                waits > 0,
+                layout.unit_ms == 1000,
+                "{layout:?}: {waits} waits"
+            );
+        }
+    }
+
+    #[test]
+    fn sequence_spread_makes_low_rate_ids_cover_the_low_bits_evenly() {
+        let spread = Limits {
+            sequence_spread: 16,
+            ..LIMITS
+        };
+        for (limits, expected) in [
+            (spread, [625; 16]),
+            (LIMITS, {
+                let mut all_in_one = [0; 16];
+                all_in_one[(NODE as usize * 4096) % 16] = 10_000;
+                all_in_one
+            }),
+        ] {
+            let mut g = Generator::new();
+            let mut buckets = [0; 16];
+            for ms in 0..10_000 {
+                let allocation = g
+                    .allocate(&L, NODE, Clocks::at(T0 + ms), &limits, 1, accept)
+                    .unwrap();
+                let id = first_id(allocation, L, NODE).unwrap();
+                buckets[(id % 16) as usize] += 1;
+            }
+            assert_eq!(buckets, expected);
+        }
+    }
+
+    #[test]
+    fn sequence_spread_costs_at_most_its_offset_of_a_ticks_capacity() {
+        let limits = Limits {
+            sequence_spread: 16,
+            ..LIMITS
+        };
+        let mut g = Generator::new();
+        id(&mut g, T0 - 1); // the next fresh tick starts at offset 1
+        let allocation = g
+            .allocate(&L, NODE, Clocks::at(T0), &limits, 10_000, accept)
+            .unwrap();
+        let Allocation::Run { run, .. } = allocation else {
+            panic!("{allocation:?}")
+        };
+        assert_eq!(run.seq, 1);
+        let ids: Vec<i64> = run.ids(L, NODE).collect();
+        // Tick T0 holds 4095 of them; the rest borrow T0 + 1 from sequence 0.
+        assert_eq!(parts(ids[4094]).time, parts(ids[0]).time);
+        assert_eq!(parts(ids[4095]).time, parts(ids[0]).time + 1);
+        assert_eq!(parts(ids[4095]).seq, 0);
     }
 
     proptest! {

@@ -1,51 +1,74 @@
 //! Every GUC of the extension: one private static each, defined in [`init`], read through a
 //! typed accessor.
 //!
-//! What shapes the IDs (the node id) is PGC_POSTMASTER: letting it change under a running server
-//! would let one server's IDs carry two identities. Changing it means editing postgresql.conf and
-//! restarting, a deliberate act that only the server's owner can do; no `SET` or `ALTER SYSTEM`
-//! by an ordinary user reaches it. The generator's tunables are PGC_SIGHUP: server-wide (one
-//! generator serves every session, so a per-session value would make no sense), changed in
-//! postgresql.conf and applied by a reload.
+//! What shapes the IDs — the node id and the layout (epoch, time unit, node and sequence bits) —
+//! is PGC_POSTMASTER: letting it change under a running server would let one server's IDs carry
+//! two identities or two meanings. Changing it means editing postgresql.conf and restarting, a
+//! deliberate act that only the server's owner can do; no `SET` or `ALTER SYSTEM` by an ordinary
+//! user reaches it. The generator's tunables are PGC_SIGHUP: server-wide (one generator serves
+//! every session, so a per-session value would make no sense), changed in postgresql.conf and
+//! applied by a reload.
+//!
+//! Postgres answers a value it refuses in postgresql.conf for an extension's setting with only a
+//! WARNING, keeping the default. For the settings that shape IDs that default would be silently
+//! wrong (an unset node, another layout), so [`init`] turns such a refusal into an error that
+//! stops the server.
 
 use crate::error::SnowflakeError;
 use crate::generator::Limits;
-use crate::layout::DEFAULT_LAYOUT;
+use crate::layout::{parse_epoch, Layout, DEFAULT_LAYOUT};
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::sync::OnceLock;
 
 /// The value of `pg_snowflake.node_id` that means "not set".
 const NODE_UNSET: i32 = -1;
+const DEFAULT_EPOCH: &CStr = c"2024-01-01 00:00:00+00";
 
 static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(NODE_UNSET);
+static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
+static TIME_UNIT_MS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_LAYOUT.unit_ms as i32);
+static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_LAYOUT.node_bits as i32);
+static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_LAYOUT.seq_bits as i32);
 static MAX_BORROW_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static RESERVATION_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
+static SEQUENCE_SPREAD: GucSetting<i32> = GucSetting::<i32>::new(0);
 
-/// Defines the GUCs and reserves the `pg_snowflake.` prefix. Called from `_PG_init` while
-/// `shared_preload_libraries` is being processed (Postgres refuses PGC_POSTMASTER GUCs later).
-///
-/// A value in postgresql.conf that Postgres refuses (out of range, not a number) only earns a
-/// WARNING from Postgres and leaves the default; for the node id that would silently mean
-/// "unset", so it is returned as an error instead, and the server does not start.
-pub fn init() -> Result<(), SnowflakeError> {
+/// The layout built from the settings at start-up; inherited by every backend.
+static LAYOUT: OnceLock<Layout> = OnceLock::new();
+
+/// Defines the GUCs, builds the layout and reserves the `pg_snowflake.` prefix. Called from
+/// `_PG_init` while `shared_preload_libraries` is being processed (Postgres refuses
+/// PGC_POSTMASTER GUCs later). `now_unix_ms` is the clock, for the layout's checks.
+pub fn init(now_unix_ms: i64) -> Result<(), SnowflakeError> {
+    let layout = define_layout(now_unix_ms)?;
+    let _ = LAYOUT.set(layout);
+
     let configured = configured_text(c"pg_snowflake.node_id");
     GucRegistry::define_int_guc(
         c"pg_snowflake.node_id",
         c"Sets this server's node id, which every snowflake ID it makes carries.",
         c"Must differ on every server whose IDs may ever meet. -1 (the default) means unset: \
-          snowflake_nextval() then refuses to make IDs.",
+          snowflake_nextval() then refuses to make IDs. The range follows pg_snowflake.node_bits.",
         &NODE_ID,
         NODE_UNSET,
-        DEFAULT_LAYOUT.max_node() as i32,
+        layout.max_node().min(i32::MAX as u32) as i32,
         GucContext::Postmaster,
         GucFlags::default(),
     );
+    check_int("pg_snowflake.node_id", configured, NODE_ID.get(), || {
+        format!(
+            "Node ids run from 0 to {}; -1 leaves the node unset.",
+            layout.max_node()
+        )
+    })?;
+
     GucRegistry::define_int_guc(
         c"pg_snowflake.max_borrow_ms",
         c"Sets how far the generator may run ahead of the clock under overload before callers wait.",
-        c"When more IDs are asked for than a millisecond holds (4096), the generator borrows the \
-          next millisecond. Once it has borrowed this far ahead, snowflake_nextval() waits for the \
-          clock instead. 0 never borrows. A clock stepping back never causes waiting.",
+        c"When more IDs are asked for than a tick holds (4096 per ms by default), the generator \
+          borrows the next tick. Once it has borrowed this far ahead, snowflake_nextval() waits \
+          for the clock instead. 0 never borrows. A clock stepping back never causes waiting.",
         &MAX_BORROW_MS,
         0,
         3_600_000,
@@ -64,12 +87,110 @@ pub fn init() -> Result<(), SnowflakeError> {
         GucContext::Sighup,
         GucFlags::UNIT_MS,
     );
+    GucRegistry::define_int_guc(
+        c"pg_snowflake.sequence_spread",
+        c"Starts each tick's sequence at an offset cycling through 0 to this value minus 1.",
+        c"Without it, IDs made at low rates all have sequence 0 and the same low bits, so id % N \
+          puts them all in one bucket. With N here (e.g. 16), id % N spreads evenly. Costs up to \
+          N - 1 sequence numbers of each tick's capacity. 0 or 1: off.",
+        &SEQUENCE_SPREAD,
+        0,
+        65_536,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
     // SAFETY: called from _PG_init with a static, NUL-terminated name.
     unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"pg_snowflake".as_ptr()) };
+    Ok(())
+}
 
+/// Defines the layout settings and builds the layout from them.
+fn define_layout(now_unix_ms: i64) -> Result<Layout, SnowflakeError> {
+    let configured_epoch = configured_text(c"pg_snowflake.epoch");
+    GucRegistry::define_string_guc(
+        c"pg_snowflake.epoch",
+        c"Sets the instant (UTC) the time field of snowflake IDs counts from.",
+        c"A UTC timestamp such as '2024-01-01 00:00:00+00', not in the future. All servers whose \
+          IDs meet must use the same layout.",
+        &EPOCH,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    let mut ints = vec![];
+    for (name, short, setting, min, max) in [
+        (
+            c"pg_snowflake.time_unit_ms",
+            c"Sets the milliseconds per tick of the time field of snowflake IDs.",
+            &TIME_UNIT_MS,
+            1,
+            86_400_000,
+        ),
+        (
+            c"pg_snowflake.node_bits",
+            c"Sets how many bits of snowflake IDs hold the node id.",
+            &NODE_BITS,
+            0,
+            31,
+        ),
+        (
+            c"pg_snowflake.sequence_bits",
+            c"Sets how many bits of snowflake IDs hold the sequence number within a tick.",
+            &SEQUENCE_BITS,
+            1,
+            31,
+        ),
+    ] {
+        let configured = configured_text(name);
+        GucRegistry::define_int_guc(
+            name,
+            short,
+            c"Part of the ID layout: the time field takes the bits left of 63. All servers whose \
+              IDs meet must use the same layout.",
+            setting,
+            min,
+            max,
+            GucContext::Postmaster,
+            GucFlags::default(),
+        );
+        let name = name.to_str().unwrap_or("pg_snowflake");
+        check_int(name, configured, setting.get(), || {
+            format!("It must be a whole number from {min} to {max}.")
+        })?;
+        ints.push(setting.get());
+    }
+
+    let epoch_text = EPOCH.get().map_or_else(
+        || DEFAULT_EPOCH.to_string_lossy().into_owned(),
+        |text| text.to_string_lossy().into_owned(),
+    );
+    let epoch = parse_epoch(&epoch_text).map_err(|reason| SnowflakeError::InvalidSetting {
+        name: "pg_snowflake.epoch",
+        value: configured_epoch.unwrap_or_else(|| epoch_text.clone()),
+        reason,
+    })?;
+    Layout::new(
+        epoch,
+        i64::from(ints[0]),
+        ints[1] as u32,
+        ints[2] as u32,
+        now_unix_ms,
+    )
+}
+
+/// An integer setting's value must be what postgresql.conf said, if it said anything.
+fn check_int(
+    name: &'static str,
+    configured: Option<String>,
+    value: i32,
+    reason: impl FnOnce() -> String,
+) -> Result<(), SnowflakeError> {
     match configured {
-        Some(value) if NODE_ID.get() == NODE_UNSET && value.trim() != NODE_UNSET.to_string() => {
-            Err(SnowflakeError::InvalidNodeSetting { value })
+        Some(text) if text.trim().parse::<i64>() != Ok(i64::from(value)) => {
+            Err(SnowflakeError::InvalidSetting {
+                name,
+                value: text,
+                reason: reason(),
+            })
         }
         _ => Ok(()),
     }
@@ -89,7 +210,15 @@ fn configured_text(name: &CStr) -> Option<String> {
 
 /// This server's node id, or [`SnowflakeError::NodeUnset`].
 pub fn node_id() -> Result<u32, SnowflakeError> {
-    u32::try_from(NODE_ID.get()).map_err(|_| SnowflakeError::NodeUnset)
+    u32::try_from(NODE_ID.get()).map_err(|_| SnowflakeError::NodeUnset {
+        max: layout().max_node(),
+    })
+}
+
+/// This server's layout; the default layout where the library was not preloaded (then the
+/// layout settings do not exist).
+pub fn layout() -> Layout {
+    LAYOUT.get().copied().unwrap_or(DEFAULT_LAYOUT)
 }
 
 /// The generator's tunables as currently configured.
@@ -97,5 +226,6 @@ pub fn limits() -> Limits {
     Limits {
         max_borrow_ms: i64::from(MAX_BORROW_MS.get()),
         reserve_ahead_ms: i64::from(RESERVATION_MS.get()),
+        sequence_spread: SEQUENCE_SPREAD.get() as u32,
     }
 }

@@ -5,22 +5,34 @@
 //!
 //! ```text
 //!   bit 63   | 62 ............ 22 | 21 ...... 12 | 11 ...... 0
-//!   sign = 0 | time: 41 bits (ms) | node: 10 bits | seq: 12 bits
+//!   sign = 0 | time: 41 bits (ms) | node: 10 bits | seq: 12 bits      (the default layout)
 //! ```
+//!
+//! A layout is the epoch, the time unit and the widths of the node and sequence fields; the time
+//! field takes the bits that remain below the sign bit. Times in the time field are *ticks*:
+//! units of `unit_ms` milliseconds since the epoch.
 
 use crate::error::SnowflakeError;
 
 /// Milliseconds from the Unix epoch to 2024-01-01 00:00:00 UTC, the default Snowflake epoch.
 ///
 /// A recent epoch gives the most years before the time field runs out; every real clock running
-/// this extension (first released in 2026) reads later than it.
+/// this extension (first released in 2026) reads later than it. A UTC midnight keeps one day of
+/// IDs a fixed-width range, which day partitions rely on.
 pub const DEFAULT_EPOCH_UNIX_MS: i64 = 1_704_067_200_000;
 
-/// How the 63 usable bits of an ID are split, and where time starts counting.
+/// No layout counts time past 9999-12-31 23:59:59.999 UTC, the last instant a date shows with
+/// four-digit years; longer time fields simply never run out.
+pub const LATEST_END_UNIX_MS: i64 = 253_402_300_799_999;
+
+/// How the 63 usable bits of an ID are split, and where and how fast time counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Layout {
     /// Unix time, in milliseconds, that the time field counts from.
     pub epoch_unix_ms: i64,
+    /// Milliseconds per tick of the time field.
+    pub unit_ms: i64,
     pub time_bits: u32,
     pub node_bits: u32,
     pub seq_bits: u32,
@@ -30,6 +42,7 @@ pub struct Layout {
 /// sequence, counted from [`DEFAULT_EPOCH_UNIX_MS`].
 pub const DEFAULT_LAYOUT: Layout = Layout {
     epoch_unix_ms: DEFAULT_EPOCH_UNIX_MS,
+    unit_ms: 1,
     time_bits: 41,
     node_bits: 10,
     seq_bits: 12,
@@ -38,7 +51,7 @@ pub const DEFAULT_LAYOUT: Layout = Layout {
 /// The three fields of an ID.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Parts {
-    /// Milliseconds since the layout's epoch.
+    /// Ticks since the layout's epoch.
     pub time: u64,
     pub node: u32,
     pub seq: u32,
@@ -49,6 +62,80 @@ const fn mask(bits: u32) -> u64 {
 }
 
 impl Layout {
+    /// A layout for a server making IDs at `now_unix_ms`: as [`Layout::from_parts`], and refused
+    /// also when the epoch is in the future or the time field has already run out.
+    pub fn new(
+        epoch_unix_ms: i64,
+        unit_ms: i64,
+        node_bits: u32,
+        seq_bits: u32,
+        now_unix_ms: i64,
+    ) -> Result<Layout, SnowflakeError> {
+        let layout = Layout::from_parts(epoch_unix_ms, unit_ms, node_bits, seq_bits)?;
+        let invalid = |reason: String| Err(SnowflakeError::InvalidLayout { reason });
+        if epoch_unix_ms > now_unix_ms {
+            return invalid(format!(
+                "the epoch {} is in the future",
+                format_unix_ms(epoch_unix_ms)
+            ));
+        }
+        if layout.end_unix_ms() < now_unix_ms {
+            return invalid(format!(
+                "its time field ran out at {}",
+                format_unix_ms(layout.end_unix_ms())
+            ));
+        }
+        Ok(layout)
+    }
+
+    /// A layout from its parts, refused with the reason when the fields do not fit 63 bits, the
+    /// unit is below 1 ms or the epoch is before 1970.
+    pub fn from_parts(
+        epoch_unix_ms: i64,
+        unit_ms: i64,
+        node_bits: u32,
+        seq_bits: u32,
+    ) -> Result<Layout, SnowflakeError> {
+        let invalid = |reason: String| Err(SnowflakeError::InvalidLayout { reason });
+        if unit_ms < 1 {
+            return invalid(format!(
+                "the time unit is {unit_ms} ms; it must be at least 1 ms"
+            ));
+        }
+        if node_bits > 31 || !(1..=31).contains(&seq_bits) {
+            return invalid(format!(
+                "{node_bits} node bits and {seq_bits} sequence bits: node bits run from 0 to 31, \
+                 sequence bits from 1 to 31"
+            ));
+        }
+        if !(0..=LATEST_END_UNIX_MS).contains(&epoch_unix_ms) {
+            return invalid(format!(
+                "the epoch {} is not between 1970-01-01 and 9999-12-31",
+                format_unix_ms(epoch_unix_ms)
+            ));
+        }
+        Ok(Layout {
+            epoch_unix_ms,
+            unit_ms,
+            time_bits: 63 - node_bits - seq_bits,
+            node_bits,
+            seq_bits,
+        })
+    }
+
+    /// The layout as its settings would spell it, e.g.
+    /// `41 bits of 1 ms since 2024-01-01 00:00:00.000 UTC | 10 bits node | 12 bits sequence`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} bits of {} ms since {} | {} bits node | {} bits sequence",
+            self.time_bits,
+            self.unit_ms,
+            format_unix_ms(self.epoch_unix_ms),
+            self.node_bits,
+            self.seq_bits
+        )
+    }
+
     pub const fn max_time(&self) -> u64 {
         mask(self.time_bits)
     }
@@ -61,28 +148,39 @@ impl Layout {
         mask(self.seq_bits) as u32
     }
 
-    /// Unix time (ms) of the last millisecond the time field can hold.
-    pub const fn end_unix_ms(&self) -> i64 {
-        self.epoch_unix_ms + self.max_time() as i64
-    }
-
-    /// Unix time (ms) of a time-field value.
-    pub const fn unix_ms(&self, time: u64) -> i64 {
-        self.epoch_unix_ms + time as i64
-    }
-
-    /// The time-field value of a Unix time (ms), or `None` before the epoch. Values past the end
-    /// of the field are returned as they are: [`Layout::compose`] refuses them.
-    pub const fn time_since_epoch(&self, unix_ms: i64) -> Option<u64> {
-        if unix_ms < self.epoch_unix_ms {
-            None
+    /// The last tick IDs can be made in: the end of the time field, or of year 9999.
+    pub const fn end_tick(&self) -> u64 {
+        let latest = ((LATEST_END_UNIX_MS - self.epoch_unix_ms) / self.unit_ms) as u64;
+        if self.max_time() < latest {
+            self.max_time()
         } else {
-            Some((unix_ms - self.epoch_unix_ms) as u64)
+            latest
         }
     }
 
-    /// The smallest ID any node can issue in the millisecond of `unix_ms` (node 0, sequence 0):
-    /// `id >= first_id_at(t)` selects the IDs made from `t`'s millisecond on, `id < first_id_at(t)`
+    /// Unix time (ms) at which the last tick IDs can be made in begins.
+    pub const fn end_unix_ms(&self) -> i64 {
+        self.unix_ms(self.end_tick())
+    }
+
+    /// Unix time (ms) at which a tick begins; `time` must not be past [`Layout::end_tick`].
+    pub const fn unix_ms(&self, time: u64) -> i64 {
+        self.epoch_unix_ms + time as i64 * self.unit_ms
+    }
+
+    /// The tick a Unix time (ms) falls in, counted from the epoch (negative before it).
+    pub const fn tick_at(&self, unix_ms: i64) -> i64 {
+        (unix_ms - self.epoch_unix_ms).div_euclid(self.unit_ms)
+    }
+
+    /// The first tick that begins at or after a Unix time (ms).
+    pub const fn tick_from(&self, unix_ms: i64) -> i64 {
+        let since = unix_ms - self.epoch_unix_ms;
+        since.div_euclid(self.unit_ms) + (since.rem_euclid(self.unit_ms) != 0) as i64
+    }
+
+    /// The smallest ID any node can issue in the tick of `unix_ms` (node 0, sequence 0):
+    /// `id >= first_id_at(t)` selects the IDs made from `t`'s tick on, `id < first_id_at(t)`
     /// those made before it. Instants outside the time field are refused.
     pub fn first_id_at(&self, unix_ms: i64) -> Result<i64, SnowflakeError> {
         let time = self.time_field_at(unix_ms)?;
@@ -93,8 +191,8 @@ impl Layout {
         })
     }
 
-    /// The largest ID any node can issue in the millisecond of `unix_ms` (the highest node and
-    /// sequence): `id <= last_id_at(t)` selects the IDs made up to and including that millisecond.
+    /// The largest ID any node can issue in the tick of `unix_ms` (the highest node and
+    /// sequence): `id <= last_id_at(t)` selects the IDs made up to and including that tick.
     pub fn last_id_at(&self, unix_ms: i64) -> Result<i64, SnowflakeError> {
         let time = self.time_field_at(unix_ms)?;
         self.compose(Parts {
@@ -107,18 +205,25 @@ impl Layout {
     /// The time-field value of a Unix time (ms), or an error naming the instant when the field
     /// cannot hold it.
     fn time_field_at(&self, unix_ms: i64) -> Result<u64, SnowflakeError> {
-        match self.time_since_epoch(unix_ms) {
-            None => Err(SnowflakeError::TimestampBeforeEpoch { unix_ms }),
-            Some(time) if time > self.max_time() => {
-                Err(SnowflakeError::TimestampAfterEnd { unix_ms })
-            }
-            Some(time) => Ok(time),
+        if unix_ms < self.epoch_unix_ms {
+            return Err(SnowflakeError::TimestampBeforeEpoch {
+                unix_ms,
+                layout: *self,
+            });
         }
+        let tick = self.tick_at(unix_ms) as u64;
+        if tick > self.end_tick() {
+            return Err(SnowflakeError::TimestampAfterEnd {
+                unix_ms,
+                layout: *self,
+            });
+        }
+        Ok(tick)
     }
 
-    /// Packs the fields into a positive `i64`, refusing any field that does not fit its bits.
+    /// Packs the fields into a positive `i64`, refusing any field that does not fit.
     pub fn compose(&self, parts: Parts) -> Result<i64, SnowflakeError> {
-        if parts.time > self.max_time() {
+        if parts.time > self.end_tick() {
             return Err(SnowflakeError::TimeExhausted {
                 end_unix_ms: self.end_unix_ms(),
             });
@@ -147,15 +252,6 @@ impl Layout {
         id as i64
     }
 
-    /// The fields of the ID at Unix time `unix_ms` (not before the epoch), `node` and `seq`.
-    pub const fn parts_at(&self, unix_ms: i64, node: u32, seq: u32) -> Parts {
-        Parts {
-            time: (unix_ms - self.epoch_unix_ms) as u64,
-            node,
-            seq,
-        }
-    }
-
     /// Unpacks an ID. Every non-negative `i64` is a well-formed ID of this layout.
     pub fn decompose(&self, id: i64) -> Result<Parts, SnowflakeError> {
         if id < 0 {
@@ -168,6 +264,97 @@ impl Layout {
             seq: (id & mask(self.seq_bits)) as u32,
         })
     }
+
+    /// The Unix time (ms) an ID was made at, or an error for negative IDs and IDs whose time lies
+    /// past year 9999 (possible only with long time fields, and never made by a generator).
+    pub fn id_unix_ms(&self, id: i64) -> Result<i64, SnowflakeError> {
+        let time = self.decompose(id)?.time;
+        if time > self.end_tick() {
+            return Err(SnowflakeError::IdBeyondTimeField { id, layout: *self });
+        }
+        Ok(self.unix_ms(time))
+    }
+}
+
+/// Parses an epoch setting: `YYYY-MM-DD`, optionally followed by ` HH:MM[:SS[.fff]]` (or with
+/// `T`), optionally followed by a UTC marker (`Z`, `UTC`, `+00`, `+00:00`). Times are UTC.
+pub fn parse_epoch(text: &str) -> Result<i64, String> {
+    let bad = || {
+        format!(
+            "\"{text}\" is not a UTC timestamp like \"2024-01-01 00:00:00+00\" or \"2024-01-01\""
+        )
+    };
+    let mut rest = text.trim();
+    for marker in ["+00:00", "+00", "UTC", "Z"] {
+        if let Some(stripped) = rest.strip_suffix(marker) {
+            rest = stripped.trim_end();
+            break;
+        }
+    }
+    let (date, time) = match rest.split_once([' ', 'T']) {
+        Some((date, time)) => (date, Some(time.trim())),
+        None => (rest, None),
+    };
+    let number = |s: &str, len: std::ops::RangeInclusive<usize>| -> Result<i64, String> {
+        if len.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit()) {
+            s.parse().map_err(|_| bad())
+        } else {
+            Err(bad())
+        }
+    };
+    let mut d = date.split('-');
+    let (Some(y), Some(m), Some(dd), None) = (d.next(), d.next(), d.next(), d.next()) else {
+        return Err(bad());
+    };
+    let (year, month, day) = (number(y, 4..=4)?, number(m, 2..=2)?, number(dd, 2..=2)?);
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return Err(bad());
+    }
+    let mut ms_of_day = 0;
+    if let Some(time) = time {
+        let (hms, fraction) = match time.split_once('.') {
+            Some((hms, fraction)) => (hms, Some(fraction)),
+            None => (time, None),
+        };
+        let mut t = hms.split(':');
+        let (Some(h), Some(mi), s, None) = (t.next(), t.next(), t.next(), t.next()) else {
+            return Err(bad());
+        };
+        let (h, mi, s) = (
+            number(h, 2..=2)?,
+            number(mi, 2..=2)?,
+            s.map_or(Ok(0), |s| number(s, 2..=2))?,
+        );
+        let fraction_ms = match fraction {
+            Some(f) => number(f, 1..=3)? * 10i64.pow(3 - f.len() as u32),
+            None => 0,
+        };
+        if h > 23 || mi > 59 || s > 59 {
+            return Err(bad());
+        }
+        ms_of_day = ((h * 60 + mi) * 60 + s) * 1000 + fraction_ms;
+    }
+    Ok(days_from_civil(year, month, day) * 86_400_000 + ms_of_day)
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 of a Gregorian date (Howard Hinnant's `days_from_civil`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// Formats Unix milliseconds as `YYYY-MM-DD HH:MM:SS.mmm UTC`, for error messages.
@@ -182,6 +369,12 @@ pub fn format_unix_ms(unix_ms: i64) -> String {
         ms_of_day / 1000 % 60,
         ms_of_day % 1000
     )
+}
+
+/// Formats Unix milliseconds as RFC 3339 in UTC, `YYYY-MM-DDTHH:MM:SS.mmmZ`, for JSON.
+pub fn format_rfc3339(unix_ms: i64) -> String {
+    let text = format_unix_ms(unix_ms);
+    format!("{}T{}Z", &text[..10], &text[11..23])
 }
 
 /// Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
@@ -341,19 +534,31 @@ mod tests {
         for bound in [Layout::first_id_at, Layout::last_id_at] {
             assert_eq!(
                 bound(&L, before),
-                Err(SnowflakeError::TimestampBeforeEpoch { unix_ms: before })
+                Err(SnowflakeError::TimestampBeforeEpoch {
+                    unix_ms: before,
+                    layout: L
+                })
             );
             assert_eq!(
                 bound(&L, after),
-                Err(SnowflakeError::TimestampAfterEnd { unix_ms: after })
+                Err(SnowflakeError::TimestampAfterEnd {
+                    unix_ms: after,
+                    layout: L
+                })
             );
             assert_eq!(
                 bound(&L, i64::MIN),
-                Err(SnowflakeError::TimestampBeforeEpoch { unix_ms: i64::MIN })
+                Err(SnowflakeError::TimestampBeforeEpoch {
+                    unix_ms: i64::MIN,
+                    layout: L
+                })
             );
             assert_eq!(
                 bound(&L, i64::MAX),
-                Err(SnowflakeError::TimestampAfterEnd { unix_ms: i64::MAX })
+                Err(SnowflakeError::TimestampAfterEnd {
+                    unix_ms: i64::MAX,
+                    layout: L
+                })
             );
         }
     }
@@ -368,6 +573,135 @@ mod tests {
             assert_eq!(L.first_id_at(start), Ok(day * width));
             assert_eq!(L.last_id_at(start + day_ms - 1), Ok((day + 1) * width - 1));
         }
+    }
+
+    /// The presets the README lists.
+    fn presets() -> Vec<(&'static str, Layout)> {
+        let layout = |unit, node, seq| Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, unit, node, seq);
+        vec![
+            ("twitter", DEFAULT_LAYOUT),
+            ("seconds, 22 node bits", layout(1000, 22, 9).unwrap()),
+            ("bursty, 16 sequence bits", layout(1, 8, 16).unwrap()),
+            ("sonyflake, 10 ms", layout(10, 16, 8).unwrap()),
+        ]
+    }
+
+    #[test]
+    fn presets_have_the_documented_shapes_and_ends() {
+        let ends: Vec<(u32, String)> = presets()
+            .iter()
+            .map(|(_, l)| (l.time_bits, format_unix_ms(l.end_unix_ms())))
+            .collect();
+        assert_eq!(
+            ends,
+            vec![
+                (41, "2093-09-06 15:47:35.551 UTC".to_string()),
+                (32, "2160-02-07 06:28:15.000 UTC".to_string()),
+                (39, "2041-06-02 21:56:53.887 UTC".to_string()),
+                (39, "2198-03-18 03:28:58.870 UTC".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn layouts_that_cannot_work_are_refused_with_the_reason() {
+        let now = DEFAULT_EPOCH_UNIX_MS + 86_400_000;
+        let reason = |r: Result<Layout, SnowflakeError>| match r {
+            Err(SnowflakeError::InvalidLayout { reason }) => reason,
+            other => panic!("{other:?}"),
+        };
+        let e = DEFAULT_EPOCH_UNIX_MS;
+        assert_eq!(
+            reason(Layout::new(e, 1, 40, 30, now)),
+            "40 node bits and 30 sequence bits: node bits run from 0 to 31, sequence bits from 1 to 31"
+        );
+        // 31 + 31 bits leave 1 bit of time: two milliseconds.
+        assert_eq!(
+            reason(Layout::new(e, 1, 31, 31, now)),
+            "its time field ran out at 2024-01-01 00:00:00.001 UTC"
+        );
+        assert_eq!(
+            reason(Layout::new(e, 0, 10, 12, now)),
+            "the time unit is 0 ms; it must be at least 1 ms"
+        );
+        assert_eq!(
+            reason(Layout::new(now + 1, 1, 10, 12, now)),
+            "the epoch 2024-01-02 00:00:00.001 UTC is in the future"
+        );
+        // 20 bits of ms last 17 minutes.
+        assert_eq!(
+            reason(Layout::new(e, 1, 21, 22, now)),
+            "its time field ran out at 2024-01-01 00:17:28.575 UTC"
+        );
+        assert_eq!(
+            reason(Layout::new(-1, 1, 10, 12, now)),
+            "the epoch 1969-12-31 23:59:59.999 UTC is not between 1970-01-01 and 9999-12-31"
+        );
+        assert_eq!(Layout::new(e, 1, 10, 12, now), Ok(DEFAULT_LAYOUT));
+    }
+
+    #[test]
+    fn long_time_fields_end_in_year_9999() {
+        let days = Layout::from_parts(0, 86_400_000, 0, 1).unwrap();
+        assert_eq!(days.time_bits, 62);
+        assert_eq!(
+            format_unix_ms(days.end_unix_ms()),
+            "9999-12-31 00:00:00.000 UTC"
+        );
+        let beyond = days.pack(Parts {
+            time: days.end_tick() + 1,
+            node: 0,
+            seq: 0,
+        });
+        assert_eq!(
+            days.id_unix_ms(beyond),
+            Err(SnowflakeError::IdBeyondTimeField {
+                id: beyond,
+                layout: days
+            })
+        );
+    }
+
+    #[test]
+    fn epochs_parse_in_the_documented_forms() {
+        for (text, expected) in [
+            ("2024-01-01", DEFAULT_EPOCH_UNIX_MS),
+            ("2024-01-01 00:00:00+00", DEFAULT_EPOCH_UNIX_MS),
+            ("2024-01-01T00:00Z", DEFAULT_EPOCH_UNIX_MS),
+            (" 2024-01-01 00:00:00 UTC ", DEFAULT_EPOCH_UNIX_MS),
+            ("2024-01-01 00:00:00.5+00:00", DEFAULT_EPOCH_UNIX_MS + 500),
+            ("2010-11-04 01:42:54.657", 1_288_834_974_657),
+            ("2000-02-29", 951_782_400_000),
+            ("1970-01-01", 0),
+        ] {
+            assert_eq!(parse_epoch(text), Ok(expected), "{text}");
+        }
+        for text in [
+            "",
+            "2024",
+            "2024-13-01",
+            "2023-02-29",
+            "2024-01-01 24:00",
+            "2024-01-01 00:00:00+01",
+            "2024-01-01 00:00:00.1234",
+            "yesterday",
+        ] {
+            assert_eq!(
+                parse_epoch(text),
+                Err(format!(
+                    "\"{text}\" is not a UTC timestamp like \"2024-01-01 00:00:00+00\" or \"2024-01-01\""
+                )),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn rfc3339_for_json() {
+        assert_eq!(
+            format_rfc3339(DEFAULT_EPOCH_UNIX_MS + 1),
+            "2024-01-01T00:00:00.001Z"
+        );
     }
 
     proptest! {
@@ -396,6 +730,16 @@ mod tests {
             if time < L.max_time() {
                 prop_assert!(id < L.first_id_at(unix_ms + 1).unwrap());
             }
+        }
+
+        #[test]
+        fn any_valid_layout_round_trips(
+            node_bits in 0u32..=20, seq_bits in 1u32..=20, unit in 1i64..=1000, id in 0..=i64::MAX
+        ) {
+            let layout = Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, unit, node_bits, seq_bits).unwrap();
+            prop_assert_eq!(layout.time_bits + node_bits + seq_bits, 63);
+            let parts = layout.decompose(id).unwrap();
+            prop_assert_eq!(layout.pack(parts), id);
         }
 
         #[test]

@@ -10,13 +10,16 @@ use pgrx::prelude::*;
 
 pub mod adopt;
 pub mod api;
+pub mod base32;
 pub mod bounds;
+pub mod decode;
 pub mod durable;
 pub mod error;
 pub mod generator;
 pub mod gucs;
 pub mod layout;
 pub mod shmem;
+pub mod timestamps;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -27,7 +30,7 @@ pub extern "C-unwind" fn _PG_init() {
     // defines nothing: the decoders work, and snowflake_nextval() raises an error that says to
     // preload it.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
-        gucs::init().unwrap_or_else(|e| e.report_fatal());
+        gucs::init(shmem::read_clocks().wall).unwrap_or_else(|e| e.report_fatal());
         durable::register_wal_resource_manager();
         shmem::init();
     }

@@ -19,10 +19,10 @@
 //! The shared memory only exists when the library is loaded through `shared_preload_libraries`;
 //! [`ensure_available`] says whether it is, so that callers never touch an uninitialised lock.
 
-use crate::durable;
 use crate::error::SnowflakeError;
 use crate::generator::{Allocation, Clocks, Generator, Limits, Run};
-use crate::layout::Layout;
+use crate::layout::{Layout, Parts};
+use crate::{durable, gucs};
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, PGRXSharedMemory, PgLwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,7 +43,7 @@ unsafe impl PGRXSharedMemory for Generator {}
 /// the server does not start.
 pub fn init() {
     pg_shmem_init!(
-        GENERATOR = match durable::load() {
+        GENERATOR = match durable::load(&gucs::layout()) {
             Ok(Some(floor)) => Generator::resume(floor),
             Ok(None) => Generator::new(),
             Err(e) => e.report_fatal(),
@@ -64,7 +64,11 @@ pub fn ensure_available() -> Result<(), SnowflakeError> {
 /// The next ID for `node` from the server's generator.
 pub fn next_id(layout: &Layout, node: u32, limits: &Limits) -> Result<i64, SnowflakeError> {
     let run = next_run(layout, node, limits, 1)?;
-    Ok(layout.pack(layout.parts_at(run.time, node, run.seq)))
+    Ok(layout.pack(Parts {
+        time: run.time as u64,
+        node,
+        seq: run.seq,
+    }))
 }
 
 /// The next IDs for `node`, up to `want` of them, from one acquisition of the lock. Under
@@ -82,14 +86,12 @@ pub fn next_run(
         return Err(SnowflakeError::InRecovery);
     }
     loop {
-        let allocation = GENERATOR.exclusive().allocate(
-            layout,
-            node,
-            read_clocks(),
-            limits,
-            want,
-            durable::reserve,
-        )?;
+        let allocation =
+            GENERATOR
+                .exclusive()
+                .allocate(layout, node, read_clocks(), limits, want, |until| {
+                    durable::reserve(layout, until)
+                })?;
         match allocation {
             Allocation::Run {
                 run,
@@ -109,11 +111,13 @@ pub fn next_run(
     }
 }
 
-/// WAL redo of a reservation: raise the floor, and keep this server's state file up with it.
-pub fn replay_reservation(until: i64) -> Result<(), SnowflakeError> {
+/// WAL redo of a reservation made under `layout`: raise the floor, and keep this server's state
+/// file up with it. A reservation of another layout than this server's stops the replay.
+pub fn replay_reservation(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
+    durable::check_layout(layout, &gucs::layout())?;
     let mut generator = GENERATOR.exclusive();
     if generator.observe_reservation(until) {
-        durable::write_state_file(until)?;
+        durable::write_state_file(layout, until)?;
     }
     Ok(())
 }

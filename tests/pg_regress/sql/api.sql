@@ -30,6 +30,36 @@ SELECT v.id, d.* FROM (VALUES
 SELECT snowflake_timestamp(531934583543832577), snowflake_node_id(531934583543832577),
        snowflake_seq(531934583543832577);
 
+-- The same decoders with the layout as arguments (immutable everywhere): the default layout
+-- gives the same answers, other layouts other ones.
+SELECT d.* FROM snowflake_decode(531934583543832577, '2024-01-01 00:00:00+00', 1, 10, 12) d;
+SELECT d.* FROM snowflake_decode(531934583543832577, '2024-01-01 00:00:00+00', 10, 16, 8) d;
+SELECT snowflake_timestamp(531934583543832577, '2020-01-01+00', 1000, 22, 9),
+       snowflake_node_id(531934583543832577, '2020-01-01+00', 1000, 22, 9),
+       snowflake_seq(531934583543832577, '2020-01-01+00', 1000, 22, 9);
+SELECT snowflake_decode(1, '2024-01-01+00', 0, 10, 12);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_decode(1, '2024-01-01+00', 1, 40, 12);
+\echo :LAST_ERROR_SQLSTATE
+
+-- JSON and text forms: the ID as a string, base 32 that sorts like the ID.
+SELECT snowflake_decode_jsonb(531934583543832577);
+SELECT snowflake_decode_jsonb(531934583543832577) ->> 'id' = '531934583543832577' AS id_is_text;
+SELECT snowflake_to_base32(531934583543832577), snowflake_to_base32(0),
+       snowflake_to_base32(9223372036854775807);
+SELECT snowflake_from_base32('0EREFNXVY0801'), snowflake_from_base32('0erefnxvy0801'),
+       snowflake_from_base32('0ERE-FNXV-Y0801'), snowflake_from_base32('OEREFNXVYO8OL');
+SELECT bool_and(snowflake_from_base32(snowflake_to_base32(id)) = id) AS round_trip,
+       bool_and(snowflake_to_base32(id) > snowflake_to_base32(prev)) AS sorts_like_ids
+FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev
+      FROM snowflake_nextval_batch(10000) WITH ORDINALITY b(id, n)) s;
+SELECT snowflake_from_base32('snowflake-42U');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_from_base32('ZZZZZZZZZZZZZ');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_to_base32(-1);
+\echo :LAST_ERROR_SQLSTATE
+
 -- NULL in, NULL out.
 SELECT snowflake_decode(NULL) IS NULL AS decode_null, snowflake_timestamp(NULL) IS NULL AS ts_null,
        snowflake_node_id(NULL) IS NULL AS node_null, snowflake_seq(NULL) IS NULL AS seq_null;
