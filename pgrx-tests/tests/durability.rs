@@ -3,7 +3,7 @@
 //! behind. Real servers, real SIGKILLs, a real streaming standby, and libfaketime for the clock.
 
 use postgres::Client;
-use snowflake_it::{strictly_increasing, take_ids, Config, Server};
+use snowflake_it::{strictly_increasing, take_ids, wait_until, Config, Server};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -242,14 +242,14 @@ fn promoted_standby_with_its_clock_behind_never_reissues_the_primarys_ids() {
     let primary = Server::start("primary", Config::node(7));
     primary.execute("CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval())");
     let standby = Server::standby_of(&primary, "standby", Config::default().fake_clock("-10m"));
-    wait_until(
+    wait_for(
         &primary,
         "SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'",
     );
     // Synchronous replication: a commit returns once the standby has its WAL.
     primary.execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
     primary.execute("SELECT pg_reload_conf()");
-    wait_until(
+    wait_for(
         &primary,
         "SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'",
     );
@@ -334,13 +334,8 @@ fn the_end_of_the_time_field_is_an_error_never_a_negative_id() {
 }
 
 /// Polls `condition` (a boolean query) for up to 30 s.
-fn wait_until(server: &Server, condition: &str) {
-    let started = Instant::now();
-    while !server.query_one::<bool>(condition) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "timed out waiting for: {condition}"
-        );
-        thread::sleep(Duration::from_millis(100));
-    }
+fn wait_for(server: &Server, condition: &str) {
+    wait_until(Duration::from_secs(30), condition, || {
+        server.query_one::<bool>(condition)
+    });
 }
