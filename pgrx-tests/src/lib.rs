@@ -390,3 +390,20 @@ pub fn pg_bin(program: &str) -> PathBuf {
         .expect("pg_config runs");
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(program)
 }
+
+/// The extension's version: `version` in the repository's Cargo.toml, which pgrx substitutes
+/// for `@CARGO_VERSION@` in pg_snowflake.control.
+pub fn cargo_version() -> String {
+    cargo_package_field("version")
+}
+
+/// A `key = "value"` line of the [package] section of the repository's Cargo.toml.
+pub fn cargo_package_field(key: &str) -> String {
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("Cargo.toml");
+    manifest
+        .lines()
+        .skip_while(|line| line.trim() != "[package]")
+        .find_map(|line| line.strip_prefix(&format!("{key} = ")))
+        .map(|quoted| quoted.trim().trim_matches('"').to_string())
+        .unwrap_or_else(|| panic!("Cargo.toml's [package] has no {key}"))
+}
