@@ -81,10 +81,7 @@ pub fn next_run(
     want: u64,
 ) -> Result<Run, SnowflakeError> {
     ensure_available()?;
-    // SAFETY: a plain read of the server's recovery state.
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        return Err(SnowflakeError::InRecovery);
-    }
+    ensure_not_in_recovery()?;
     loop {
         let allocation =
             GENERATOR
@@ -109,6 +106,22 @@ pub fn next_run(
             }
         }
     }
+}
+
+/// Refuses while the server is in recovery (a standby): it cannot write the WAL record a
+/// reservation needs, and its IDs would carry its primary's node id. Recovery only ever ends, so
+/// once a backend has seen it over, it does not ask again (saving a guarded FFI call per ID).
+fn ensure_not_in_recovery() -> Result<(), SnowflakeError> {
+    static RECOVERY_OVER: AtomicBool = AtomicBool::new(false);
+    if RECOVERY_OVER.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    // SAFETY: a plain read of the server's recovery state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return Err(SnowflakeError::InRecovery);
+    }
+    RECOVERY_OVER.store(true, Ordering::Relaxed);
+    Ok(())
 }
 
 /// WAL redo of a reservation made under `layout`: raise the floor, and keep this server's state
