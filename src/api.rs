@@ -22,8 +22,9 @@ fn snowflake_nextval() -> i64 {
 
 /// `n` new IDs, strictly increasing, taken from the generator in as few lock acquisitions as
 /// the clock allows: one for up to about four million IDs with the default settings, more only
-/// when the batch has to wait for the clock. The IDs are made as rows are read, so a LIMIT
-/// leaves the rest unmade. Volatile and parallel restricted like `snowflake_nextval()`.
+/// when the batch has to wait for the clock. In the select list the IDs are made as rows are
+/// read (a LIMIT leaves the rest unmade); in FROM, Postgres collects all rows first. Volatile and
+/// parallel restricted like `snowflake_nextval()`.
 #[pg_extern(volatile, parallel_restricted)]
 fn snowflake_nextval_batch(n: i32) -> SetOfIterator<'static, i64> {
     shmem::ensure_available().or_report();
