@@ -12,7 +12,7 @@
 //! pgrx code (and with it every reference to a Postgres symbol) before resolving symbols.
 
 use pg_snowflake::generator::{Allocation, Clocks, Generator, Limits};
-use pg_snowflake::layout::DEFAULT_LAYOUT;
+use pg_snowflake::layout::{Parts, DEFAULT_LAYOUT};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -21,6 +21,7 @@ const START_MS: i64 = 1_735_689_600_000;
 const LIMITS: Limits = Limits {
     max_borrow_ms: 1_000,
     reserve_ahead_ms: 1_000,
+    sequence_spread: 0,
 };
 const NODE: u32 = 1;
 
@@ -40,7 +41,11 @@ fn single(ids: u64) -> u64 {
             |_| Ok(()),
         ) {
             Ok(Allocation::Run { run, .. }) => {
-                let id = DEFAULT_LAYOUT.pack(DEFAULT_LAYOUT.parts_at(run.time, NODE, run.seq));
+                let id = DEFAULT_LAYOUT.pack(Parts {
+                    time: run.time as u64,
+                    node: NODE,
+                    seq: run.seq,
+                });
                 sum = sum.wrapping_add(id as u64);
             }
             other => panic!("unexpected {other:?}"),

@@ -8,9 +8,11 @@
 //! Times are Unix milliseconds. Three clocks are involved:
 //! - the *wall clock*: what the server's clock reads; it may step backwards (NTP, VM restore);
 //! - the *steady clock*: the wall clock, or, when the wall clock is behind it, the steady clock's
-//!   previous reading plus the real time elapsed since (from the monotonic clock). So it never
-//!   runs backwards, keeps counting real time through a backward step of the wall clock, and
-//!   rejoins the wall clock when that catches up. It never reads less than the durable floor;
+//!   previous reading plus the real time elapsed since (from the monotonic clock), slowed to
+//!   9/10 of real time. So it never runs backwards, keeps counting through a backward step of the
+//!   wall clock, and the lead it then has over the wall clock shrinks by a tenth of the time that
+//!   passes (an hour's lead is gone in ten hours) until it rejoins the wall clock. It never reads
+//!   less than the durable floor;
 //! - the *logical clock*: the time of the last issued ID; never less than the steady clock.
 //!
 //! Policy for the next ID:
@@ -140,6 +142,9 @@ pub fn batch_size(n: i32) -> Result<u64, SnowflakeError> {
     }
 }
 
+/// While ahead of the wall clock, the steady clock holds back 1 ms of every this many.
+const SLEW_DIVISOR: i64 = 10;
+
 /// Minimum time between two clock-regression warnings, on the steady clock.
 const WARNING_INTERVAL_MS: i64 = 60_000;
 
@@ -158,6 +163,8 @@ pub struct Generator {
     warned_at: Option<i64>,
     /// Counts fresh ticks, to rotate their first sequence number (`sequence_spread`).
     rotation: u32,
+    /// Milliseconds of real time, fewer than `SLEW_DIVISOR`, not yet slowed by the slew.
+    slew_remainder: i64,
     stats: Stats,
 }
 
@@ -177,6 +184,7 @@ impl Generator {
             reserved_until: floor,
             warned_at: None,
             rotation: 0,
+            slew_remainder: 0,
             stats: Stats {
                 issued: 0,
                 clock_regressions: 0,
@@ -305,7 +313,15 @@ impl Generator {
                 if stepped_back.is_some() {
                     self.stats.clock_regressions += 1;
                 }
-                (now.wall.max(steady + elapsed), stepped_back)
+                let advance = if steady + elapsed > now.wall {
+                    let slewed = self.slew_remainder + elapsed;
+                    self.slew_remainder = slewed % SLEW_DIVISOR;
+                    elapsed - slewed / SLEW_DIVISOR
+                } else {
+                    self.slew_remainder = 0;
+                    elapsed
+                };
+                (now.wall.max(steady + advance), stepped_back)
             }
         };
         let steady = steady.max(self.floor);
@@ -483,12 +499,12 @@ mod tests {
         }
         assert!(before < after[0]);
         assert!(after.windows(2).all(|w| w[0] < w[1]));
-        // The IDs keep counting real time from before the step, not the wall clock.
+        // The IDs keep counting from before the step, at 9/10 of real time, not the wall clock.
         assert_eq!(unix_ms(after[0]), T0);
-        assert_eq!(unix_ms(*after.last().unwrap()), T0 + 9_999);
+        assert_eq!(unix_ms(*after.last().unwrap()), T0 + 9_000);
         assert_eq!(g.stats().clock_regressions, 1);
         assert_eq!(g.stats().overload_waits, 0);
-        assert_eq!(g.lead_ms(&L, T0 - HOUR + 9_999), HOUR);
+        assert_eq!(g.lead_ms(&L, T0 - HOUR + 9_999), HOUR - 999);
         // When the wall clock is put right (a step forward), IDs follow it again, with no lead.
         let put_right = Clocks {
             wall: T0 + 10_000,
@@ -496,6 +512,41 @@ mod tests {
         };
         assert_eq!(unix_ms(id(&mut g, put_right)), T0 + 10_000);
         assert_eq!(g.lead_ms(&L, T0 + 10_000), 0);
+    }
+
+    #[test]
+    fn a_lead_from_a_backward_step_shrinks_to_nothing_in_ten_times_its_length() {
+        let mut g = Generator::new();
+        id(&mut g, T0);
+        // The wall clock steps back 1 s and then runs normally, one ID a millisecond.
+        let mut leads = vec![];
+        for ms in 1..=10_020 {
+            let now = Clocks {
+                wall: T0 - 1_000 + ms,
+                monotonic: T0 + ms,
+            };
+            id(&mut g, now);
+            if ms % 2_500 == 0 || ms == 10_020 {
+                leads.push(g.lead_ms(&L, now.wall));
+            }
+        }
+        // A tenth of the time passing comes off the lead: 1 s is gone after 10 s.
+        assert_eq!(leads, vec![750, 500, 250, 0, 0]);
+        // Rejoined: IDs follow the wall clock again.
+        let now = Clocks {
+            wall: T0 + 9_100,
+            monotonic: T0 + 10_100,
+        };
+        assert_eq!(unix_ms(id(&mut g, now)), T0 + 9_100);
+    }
+
+    #[test]
+    fn after_a_restart_the_reservations_lead_shrinks_too() {
+        let mut g = Generator::resume(T0 + 1_000);
+        for ms in 0..=10_020 {
+            id(&mut g, T0 + ms);
+        }
+        assert_eq!(g.lead_ms(&L, T0 + 10_020), 0);
     }
 
     #[test]
