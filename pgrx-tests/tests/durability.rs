@@ -333,6 +333,42 @@ fn the_end_of_the_time_field_is_an_error_never_a_negative_id() {
     );
 }
 
+/// A server whose clock reads before the epoch does not start (the epoch would be in the
+/// future: layouts.rs); one whose clock steps back before it before its first ID refuses IDs.
+#[test]
+fn a_clock_before_the_epoch_before_the_first_id_is_refused_with_the_reason() {
+    let server = Server::start("beforeepoch", Config::node(1).fake_clock("+0"));
+    // Back to a month before 2024-01-01, whatever today's date.
+    let days_since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .saturating_sub(1_704_067_200)
+        / 86_400;
+    server.set_clock(&format!("-{}d", days_since_epoch + 30));
+    thread::sleep(Duration::from_millis(1500));
+    let err = server
+        .connect()
+        .query_one("SELECT snowflake_nextval()", &[])
+        .unwrap_err();
+    let err = err.as_db_error().expect("a server error");
+    assert_eq!(err.code().code(), "22008");
+    assert_eq!(
+        err.message(),
+        "the server's clock is before the snowflake epoch"
+    );
+    assert!(
+        err.detail()
+            .is_some_and(|d| d.starts_with("The clock reads 2023-")),
+        "{:?}",
+        err.detail()
+    );
+    assert_eq!(
+        err.hint(),
+        Some("Set the server's clock to the correct time.")
+    );
+}
+
 /// Polls `condition` (a boolean query) for up to 30 s.
 fn wait_for(server: &Server, condition: &str) {
     wait_until(Duration::from_secs(30), condition, || {

@@ -41,6 +41,9 @@ SELECT snowflake_decode(1, '2024-01-01+00', 0, 10, 12);
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_decode(1, '2024-01-01+00', 1, 40, 12);
 \echo :LAST_ERROR_SQLSTATE
+-- A layout of whole days with 62 time bits: IDs whose time lies past year 9999 are refused.
+SELECT snowflake_timestamp(9223372036854775807, '2024-01-01+00', 86400000, 0, 1);
+\echo :LAST_ERROR_SQLSTATE
 
 -- JSON and text forms: the ID as a string, base 32 that sorts like the ID.
 SELECT snowflake_decode_jsonb(531934583543832577);
