@@ -346,9 +346,16 @@ fn a_clock_before_the_epoch_before_the_first_id_is_refused_with_the_reason() {
         .saturating_sub(1_704_067_200)
         / 86_400;
     server.set_clock(&format!("-{}d", days_since_epoch + 30));
-    thread::sleep(Duration::from_millis(1500));
-    let err = server
-        .connect()
+    // A backend that sees the new time (libfaketime re-reads its file within a second or so).
+    let mut client = server.connect();
+    wait_until(Duration::from_secs(20), "the clock before 2024", || {
+        client = server.connect();
+        client
+            .query_one("SELECT now() < '2024-01-01'", &[])
+            .unwrap()
+            .get(0)
+    });
+    let err = client
         .query_one("SELECT snowflake_nextval()", &[])
         .unwrap_err();
     let err = err.as_db_error().expect("a server error");
