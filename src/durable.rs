@@ -73,10 +73,26 @@ pub fn reserve(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
     // that the server is not in recovery, where WAL cannot be written.
     unsafe {
         pg_sys::XLogBeginInsert();
-        pg_sys::XLogRegisterData(payload.as_mut_ptr().cast::<c_char>(), RECORD_LEN as i32);
+        register_data(&mut payload);
         pg_sys::XLogInsert(RMGR_ID, XLOG_RESERVATION);
     }
     Ok(())
+}
+
+/// Hands the record's payload to the WAL insertion in progress. The one place that knows how the
+/// signature of `XLogRegisterData` differs between PostgreSQL majors.
+///
+/// # Safety
+/// Between `XLogBeginInsert` and `XLogInsert`; `payload` outlives the `XLogInsert`.
+unsafe fn register_data(payload: &mut [u8; RECORD_LEN]) {
+    #[cfg(not(feature = "pg18"))]
+    unsafe {
+        pg_sys::XLogRegisterData(payload.as_mut_ptr().cast::<c_char>(), RECORD_LEN as i32)
+    };
+    #[cfg(feature = "pg18")]
+    unsafe {
+        pg_sys::XLogRegisterData(payload.as_ptr().cast(), RECORD_LEN as u32)
+    };
 }
 
 /// The reservation recorded in the state file, or `None` if there is no file (a server that
