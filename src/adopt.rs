@@ -16,10 +16,10 @@
 //!    where it is, and a NOTICE names it.
 
 use crate::error::{OrReport, SnowflakeError};
-use crate::{gucs, shmem};
+use crate::gucs;
 use pgrx::prelude::*;
 use pgrx::spi::SpiResult;
-use pgrx::{PgLogLevel, PgSqlErrorCode};
+use snowflake_core::clock::wall_now;
 
 /// What the catalogs say about the column to adopt.
 struct Column {
@@ -46,7 +46,12 @@ LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_adopt_wrapper';
 "#
 )]
 fn snowflake_adopt(tbl: pg_sys::Oid, col: &str) {
-    adopt(tbl, col).unwrap_or_else(|e| error!("snowflake_adopt: {e}"))
+    adopt(tbl, col)
+        .map_err(|e| SnowflakeError::Internal {
+            context: "snowflake_adopt",
+            cause: e.to_string(),
+        })
+        .or_report()
 }
 
 fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
@@ -131,9 +136,7 @@ fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
             )?
             .first()
             .get_one()?;
-        let first_id_now = gucs::layout()
-            .first_id_at(shmem::read_clocks().wall)
-            .or_report();
+        let first_id_now = gucs::layout().first_id_at(wall_now()).or_report();
         if let Some(max) = max.filter(|&max| max >= first_id_now) {
             SnowflakeError::AdoptWouldCollide {
                 table: column.table,
@@ -188,14 +191,11 @@ fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
             .first()
             .get_one()?;
         if let Some(columns) = narrow_references {
-            report(
-                PgLogLevel::WARNING,
-                format!(
-                    "foreign keys to column {} are too narrow for snowflake IDs: {columns}",
-                    column.quoted
-                ),
-                "Alter each of them to bigint with ALTER TABLE … ALTER COLUMN … TYPE bigint.",
-            );
+            SnowflakeError::AdoptNarrowReferences {
+                column: column.quoted.clone(),
+                columns,
+            }
+            .report_warning();
         }
         Ok(())
     })
@@ -204,37 +204,20 @@ fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
 /// Says what became of the sequence the column used to draw from.
 fn notice_about_sequences(column: &Column) {
     if let Some((sequence, last_value)) = &column.identity_sequence {
-        let last = last_value.map_or_else(|| "none".to_string(), |v| v.to_string());
-        report(
-            PgLogLevel::NOTICE,
-            format!(
-                "identity sequence {sequence} was dropped with the identity of column {} (its last value: {last})",
-                column.quoted
-            ),
-            "Postgres drops an identity's sequence with the identity; nothing else can have used it.",
-        );
+        SnowflakeError::AdoptIdentitySequenceDropped {
+            sequence: sequence.clone(),
+            column: column.quoted.clone(),
+            last_value: *last_value,
+        }
+        .report_notice();
     }
     if let Some(sequences) = &column.default_sequences {
-        report(
-            PgLogLevel::NOTICE,
-            format!(
-                "sequence {sequences} is left in place; column {} no longer uses it",
-                column.quoted
-            ),
-            "Drop it with DROP SEQUENCE once nothing else uses it.",
-        );
+        SnowflakeError::AdoptSequenceKept {
+            sequences: sequences.clone(),
+            column: column.quoted.clone(),
+        }
+        .report_notice();
     }
-}
-
-/// A NOTICE or WARNING with a hint; the statement goes on.
-fn report(level: PgLogLevel, message: String, hint: &str) {
-    let code = match level {
-        PgLogLevel::WARNING => PgSqlErrorCode::ERRCODE_WARNING,
-        _ => PgSqlErrorCode::ERRCODE_SUCCESSFUL_COMPLETION,
-    };
-    pgrx::pg_sys::panic::ErrorReport::new(code, message, "pg_snowflake")
-        .set_hint(hint)
-        .report(level);
 }
 
 extension_sql!(

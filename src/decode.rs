@@ -10,13 +10,14 @@
 //!   sequence_bits)` and friends, decode IDs of any layout; IMMUTABLE everywhere. Use them for
 //!   IDs made elsewhere, or in definitions that must mean the same on every server.
 
-use crate::base32;
 use crate::error::OrReport;
 use crate::gucs;
-use crate::layout::{format_rfc3339, Layout, Parts};
 use crate::timestamps::{timestamptz, unix_ms};
 use pgrx::prelude::*;
 use serde::Serialize;
+use snowflake_core::base32;
+use snowflake_core::calendar::format_rfc3339;
+use snowflake_core::layout::{Layout, Parts};
 
 fn parts(layout: &Layout, id: i64) -> (TimestampWithTimeZone, Parts) {
     let ts = layout.id_unix_ms(id).or_report();

@@ -15,9 +15,10 @@
 //! stops the server.
 
 use crate::error::SnowflakeError;
-use crate::generator::Limits;
-use crate::layout::{parse_epoch, Layout, DEFAULT_LAYOUT};
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use snowflake_core::calendar::parse_epoch;
+use snowflake_core::generator::Limits;
+use snowflake_core::layout::{Layout, DEFAULT_LAYOUT};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -168,13 +169,13 @@ fn define_layout(now_unix_ms: i64) -> Result<Layout, SnowflakeError> {
         value: configured_epoch.unwrap_or_else(|| epoch_text.clone()),
         reason,
     })?;
-    Layout::new(
+    Ok(Layout::new(
         epoch,
         i64::from(ints[0]),
         ints[1] as u32,
         ints[2] as u32,
         now_unix_ms,
-    )
+    )?)
 }
 
 /// An integer setting's value must be what postgresql.conf said, if it said anything.

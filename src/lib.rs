@@ -1,25 +1,34 @@
 //! pg_snowflake: Snowflake IDs for PostgreSQL.
 //!
-//! The pure core — [`layout`] (the bits of an ID) and [`generator`] (the next-id state machine,
-//! clock passed in) — knows nothing of Postgres. Around it: [`gucs`] (every setting), [`shmem`]
-//! (the server's one generator behind its lock), [`durable`] (the reservation that survives
-//! restarts and failovers: state file and WAL), [`error`] (the one error type and its SQLSTATEs)
-//! and [`api`] (the SQL functions).
+//! The pure core — the crate `snowflake_core` in `core/`: layout, calendar, generator (clock
+//! passed in), base 32, the bytes of the state file and WAL record — cannot call Postgres: it
+//! does not depend on pgrx. This crate is the thin layer around it:
+//!
+//! - [`gucs`]: every setting, and the layout built from them at start-up
+//! - [`shmem`]: the server's one generator in shared memory, behind its lock
+//! - [`durable`]: writing the reservation that survives restarts and failovers (state file and
+//!   WAL record) and reading it at start-up; [`wal_redo`]: replaying the WAL record
+//! - [`error`]: the one error type; every message, NOTICE and WARNING is worded there
+//! - the SQL functions: [`api`] (making IDs, stats), [`decode`] (IDs → parts, JSON, base 32),
+//!   [`bounds`] (time → ID bounds), [`adopt`] (`snowflake_adopt`); [`timestamps`] converts
+//!   between the core's Unix milliseconds and timestamptz
 
 use pgrx::prelude::*;
+use snowflake_core::clock::wall_now;
 
 pub mod adopt;
 pub mod api;
-pub mod base32;
 pub mod bounds;
 pub mod decode;
 pub mod durable;
 pub mod error;
-pub mod generator;
 pub mod gucs;
-pub mod layout;
 pub mod shmem;
 pub mod timestamps;
+pub mod wal_redo;
+
+#[cfg(any(test, feature = "pg_test"))]
+mod in_server_tests;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -30,8 +39,8 @@ pub extern "C-unwind" fn _PG_init() {
     // defines nothing: the decoders work, and snowflake_nextval() raises an error that says to
     // preload it.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
-        gucs::init(shmem::read_clocks().wall).unwrap_or_else(|e| e.report_fatal());
-        durable::register_wal_resource_manager();
+        gucs::init(wall_now()).unwrap_or_else(|e| e.report_fatal());
+        wal_redo::register();
         shmem::init();
     }
 }

@@ -1,12 +1,13 @@
 //! The server's one generator, in shared memory behind one LWLock.
 //!
 //! Lock protocol:
-//! - The lock, an LWLock in its own tranche named "pg_snowflake", guards the [`Generator`]:
-//!   the last issued millisecond and sequence, the clocks it last read, the durable floor and
-//!   reservation, and the counters.
-//! - [`next_run`] takes it in exclusive mode for one call of `Generator::allocate`; [`replay_reservation`]
-//!   (WAL redo, in the startup process) in exclusive mode to raise the floor; [`snapshot`] in
-//!   shared mode to copy the state out.
+//! - The lock, an LWLock in its own tranche named "pg_snowflake", guards [`Shared`]: the
+//!   [`Generator`] (the last issued tick and sequence, the clocks it last read, the durable
+//!   floor and reservation, the counters) and whether the data directory awaits its state file
+//!   after pg_upgrade.
+//! - [`next_run`] takes it in exclusive mode for one call of `Generator::allocate`;
+//!   [`replay_reservation`] (WAL redo, in the startup process) in exclusive mode to raise the
+//!   floor; [`snapshot`] in shared mode to copy the state out.
 //! - While it is held, only the clock reads and integer arithmetic happen — plus, about once a
 //!   second of issued time, the durable reservation (`durable::reserve`: one small file replaced
 //!   with fsync, and one WAL record). No allocation, no logging, no SPI, no sleeping. Errors are
@@ -18,24 +19,37 @@
 //!
 //! The shared memory only exists when the library is loaded through `shared_preload_libraries`;
 //! [`ensure_available`] says whether it is, so that callers never touch an uninitialised lock.
+//! The layout is read from `gucs::layout()` where it is needed, never passed in.
 
+use crate::durable::{self, Start};
 use crate::error::SnowflakeError;
-use crate::generator::{Allocation, Clocks, Generator, Limits, Run};
-use crate::layout::{Layout, Parts};
-use crate::{durable, gucs};
+use crate::gucs;
 use pgrx::prelude::*;
 use pgrx::{pg_shmem_init, PGRXSharedMemory, PgLwLock};
+use snowflake_core::clock::Clocks;
+use snowflake_core::generator::{Allocation, Generator, Run};
+use snowflake_core::layout::{Layout, Parts};
+use snowflake_core::state_file;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// What lives in shared memory.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+pub struct Shared {
+    pub generator: Generator,
+    /// pg_upgrade made the data directory and its old state file has not been copied in.
+    pub awaiting_carry: bool,
+}
+
 // SAFETY: the name is the extension's own, so no other library's tranche can clash with it.
-static GENERATOR: PgLwLock<Generator> = unsafe { PgLwLock::new(c"pg_snowflake") };
+static SHARED: PgLwLock<Shared> = unsafe { PgLwLock::new(c"pg_snowflake") };
 
 /// Set in the postmaster when the shared memory is requested; backends inherit it by fork.
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 
-// SAFETY: Generator is plain data (integers and options of integers): no pointers, nothing
-// process-local, valid when copied between processes.
-unsafe impl PGRXSharedMemory for Generator {}
+// SAFETY: Shared is plain data (integers, booleans and options of integers): no pointers,
+// nothing process-local, valid when copied between processes.
+unsafe impl PGRXSharedMemory for Shared {}
 
 /// Requests the shared memory and the lock. Only valid from `_PG_init` during
 /// `shared_preload_libraries` processing. When the shared memory is created (postmaster start,
@@ -43,9 +57,19 @@ unsafe impl PGRXSharedMemory for Generator {}
 /// the server does not start.
 pub fn init() {
     pg_shmem_init!(
-        GENERATOR = match durable::load(&gucs::layout()) {
-            Ok(Some(floor)) => Generator::resume(floor),
-            Ok(None) => Generator::new(),
+        SHARED = match durable::load(&gucs::layout()) {
+            Ok(Start::Fresh) => Shared {
+                generator: Generator::new(),
+                awaiting_carry: false,
+            },
+            Ok(Start::After(floor)) => Shared {
+                generator: Generator::resume(floor),
+                awaiting_carry: false,
+            },
+            Ok(Start::AwaitingCarry) => Shared {
+                generator: Generator::new(),
+                awaiting_carry: true,
+            },
             Err(e) => e.report_fatal(),
         }
     );
@@ -61,34 +85,45 @@ pub fn ensure_available() -> Result<(), SnowflakeError> {
     }
 }
 
-/// The next ID for `node` from the server's generator.
-pub fn next_id(layout: &Layout, node: u32, limits: &Limits) -> Result<i64, SnowflakeError> {
-    let run = next_run(layout, node, limits, 1)?;
-    Ok(layout.pack(Parts {
+/// The next ID from the server's generator.
+pub fn next_id() -> Result<i64, SnowflakeError> {
+    let node = node()?;
+    let run = next_run(node, 1)?;
+    Ok(gucs::layout().pack(Parts {
         time: run.time as u64,
         node,
         seq: run.seq,
     }))
 }
 
+/// This server's node id, checking first that there is a generator at all (without
+/// preloading, the node id setting does not even exist).
+pub fn node() -> Result<u32, SnowflakeError> {
+    ensure_available()?;
+    gucs::node_id()
+}
+
 /// The next IDs for `node`, up to `want` of them, from one acquisition of the lock. Under
 /// sustained overload this waits, outside the lock and interruptibly, until the generator has
 /// room again.
-pub fn next_run(
-    layout: &Layout,
-    node: u32,
-    limits: &Limits,
-    want: u64,
-) -> Result<Run, SnowflakeError> {
+pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
     ensure_available()?;
     ensure_not_in_recovery()?;
+    let (layout, limits) = (gucs::layout(), gucs::limits());
     loop {
-        let allocation =
-            GENERATOR
-                .exclusive()
-                .allocate(layout, node, read_clocks(), limits, want, |until| {
-                    durable::reserve(layout, until)
-                })?;
+        let allocation = {
+            let mut shared = SHARED.exclusive();
+            if shared.awaiting_carry {
+                return Err(SnowflakeError::StateFileNotCarried {
+                    path: durable::STATE_FILE,
+                });
+            }
+            shared
+                .generator
+                .allocate(&layout, node, Clocks::read(), &limits, want, |until| {
+                    durable::reserve(&layout, until)
+                })?
+        };
         match allocation {
             Allocation::Run {
                 run,
@@ -127,33 +162,16 @@ fn ensure_not_in_recovery() -> Result<(), SnowflakeError> {
 /// WAL redo of a reservation made under `layout`: raise the floor, and keep this server's state
 /// file up with it. A reservation of another layout than this server's stops the replay.
 pub fn replay_reservation(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
-    durable::check_layout(layout, &gucs::layout())?;
-    let mut generator = GENERATOR.exclusive();
-    if generator.observe_reservation(until) {
+    state_file::check_layout(layout, &gucs::layout())?;
+    let mut shared = SHARED.exclusive();
+    if shared.generator.observe_reservation(until) {
         durable::write_state_file(layout, until)?;
     }
     Ok(())
 }
 
-/// A copy of the generator, for reporting.
-pub fn snapshot() -> Result<Generator, SnowflakeError> {
+/// A copy of the shared state, for reporting.
+pub fn snapshot() -> Result<Shared, SnowflakeError> {
     ensure_available()?;
-    Ok(*GENERATOR.share())
-}
-
-/// The wall clock (Unix ms) and the monotonic clock (ms), as the generator wants them.
-pub fn read_clocks() -> Clocks {
-    let read = |clock| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes into the timespec; both clocks always exist on Linux.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
-        ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
-    };
-    Clocks {
-        wall: read(libc::CLOCK_REALTIME),
-        monotonic: read(libc::CLOCK_MONOTONIC),
-    }
+    Ok(*SHARED.share())
 }

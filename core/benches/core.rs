@@ -2,17 +2,15 @@
 //! clock, so that the SQL figures of `bench/run` can be split into "core" and "everything around
 //! it" (function call, LWLock, GUC reads).
 //!
-//!     cargo bench --bench core [-- --smoke] [-- --tsv]
+//!     cargo bench -p snowflake-core --bench core [-- --smoke] [-- --tsv]
 //!
 //! A plain binary (`harness = false`), no criterion: each case runs a fixed number of IDs several
 //! times and prints the median ns per ID. `--tsv` prints the rows `bench/run` collects.
-//!
-//! It links although the crate is a pgrx extension: the binary only reaches the pure modules
-//! (`layout`, `generator`), which call nothing of Postgres, and the linker drops the unreferenced
-//! pgrx code (and with it every reference to a Postgres symbol) before resolving symbols.
 
-use pg_snowflake::generator::{Allocation, Clocks, Generator, Limits};
-use pg_snowflake::layout::{Parts, DEFAULT_LAYOUT};
+use snowflake_core::clock::Clocks;
+use snowflake_core::error::Error;
+use snowflake_core::generator::{Allocation, Generator, Limits};
+use snowflake_core::layout::{Parts, DEFAULT_LAYOUT};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -32,14 +30,9 @@ fn single(ids: u64) -> u64 {
     let mut sum = 0u64;
     for i in 0..ids {
         let now = Clocks::at(START_MS + (i >> 12) as i64);
-        match generator.allocate(
-            &DEFAULT_LAYOUT,
-            NODE,
-            black_box(now),
-            &LIMITS,
-            1,
-            |_| Ok(()),
-        ) {
+        match generator.allocate(&DEFAULT_LAYOUT, NODE, black_box(now), &LIMITS, 1, |_| {
+            Ok::<(), Error>(())
+        }) {
             Ok(Allocation::Run { run, .. }) => {
                 let id = DEFAULT_LAYOUT.pack(Parts {
                     time: run.time as u64,
@@ -67,7 +60,7 @@ fn batches(ids: u64, batch: u64) -> u64 {
             black_box(now),
             &LIMITS,
             batch,
-            |_| Ok(()),
+            |_| Ok::<(), Error>(()),
         ) {
             Ok(Allocation::Run { run, .. }) => {
                 for id in run.ids(DEFAULT_LAYOUT, NODE) {
@@ -81,22 +74,14 @@ fn batches(ids: u64, batch: u64) -> u64 {
     sum
 }
 
-/// The two clock reads the lock path makes per call (`shmem::read_clocks`).
+/// The clock reads the lock path makes per call (`Clocks::read`, as `shmem` calls it).
 fn clock_reads(calls: u64) -> u64 {
-    let read = |clock| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes into the timespec; both clocks always exist on Linux.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
-        (ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000) as u64
-    };
     let mut sum = 0u64;
     for _ in 0..calls {
+        let now = black_box(Clocks::read());
         sum = sum
-            .wrapping_add(read(libc::CLOCK_REALTIME))
-            .wrapping_add(read(libc::CLOCK_MONOTONIC));
+            .wrapping_add(now.wall as u64)
+            .wrapping_add(now.monotonic as u64);
     }
     sum
 }

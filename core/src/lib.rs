@@ -1,0 +1,20 @@
+//! pg_snowflake's pure core: everything about an ID that needs no Postgres.
+//!
+//! - [`layout`]: the bits of an ID, packing and unpacking, time → ID bounds
+//! - [`calendar`]: UTC dates for the epoch setting and for messages
+//! - [`clock`]: the clock readings the generator is given
+//! - [`generator`]: the next-id state machine (steady clock, borrowing, reservations)
+//! - [`base32`]: the 13-character text form
+//! - [`state_file`] and [`wal_record`]: the bytes of the durable reservation
+//! - [`error`]: what can go wrong, as data (the extension words it)
+
+pub mod base32;
+pub mod calendar;
+pub mod clock;
+pub mod error;
+pub mod generator;
+pub mod layout;
+pub mod state_file;
+pub mod wal_record;
+
+pub use error::Error;

@@ -1,0 +1,81 @@
+//! Replaying pg_snowflake's WAL records: the custom resource manager's registration and its
+//! redo, desc and identify callbacks. A replayed reservation raises the generator's floor in
+//! shared memory and this server's state file (`shmem::replay_reservation`), so a standby, once
+//! promoted, issues only IDs above everything its primary reserved. The records are written by
+//! `durable.rs`; their bytes are the core's `wal_record`.
+
+use crate::durable::{RMGR_ID, XLOG_RESERVATION};
+use crate::error::SnowflakeError;
+use crate::shmem;
+use pgrx::pg_sys;
+use pgrx::prelude::*;
+use snowflake_core::layout::Layout;
+use snowflake_core::wal_record;
+use std::ffi::{c_char, CStr};
+
+const RMGR_NAME: &CStr = c"pg_snowflake";
+
+/// Registers the WAL resource manager. Only valid from `_PG_init` while preloading.
+pub fn register() {
+    static mut RMGR: pg_sys::RmgrData = pg_sys::RmgrData {
+        rm_name: RMGR_NAME.as_ptr(),
+        rm_redo: Some(redo),
+        rm_desc: Some(describe),
+        rm_identify: Some(identify),
+        rm_startup: None,
+        rm_cleanup: None,
+        rm_mask: None,
+        rm_decode: None,
+    };
+    // SAFETY: called once, from _PG_init in the postmaster; Postgres copies the struct.
+    unsafe { pg_sys::RegisterCustomRmgr(RMGR_ID, &raw mut RMGR) };
+}
+
+/// The reservation carried by one of our WAL records: until, and the layout it was made under.
+///
+/// # Safety
+/// `record` is a decoded record of our resource manager, as Postgres passes to redo and desc.
+unsafe fn record_reservation(record: *mut pg_sys::XLogReaderState) -> Option<(i64, Layout)> {
+    let decoded = unsafe { &*(*record).record };
+    let info = decoded.header.xl_info & !(pg_sys::XLR_INFO_MASK as u8);
+    if info != XLOG_RESERVATION {
+        return None;
+    }
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            decoded.main_data.cast::<u8>(),
+            decoded.main_data_len as usize,
+        )
+    };
+    wal_record::decode(bytes)
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
+    match unsafe { record_reservation(record) } {
+        Some((until, layout)) => {
+            shmem::replay_reservation(&layout, until).unwrap_or_else(|e| e.report_fatal())
+        }
+        None => SnowflakeError::UnknownWalRecord.report_fatal(),
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn describe(
+    buf: pg_sys::StringInfo,
+    record: *mut pg_sys::XLogReaderState,
+) {
+    if let Some((until, layout)) = unsafe { record_reservation(record) } {
+        let text = format!("until {until}; layout {}\0", layout.describe());
+        unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr().cast()) };
+    }
+}
+
+#[pg_guard]
+unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
+    if info & !(pg_sys::XLR_INFO_MASK as u8) == XLOG_RESERVATION {
+        c"RESERVATION".as_ptr()
+    } else {
+        std::ptr::null()
+    }
+}
