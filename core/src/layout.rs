@@ -26,6 +26,16 @@ pub const DEFAULT_EPOCH_UNIX_MS: i64 = 1_704_067_200_000;
 /// four-digit years; longer time fields simply never run out.
 pub const LATEST_END_UNIX_MS: i64 = 253_402_300_799_999;
 
+/// The longest time unit: a day.
+pub const MAX_UNIT_MS: i64 = 86_400_000;
+/// The widest node field.
+pub const MAX_NODE_BITS: u32 = 31;
+/// The widest sequence field (at least 1 bit: a tick holds at least two IDs).
+pub const MAX_SEQ_BITS: u32 = 31;
+/// The narrowest time field: 19 bits of ms (under 9 minutes) is the shortest anyone has tried
+/// on purpose; fewer than 16 bits cannot mean a real layout.
+pub const MIN_TIME_BITS: u32 = 16;
+
 /// How the 63 usable bits of an ID are split, and where and how fast time counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
@@ -99,10 +109,22 @@ impl Layout {
                 "the time unit is {unit_ms} ms; it must be at least 1 ms"
             ));
         }
-        if node_bits > 31 || !(1..=31).contains(&seq_bits) {
+        if unit_ms > MAX_UNIT_MS {
             return invalid(format!(
-                "{node_bits} node bits and {seq_bits} sequence bits: node bits run from 0 to 31, \
-                 sequence bits from 1 to 31"
+                "the time unit is {unit_ms} ms; it must be at most {MAX_UNIT_MS} ms (a day)"
+            ));
+        }
+        if node_bits > MAX_NODE_BITS || !(1..=MAX_SEQ_BITS).contains(&seq_bits) {
+            return invalid(format!(
+                "{node_bits} node bits and {seq_bits} sequence bits: node bits run from 0 to \
+                 {MAX_NODE_BITS}, sequence bits from 1 to {MAX_SEQ_BITS}"
+            ));
+        }
+        if 63 - node_bits - seq_bits < MIN_TIME_BITS {
+            return invalid(format!(
+                "{node_bits} node bits and {seq_bits} sequence bits leave {} bits of time; the \
+                 time field needs at least {MIN_TIME_BITS}",
+                63 - node_bits - seq_bits
             ));
         }
         if !(0..=LATEST_END_UNIX_MS).contains(&epoch_unix_ms) {

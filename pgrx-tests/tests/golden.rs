@@ -6,15 +6,18 @@ use snowflake_it::{repo_root, Config, Server};
 use std::path::PathBuf;
 use std::process::Command;
 
-fn pg_regress() -> PathBuf {
+fn pg_config(flag: &str) -> PathBuf {
     let pg_config = std::env::var("PG_CONFIG")
         .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
     let out = Command::new(&pg_config)
-        .arg("--pkglibdir")
+        .arg(flag)
         .output()
         .expect("pg_config runs");
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        .join("pgxs/src/test/regress/pg_regress")
+}
+
+fn pg_regress() -> PathBuf {
+    pg_config("--pkglibdir").join("pgxs/src/test/regress/pg_regress")
 }
 
 /// Runs the named golden tests against `server`; on a difference, fails with the diff.
@@ -28,6 +31,8 @@ fn run_golden(server: &Server, tests: &[&str]) {
         .expect("CREATE DATABASE");
     let status = Command::new(pg_regress())
         .arg("--use-existing")
+        // pg_regress looks for psql where it was built to live; a relocated build is elsewhere.
+        .arg(format!("--bindir={}", pg_config("--bindir").display()))
         .arg("--host=127.0.0.1")
         .arg(format!("--port={}", server.port))
         .arg("--user=postgres")
@@ -37,11 +42,26 @@ fn run_golden(server: &Server, tests: &[&str]) {
         .args(tests)
         .status()
         .expect("pg_regress runs");
+    if std::env::var_os("PGSF_BLESS").is_some() {
+        bless(&output.join("results"), &input.join("expected"), tests);
+        return;
+    }
     if !status.success() {
         let diffs = std::fs::read_to_string(output.join("regression.diffs")).unwrap_or_default();
         panic!("golden tests {tests:?} differ from tests/pg_regress/expected:\n{diffs}");
     }
     std::fs::remove_dir_all(&output).ok();
+}
+
+/// `PGSF_BLESS=1`: take what psql printed as the new expected output, on purpose (after a
+/// deliberate change of a message). Review `git diff tests/pg_regress` before committing.
+fn bless(results: &std::path::Path, expected: &std::path::Path, tests: &[&str]) {
+    for test in tests {
+        let name = format!("{test}.out");
+        std::fs::copy(results.join(&name), expected.join(&name))
+            .unwrap_or_else(|e| panic!("blessing {name}: {e}"));
+        eprintln!("blessed tests/pg_regress/expected/{name}");
+    }
 }
 
 #[test]
