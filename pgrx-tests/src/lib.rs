@@ -7,7 +7,7 @@
 //! Only the wall clock is faked; the monotonic clock keeps real time, as on a real machine whose
 //! clock is stepped.
 //!
-//! A server can run on a slow disk: the shim `fsync-delay/fsync_delay.c`, built here with `cc`
+//! A server can run on a slow disk: the shim `scripts/fsync-delay.c`, built here with `cc`
 //! on first use, preloaded into it, makes every fsync and fdatasync sleep for as many
 //! milliseconds as a file in the server's directory says; tests rewrite it while the server runs.
 
@@ -119,7 +119,7 @@ fn fsync_delay_shim() -> String {
             let dir = format!("/tmp/pgsf-fsync-delay-{}", std::process::id());
             std::fs::create_dir_all(&dir).expect("a directory for the shim");
             let library = format!("{dir}/fsync_delay.so");
-            let source = repo_root().join("pgrx-tests/fsync-delay/fsync_delay.c");
+            let source = repo_root().join("scripts/fsync-delay.c");
             let status = Command::new("cc")
                 .args(["-shared", "-fPIC", "-O2", "-o", &library])
                 .arg(&source)
