@@ -2,19 +2,12 @@
 //! configuration a user can be in, and compares psql's output word for word with
 //! `tests/pg_regress/expected/*.out`. A changed message is a changed expected file.
 
-use snowflake_it::{repo_root, Config, Server};
+use snowflake_it::{pg_config, pg_config_value, repo_root, Config, Server};
 use std::path::PathBuf;
 use std::process::Command;
 
 fn pg_regress() -> PathBuf {
-    let pg_config = std::env::var("PG_CONFIG")
-        .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = Command::new(&pg_config)
-        .arg("--pkglibdir")
-        .output()
-        .expect("pg_config runs");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-        .join("pgxs/src/test/regress/pg_regress")
+    pg_config_value(&pg_config(), "--pkglibdir").join("pgxs/src/test/regress/pg_regress")
 }
 
 /// Runs the named golden tests against `server`; on a difference, fails with the diff.
