@@ -21,6 +21,10 @@ fn run_golden(server: &Server, tests: &[&str]) {
         .expect("CREATE DATABASE");
     let status = Command::new(pg_regress())
         .arg("--use-existing")
+        .arg(format!(
+            "--bindir={}",
+            pg_config_value(&pg_config(), "--bindir").display()
+        ))
         .arg("--host=127.0.0.1")
         .arg(format!("--port={}", server.port))
         .arg("--user=postgres")

@@ -182,10 +182,12 @@ fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_la
         "{control}"
     );
 
-    // The .deb: the same files plus its copyright and changelog, for postgresql-N.
+    // The .deb: the same files plus its copyright, changelog and lintian override, for
+    // postgresql-N.
     let doc = format!("usr/share/doc/{name}");
     expected.insert(format!("{doc}/copyright"));
     expected.insert(format!("{doc}/changelog.Debian.gz"));
+    expected.insert(format!("usr/share/lintian/overrides/{name}"));
     let in_deb = files(&run("dpkg-deb", &["--contents", deb.to_str().unwrap()]), 5);
     assert_eq!(in_deb, expected, "the files in {}", deb.display());
     let field = |field: &str| run("dpkg-deb", &["--field", deb.to_str().unwrap(), field]);
