@@ -123,6 +123,8 @@ pub struct Config {
     pub fake_clock: Option<String>,
     /// The PostgreSQL to run (its pg_config); None: the one under test, [`pg_config`].
     pub pg_config: Option<PathBuf>,
+    /// More initdb options (e.g. "--no-data-checksums").
+    pub initdb_args: Vec<String>,
 }
 
 impl Config {
@@ -151,9 +153,18 @@ impl Config {
         self
     }
 
+    /// Passes one more option to initdb.
+    pub fn initdb_arg(mut self, arg: &str) -> Self {
+        self.initdb_args.push(arg.to_string());
+        self
+    }
+
     fn pg_config_env(&self) -> Vec<(&'static str, String)> {
         let pg_config = self.pg_config.clone().unwrap_or_else(pg_config);
-        vec![("PG_CONFIG", pg_config.to_string_lossy().into_owned())]
+        vec![
+            ("PG_CONFIG", pg_config.to_string_lossy().into_owned()),
+            ("PGSERVER_INITDB_ARGS", self.initdb_args.join(" ")),
+        ]
     }
 
     fn conf_lines(&self) -> Vec<String> {

@@ -18,7 +18,9 @@
 //! and the pg_config of every tree in `PGSF_PG_CONFIG_<TREE>`.
 
 use postgres::Client;
-use snowflake_it::{pg_config_of, pg_config_value, strictly_increasing, take_ids, Config, Server};
+use snowflake_it::{
+    pg_config_of, pg_config_value, pg_major_of, strictly_increasing, take_ids, Config, Server,
+};
 use std::process::Command;
 
 const NODE: i32 = 5;
@@ -68,7 +70,13 @@ fn old_server_with_ids(tree: &str) -> (Server, i64) {
 /// pg_upgrade from `old` into a fresh server of `tree` whose postgresql.conf already preloads
 /// pg_snowflake with the same node id, running on a clock `clock` away from the real one.
 fn upgraded(old: &Server, tree: &str, clock: &str) -> Server {
-    let new = Server::init("upnew", node_on(tree).fake_clock(clock));
+    let mut config = node_on(tree).fake_clock(clock);
+    // initdb turns data checksums on by default from 18 on; pg_upgrade needs the old cluster's
+    // setting (off).
+    if pg_major_of(&pg_config_of(tree)) >= 18 {
+        config = config.initdb_arg("--no-data-checksums");
+    }
+    let new = Server::init("upnew", config);
     let printed = new.upgrade_from(old);
     assert!(
         printed.contains("Upgrade Complete"),

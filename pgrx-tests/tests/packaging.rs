@@ -170,7 +170,7 @@ fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_la
             .lines()
             .filter_map(|line| line.split_whitespace().nth(column))
             .map(|path| path.trim_start_matches("./").to_string())
-            .filter(|path| !path.ends_with('/'))
+            .filter(|path| !path.is_empty() && !path.ends_with('/'))
             .collect()
     };
     let in_tarball = files(&run("tar", &["-tzf", tarball.to_str().unwrap()]), 0);
