@@ -22,6 +22,12 @@ PGSF_PG_CACHE=/var/cache/pg_snowflake
 PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
     sudo faketime python3-pip shellcheck)
 
+# Prints the calling script's header comment (its usage) and exits 2.
+usage() {
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
+    exit 2
+}
+
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
@@ -138,7 +144,8 @@ export_pg_configs() {
 
 # The install lock. A tree's extension and library directories are shared by every checkout on
 # the machine (the system PostgreSQL 15's by every user): two runs would install over each
-# other's build. take_install_lock TREE... waits for each tree's lock and holds it until
+# other's build. take_install_lock [--try] TREE... waits for each tree's lock (--try: returns 1
+# at once if the first is taken) and holds it until
 # release_install_lock TREE or the end of this shell; children (scripts/test-install-section,
 # the tests) inherit it and see the trees in PGSF_INSTALL_LOCKS_HELD, so they do not wait for
 # themselves. PostgreSQL 15's lock keeps the name older checkouts use.
@@ -153,7 +160,11 @@ install_lock_file() {
 declare -A PGSF_LOCK_FDS=()
 
 take_install_lock() {
-    local tree lock fd
+    local tree lock fd try=false
+    if [ "${1:-}" = --try ]; then
+        try=true
+        shift
+    fi
     for tree in "$@"; do
         case " ${PGSF_INSTALL_LOCKS_HELD:-} " in
         *" $tree "*) continue ;;
@@ -163,6 +174,11 @@ take_install_lock() {
         # Opened for reading: no O_CREAT on a file another user may own in sticky /tmp.
         exec {fd}<"$lock"
         if ! flock -n "$fd"; then
+            if $try; then
+                # --try: give up at once (on one tree), the lock left to its holder.
+                exec {fd}<&-
+                return 1
+            fi
             say "Another pg_snowflake run is installing into PostgreSQL $tree; waiting for it"
             flock "$fd"
         fi
