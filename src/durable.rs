@@ -112,16 +112,18 @@ fn write_error(e: &std::io::Error) -> SnowflakeError {
 }
 
 /// Hands the record's payload to the WAL insertion in progress. The one place that knows how the
-/// signature of `XLogRegisterData` differs between PostgreSQL majors.
+/// signature of `XLogRegisterData` differs between PostgreSQL majors: `(char *, int)` in 15,
+/// `(char *, uint32)` in 16 and 17, `(const void *, uint32)` in 18.
 ///
 /// # Safety
 /// Between `XLogBeginInsert` and `XLogInsert`; `payload` outlives the `XLogInsert`.
 unsafe fn register_data(payload: &mut [u8; wal_record::LEN]) {
+    // `as _`: the length's type is the major's, int or uint32; the record's length fits either.
     #[cfg(not(feature = "pg18"))]
     unsafe {
         pg_sys::XLogRegisterData(
             payload.as_mut_ptr().cast::<std::ffi::c_char>(),
-            wal_record::LEN as i32,
+            wal_record::LEN as _,
         )
     };
     #[cfg(feature = "pg18")]

@@ -11,6 +11,7 @@
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 use snowflake_core::calendar::{format_instant, format_unix_ms};
+use snowflake_core::error::TimeField;
 use snowflake_core::Error as CoreError;
 
 use PgSqlErrorCode::*;
@@ -428,21 +429,19 @@ fn core_message(error: &CoreError) -> Message {
             ERRCODE_CONFIG_FILE_ERROR,
             "the snowflake layout differs from the one this server's IDs were made with",
             Some(format!(
-                "The state file records the layout \"{}\"; the settings give \"{}\".",
-                recorded.describe(),
-                configured.describe()
+                "The state file records the layout \"{recorded}\"; the settings give \"{configured}\"."
             )),
             "Restore the previous pg_snowflake layout settings. To start a new ID space on \
              purpose, move pg_snowflake.state out of the data directory: IDs made before may \
              then collide with new ones or sort differently.",
         ),
-        IdBeyondTimeField { id, layout } => message(
+        IdBeyondTimeField { id, field } => message(
             ERRCODE_INVALID_PARAMETER_VALUE,
             format!("snowflake id {id} lies past the end of the time field"),
             Some(format!(
                 "IDs of the layout \"{}\" end at {}.",
-                layout.describe(),
-                format_unix_ms(layout.end_unix_ms())
+                field.layout,
+                format_unix_ms(field.end_unix_ms)
             )),
             "Pass an ID made with this layout.",
         ),
@@ -492,7 +491,7 @@ fn core_message(error: &CoreError) -> Message {
             Some(format!("The clock reads {}.", format_unix_ms(*now_unix_ms))),
             "Set the server's clock to the correct time.",
         ),
-        TimestampBeforeEpoch { unix_ms, layout } => message(
+        TimestampBeforeEpoch { unix_ms, field } => message(
             ERRCODE_DATETIME_FIELD_OVERFLOW,
             format!(
                 "timestamp {} is before the snowflake epoch",
@@ -500,11 +499,11 @@ fn core_message(error: &CoreError) -> Message {
             ),
             Some(format!(
                 "Snowflake IDs count milliseconds from {}.",
-                format_unix_ms(layout.epoch_unix_ms)
+                format_unix_ms(field.epoch_unix_ms)
             )),
-            time_range_hint(layout),
+            time_range_hint(field),
         ),
-        TimestampAfterEnd { unix_ms, layout } => message(
+        TimestampAfterEnd { unix_ms, field } => message(
             ERRCODE_DATETIME_FIELD_OVERFLOW,
             format!(
                 "timestamp {} is after the end of the snowflake time field",
@@ -512,18 +511,18 @@ fn core_message(error: &CoreError) -> Message {
             ),
             Some(format!(
                 "The time field of this layout ends at {}.",
-                format_unix_ms(layout.end_unix_ms())
+                format_unix_ms(field.end_unix_ms)
             )),
-            time_range_hint(layout),
+            time_range_hint(field),
         ),
     }
 }
 
-fn time_range_hint(layout: &snowflake_core::layout::Layout) -> String {
+fn time_range_hint(field: &TimeField) -> String {
     format!(
         "Pass a timestamp from {} to {}.",
-        format_unix_ms(layout.epoch_unix_ms),
-        format_unix_ms(layout.end_unix_ms())
+        format_unix_ms(field.epoch_unix_ms),
+        format_unix_ms(field.end_unix_ms)
     )
 }
 

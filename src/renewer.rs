@@ -15,12 +15,10 @@
 //! (and the renewal then does not count). It waits for the synchronous standbys whatever
 //! `synchronous_commit` says in postgresql.conf: that setting trades commits' durability, and
 //! the reservation must hold for every ID handed out. In single-user mode there are no
-//! background workers; the one backend writes its reservations itself (`shmem::next_run`).
+//! background workers; the one backend writes its reservations itself (`shmem::next_run` calls
+//! `shmem::renew`, the same function this loop calls).
 
-use crate::durable::{self, Reserved};
-use crate::error::SnowflakeError;
-use crate::gucs;
-use crate::shmem::{self, Renewal};
+use crate::shmem;
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
 use pgrx::prelude::*;
 use std::ffi::c_int;
@@ -79,38 +77,9 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
         match shmem::claim_renewal() {
             Some(until) => {
                 shmem::stop_sleeping();
-                renew(until);
+                shmem::renew(until);
             }
             None => shmem::sleep_until_renewal_due(1_000),
         }
     }
-}
-
-/// Writes the claimed reservation `until` and reports how it went. If an ERROR (or a panic)
-/// interrupts it, the claim is reported abandoned on the way out, so the next renewer takes the
-/// demand up.
-pub fn renew(until: i64) {
-    struct Claim;
-    impl Drop for Claim {
-        fn drop(&mut self) {
-            shmem::report_renewal(Renewal::Abandoned);
-        }
-    }
-    let claim = Claim;
-    let renewal = match durable::reserve(&gucs::layout(), until) {
-        Ok(Reserved::Confirmed) => Renewal::Done(until),
-        Ok(Reserved::Interrupted) => Renewal::Abandoned,
-        Err(e) => {
-            let errno = e.raw_os_error().unwrap_or(0);
-            // SAFETY: a plain read of a flag set at process start.
-            if unsafe { pg_sys::IsBackgroundWorker } {
-                // The callers that waited get the error; the server log gets it from here.
-                let error: SnowflakeError = durable::write_error_from_errno(errno);
-                error.report_warning();
-            }
-            Renewal::Failed { errno }
-        }
-    };
-    std::mem::forget(claim);
-    shmem::report_renewal(renewal);
 }

@@ -37,7 +37,7 @@
 //! [`ensure_available`] says whether it is, so that callers never touch an uninitialised lock.
 //! The layout is read from `gucs::layout()` where it is needed, never passed in.
 
-use crate::durable::{self, Start};
+use crate::durable::{self, Reserved, Start};
 use crate::error::SnowflakeError;
 use crate::gucs;
 use pgrx::prelude::*;
@@ -287,7 +287,7 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
                 if !renewer_exists() {
                     // Single-user mode: no renewer process; this backend is the only one.
                     if let Some(until) = claim_renewal() {
-                        crate::renewer::renew(until);
+                        renew(until);
                     }
                     continue;
                 }
@@ -441,4 +441,33 @@ pub fn replay_reservation(layout: &Layout, until: i64) -> Result<(), SnowflakeEr
 pub fn snapshot() -> Result<Shared, SnowflakeError> {
     ensure_available()?;
     Ok(locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared))
+}
+
+/// Writes the claimed reservation `until` and reports how it went. If an ERROR (or a panic)
+/// interrupts it, the claim is reported abandoned on the way out, so the next renewer takes the
+/// demand up.
+pub fn renew(until: i64) {
+    struct Claim;
+    impl Drop for Claim {
+        fn drop(&mut self) {
+            report_renewal(Renewal::Abandoned);
+        }
+    }
+    let claim = Claim;
+    let renewal = match durable::reserve(&gucs::layout(), until) {
+        Ok(Reserved::Confirmed) => Renewal::Done(until),
+        Ok(Reserved::Interrupted) => Renewal::Abandoned,
+        Err(e) => {
+            let errno = e.raw_os_error().unwrap_or(0);
+            // SAFETY: a plain read of a flag set at process start.
+            if unsafe { pg_sys::IsBackgroundWorker } {
+                // The callers that waited get the error; the server log gets it from here.
+                let error: SnowflakeError = durable::write_error_from_errno(errno);
+                error.report_warning();
+            }
+            Renewal::Failed { errno }
+        }
+    };
+    std::mem::forget(claim);
+    report_renewal(renewal);
 }

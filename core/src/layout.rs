@@ -13,7 +13,7 @@
 //! units of `unit_ms` milliseconds since the epoch.
 
 use crate::calendar::format_unix_ms;
-use crate::error::Error;
+use crate::error::{Error, TimeField};
 
 /// Milliseconds from the Unix epoch to 2024-01-01 00:00:00 UTC, the default Snowflake epoch.
 ///
@@ -155,6 +155,15 @@ impl Layout {
         )
     }
 
+    /// The time field's start, end and description, for messages.
+    pub fn time_field(&self) -> TimeField {
+        TimeField {
+            epoch_unix_ms: self.epoch_unix_ms,
+            end_unix_ms: self.end_unix_ms(),
+            layout: self.describe(),
+        }
+    }
+
     pub const fn max_time(&self) -> u64 {
         mask(self.time_bits)
     }
@@ -227,14 +236,14 @@ impl Layout {
         if unix_ms < self.epoch_unix_ms {
             return Err(Error::TimestampBeforeEpoch {
                 unix_ms,
-                layout: *self,
+                field: self.time_field(),
             });
         }
         let tick = self.tick_at(unix_ms) as u64;
         if tick > self.end_tick() {
             return Err(Error::TimestampAfterEnd {
                 unix_ms,
-                layout: *self,
+                field: self.time_field(),
             });
         }
         Ok(tick)
@@ -289,7 +298,10 @@ impl Layout {
     pub fn id_unix_ms(&self, id: i64) -> Result<i64, Error> {
         let time = self.decompose(id)?.time;
         if time > self.end_tick() {
-            return Err(Error::IdBeyondTimeField { id, layout: *self });
+            return Err(Error::IdBeyondTimeField {
+                id,
+                field: self.time_field(),
+            });
         }
         Ok(self.unix_ms(time))
     }

@@ -1,6 +1,11 @@
-//! A harness for out-of-process tests: real PostgreSQL 15 servers on 127.0.0.1, each with its
-//! own data directory, started, stopped, crashed and promoted through `scripts/pgserver` (the
-//! same script the demo uses), with pg_snowflake installed in the system PostgreSQL.
+//! A harness for out-of-process tests: real PostgreSQL servers on 127.0.0.1, each with its own
+//! data directory, started, stopped, crashed and promoted through `scripts/pgserver` (the same
+//! script the demo uses), with pg_snowflake installed in the PostgreSQL they run.
+//!
+//! Which PostgreSQL: the one of `PG_CONFIG`, which `./dev test --pg N` exports from
+//! `scripts/lib.sh` (the one place that knows where each major lives); a test that crosses
+//! majors asks for another tree by name ([`pg_config_of`]), from the `PGSF_PG_CONFIG_<TREE>`
+//! variables the same script exports. No file here names a PostgreSQL directory.
 //!
 //! A server can run on a fake clock: libfaketime (Debian's `faketime`) preloaded into it, reading
 //! its offset from a file in the server's directory that tests rewrite while the server runs.
@@ -36,7 +41,11 @@ fn run_pgserver(args: &[&str], env: &[(&str, String)]) -> Output {
 }
 
 fn pgserver(args: &[&str]) -> Output {
-    let output = run_pgserver(args, &[]);
+    pgserver_with(args, &[])
+}
+
+fn pgserver_with(args: &[&str], env: &[(&str, String)]) -> Output {
+    let output = run_pgserver(args, env);
     assert!(
         output.status.success(),
         "scripts/pgserver {args:?} failed:\n{}{}",
@@ -58,6 +67,53 @@ fn free_port() -> u16 {
         .expect("free-port prints a port number")
 }
 
+/// The pg_config of the PostgreSQL under test (`PG_CONFIG`, exported by `./dev test`).
+pub fn pg_config() -> PathBuf {
+    PathBuf::from(std::env::var("PG_CONFIG").expect(
+        "PG_CONFIG is not set: run the tests through ./dev test --pg N, which sets it for major N",
+    ))
+}
+
+/// The pg_config of PostgreSQL tree `tree` ("15", "18", "15-vanilla"…), from the variable
+/// `PGSF_PG_CONFIG_<TREE>` that `./dev test` exports for every tree that is set up.
+pub fn pg_config_of(tree: &str) -> PathBuf {
+    let var = format!("PGSF_PG_CONFIG_{}", tree.replace('-', "_").to_uppercase());
+    PathBuf::from(std::env::var(&var).unwrap_or_else(|_| {
+        panic!("{var} is not set: run the tests through ./dev test, which sets it")
+    }))
+}
+
+/// `pg_config FLAG` (e.g. `--pkglibdir`) of the given pg_config.
+pub fn pg_config_value(pg_config: &Path, flag: &str) -> PathBuf {
+    let out = Command::new(pg_config)
+        .arg(flag)
+        .output()
+        .unwrap_or_else(|e| panic!("{} {flag}: {e}", pg_config.display()));
+    assert!(
+        out.status.success(),
+        "{} {flag} failed",
+        pg_config.display()
+    );
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// The major version of the given pg_config's PostgreSQL (`PostgreSQL 18.6` → 18).
+pub fn pg_major_of(pg_config: &Path) -> u32 {
+    let version = pg_config_value(pg_config, "--version");
+    let version = version.to_string_lossy();
+    version
+        .trim_start_matches("PostgreSQL ")
+        .split(['.', ' '])
+        .next()
+        .and_then(|major| major.parse().ok())
+        .unwrap_or_else(|| panic!("cannot read a major version from {version:?}"))
+}
+
+/// The major version under test.
+pub fn pg_major() -> u32 {
+    pg_major_of(&pg_config())
+}
+
 /// How a test server is configured.
 #[derive(Clone, Default)]
 pub struct Config {
@@ -71,6 +127,11 @@ pub struct Config {
     pub fake_clock: Option<String>,
     /// Run on a slow disk (the fsync-delay shim), its delay starting at 0 ms.
     pub slow_disk: bool,
+
+    /// The PostgreSQL to run (its pg_config); None: the one under test, [`pg_config`].
+    pub pg_config: Option<PathBuf>,
+    /// More initdb options (e.g. "--no-data-checksums").
+    pub initdb_args: Vec<String>,
 }
 
 impl Config {
@@ -96,6 +157,27 @@ impl Config {
     pub fn slow_disk(mut self) -> Self {
         self.slow_disk = true;
         self
+    }
+
+
+    /// Runs the PostgreSQL of this pg_config instead of the one under test.
+    pub fn postgres(mut self, pg_config: PathBuf) -> Self {
+        self.pg_config = Some(pg_config);
+        self
+    }
+
+    /// Passes one more option to initdb.
+    pub fn initdb_arg(mut self, arg: &str) -> Self {
+        self.initdb_args.push(arg.to_string());
+        self
+    }
+
+    fn pg_config_env(&self) -> Vec<(&'static str, String)> {
+        let pg_config = self.pg_config.clone().unwrap_or_else(pg_config);
+        vec![
+            ("PG_CONFIG", pg_config.to_string_lossy().into_owned()),
+            ("PGSERVER_INITDB_ARGS", self.initdb_args.join(" ")),
+        ]
     }
 
     fn conf_lines(&self) -> Vec<String> {
@@ -180,7 +262,7 @@ impl Server {
         let lines = config.conf_lines();
         let mut args = vec!["init", server.dir.as_str(), port.as_str()];
         args.extend(lines.iter().map(String::as_str));
-        pgserver(&args);
+        pgserver_with(&args, &config.pg_config_env());
         server.write_fake_clock(&config);
         server
     }
@@ -193,7 +275,7 @@ impl Server {
         let lines = config.settings.clone();
         let mut args = vec!["standby", from.as_str(), server.dir.as_str(), port.as_str()];
         args.extend(lines.iter().map(String::as_str));
-        pgserver(&args);
+        pgserver_with(&args, &config.pg_config_env());
         server.write_fake_clock(&config);
         server.start_again();
         server
@@ -310,6 +392,13 @@ impl Server {
 
     pub fn promote(&self) {
         pgserver(&["promote", &self.dir]);
+    }
+
+    /// Runs pg_upgrade from `old` (stopped) into this server (made by [`Server::init`] with the
+    /// newer PostgreSQL, never started); returns what pg_upgrade printed, panicking on failure.
+    pub fn upgrade_from(&self, old: &Server) -> String {
+        let out = pgserver(&["upgrade", &old.dir, &self.dir]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// A file in the data directory, as seen by the `postgres` OS user.
@@ -445,15 +534,9 @@ pub fn wait_until(timeout: Duration, what: &str, mut done: impl FnMut() -> bool)
     start.elapsed()
 }
 
-/// The path of a PostgreSQL 15 client program (pg_dump, pg_restore, psql).
+/// The path of a client program (pg_dump, pg_restore, psql) of the PostgreSQL under test.
 pub fn pg_bin(program: &str) -> PathBuf {
-    let pg_config = std::env::var("PG_CONFIG")
-        .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = Command::new(&pg_config)
-        .arg("--bindir")
-        .output()
-        .expect("pg_config runs");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join(program)
+    pg_config_value(&pg_config(), "--bindir").join(program)
 }
 
 /// The extension's version: `version` in the repository's Cargo.toml, which pgrx substitutes

@@ -2,22 +2,12 @@
 //! configuration a user can be in, and compares psql's output word for word with
 //! `tests/pg_regress/expected/*.out`. A changed message is a changed expected file.
 
-use snowflake_it::{repo_root, Config, Server};
+use snowflake_it::{pg_config, pg_config_value, repo_root, Config, Server};
 use std::path::PathBuf;
 use std::process::Command;
 
-fn pg_config(flag: &str) -> PathBuf {
-    let pg_config = std::env::var("PG_CONFIG")
-        .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = Command::new(&pg_config)
-        .arg(flag)
-        .output()
-        .expect("pg_config runs");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
-
 fn pg_regress() -> PathBuf {
-    pg_config("--pkglibdir").join("pgxs/src/test/regress/pg_regress")
+    pg_config_value(&pg_config(), "--pkglibdir").join("pgxs/src/test/regress/pg_regress")
 }
 
 /// Runs the named golden tests against `server`; on a difference, fails with the diff.
@@ -31,8 +21,10 @@ fn run_golden(server: &Server, tests: &[&str]) {
         .expect("CREATE DATABASE");
     let status = Command::new(pg_regress())
         .arg("--use-existing")
-        // pg_regress looks for psql where it was built to live; a relocated build is elsewhere.
-        .arg(format!("--bindir={}", pg_config("--bindir").display()))
+        .arg(format!(
+            "--bindir={}",
+            pg_config_value(&pg_config(), "--bindir").display()
+        ))
         .arg("--host=127.0.0.1")
         .arg(format!("--port={}", server.port))
         .arg("--user=postgres")

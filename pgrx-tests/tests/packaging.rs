@@ -1,8 +1,12 @@
 //! The packaging metadata agrees with the build: META.json (for PGXN) names the version,
-//! licence and PostgreSQL major version that Cargo.toml builds, and the files it points at exist.
+//! licence and lowest PostgreSQL major version that Cargo.toml builds, and the files it points at
+//! exist. `./dev package --pg N` makes a tarball and a lintian-clean .deb for major N, both in
+//! Debian's layout for that major.
 
 use serde_json::Value;
-use snowflake_it::{cargo_package_field, cargo_version, repo_root};
+use snowflake_it::{
+    cargo_package_field, cargo_version, pg_config_of, pg_config_value, pg_major, repo_root,
+};
 use std::collections::BTreeSet;
 use std::process::Command;
 
@@ -65,59 +69,84 @@ fn meta_json_describes_what_cargo_toml_builds() {
     }
 }
 
-/// `pg_config --flag` as a path relative to `/`, as it appears in the package tree.
-fn pg_dir(flag: &str) -> String {
-    let pg_config = std::env::var("PG_CONFIG")
-        .unwrap_or_else(|_| "/usr/lib/postgresql/15/bin/pg_config".into());
-    let out = Command::new(pg_config)
-        .arg(flag)
-        .output()
-        .expect("pg_config runs");
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .trim_start_matches('/')
-        .to_string()
+/// Debian's layout for an extension of PostgreSQL `major` (the postgresql-N packages of Debian
+/// and apt.postgresql.org): library directory and extension directory, relative to `/`.
+fn debian_layout(major: u32) -> (String, String) {
+    (
+        format!("usr/lib/postgresql/{major}/lib"),
+        format!("usr/share/postgresql/{major}/extension"),
+    )
 }
 
 #[test]
-fn dev_package_packs_the_library_the_control_file_and_every_script() {
-    let root = repo_root();
-    let out = Command::new(root.join("dev"))
-        .args(["package", "--debug"])
+fn debian_layout_is_what_debians_own_pg_config_says() {
+    // Debian's PostgreSQL 15 is on this machine: its pg_config is the reference for the layout
+    // the packages of every major use.
+    let debian = pg_config_of("15");
+    let relative = |flag: &str| {
+        pg_config_value(&debian, flag)
+            .to_string_lossy()
+            .trim_start_matches('/')
+            .to_string()
+    };
+    assert_eq!(
+        debian_layout(15),
+        (
+            relative("--pkglibdir"),
+            relative("--sharedir") + "/extension"
+        )
+    );
+}
+
+/// Runs a command, returning its stdout; panics with everything it printed on failure.
+fn run(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program)
+        .args(args)
         .output()
-        .expect("./dev runs");
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
     let printed =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "./dev package --debug failed:\n{printed}"
+        "{program} {args:?} failed:\n{printed}"
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_layout() {
+    let root = repo_root();
+    let major = pg_major();
+    // Builds both packages and fails unless lintian passes the .deb without errors or warnings.
+    run(
+        root.join("dev").to_str().unwrap(),
+        &["package", "--pg", &major.to_string(), "--debug"],
     );
 
     let version = cargo_version();
     let arch = std::env::consts::ARCH;
-    let tarball = root.join(format!(
-        "target/debug/pg_snowflake-{version}-pg15-{arch}-linux.tar.gz"
+    let target = root.join("target/debug");
+    let tarball = target.join(format!(
+        "pg_snowflake-{version}-pg{major}-{arch}-linux.tar.gz"
     ));
-    assert!(
-        tarball.is_file(),
-        "{} was not made:\n{printed}",
-        tarball.display()
-    );
+    let name = format!("postgresql-{major}-pg-snowflake");
+    let deb = target.join(format!("{name}_{version}-1_amd64.deb"));
     let unpacked = std::env::temp_dir().join(format!("pgsf-package-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&unpacked);
     std::fs::create_dir_all(&unpacked).unwrap();
-    let status = Command::new("tar")
-        .arg("-xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&unpacked)
-        .status()
-        .expect("tar runs");
-    assert!(status.success());
+    run(
+        "tar",
+        &[
+            "-xzf",
+            tarball.to_str().unwrap(),
+            "-C",
+            unpacked.to_str().unwrap(),
+        ],
+    );
 
     // Exactly the library, the control file, the generated install script of this version and
-    // every script of sql/, those byte for byte.
-    let (lib, ext) = (pg_dir("--pkglibdir"), pg_dir("--sharedir") + "/extension");
+    // every script of sql/, those byte for byte, at Debian's paths for this major.
+    let (lib, ext) = debian_layout(major);
     let mut expected: BTreeSet<String> = [
         format!("{lib}/pg_snowflake.so"),
         format!("{ext}/pg_snowflake.control"),
@@ -136,22 +165,40 @@ fn dev_package_packs_the_library_the_control_file_and_every_script() {
             expected.insert(format!("{ext}/{name}"));
         }
     }
-    let listing = Command::new("tar")
-        .arg("-tzf")
-        .arg(&tarball)
-        .output()
-        .expect("tar runs");
-    let files: BTreeSet<String> = String::from_utf8_lossy(&listing.stdout)
-        .lines()
-        .filter(|line| !line.ends_with('/'))
-        .map(str::to_string)
-        .collect();
-    assert_eq!(files, expected, "the files in {}", tarball.display());
+    let files = |listing: &str, column: usize| -> BTreeSet<String> {
+        listing
+            .lines()
+            .filter_map(|line| line.split_whitespace().nth(column))
+            .map(|path| path.trim_start_matches("./").to_string())
+            .filter(|path| !path.is_empty() && !path.ends_with('/'))
+            .collect()
+    };
+    let in_tarball = files(&run("tar", &["-tzf", tarball.to_str().unwrap()]), 0);
+    assert_eq!(in_tarball, expected, "the files in {}", tarball.display());
     let control =
         std::fs::read_to_string(unpacked.join(&ext).join("pg_snowflake.control")).unwrap();
     assert!(
         control.contains(&format!("default_version = '{version}'")),
         "{control}"
+    );
+
+    // The .deb: the same files plus its copyright, changelog and lintian override, for
+    // postgresql-N.
+    let doc = format!("usr/share/doc/{name}");
+    expected.insert(format!("{doc}/copyright"));
+    expected.insert(format!("{doc}/changelog.Debian.gz"));
+    expected.insert(format!("usr/share/lintian/overrides/{name}"));
+    let in_deb = files(&run("dpkg-deb", &["--contents", deb.to_str().unwrap()]), 5);
+    assert_eq!(in_deb, expected, "the files in {}", deb.display());
+    let field = |field: &str| run("dpkg-deb", &["--field", deb.to_str().unwrap(), field]);
+    assert_eq!(field("Package").trim(), name);
+    assert_eq!(field("Version").trim(), format!("{version}-1"));
+    assert!(
+        field("Depends")
+            .split(", ")
+            .any(|dependency| dependency.trim() == format!("postgresql-{major}")),
+        "Depends: {}",
+        field("Depends")
     );
     std::fs::remove_dir_all(&unpacked).unwrap();
 }

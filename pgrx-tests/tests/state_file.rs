@@ -58,9 +58,11 @@ fn a_damaged_state_file_stops_the_server_until_it_is_restored_or_moved_away() {
             "HINT:  Restore the file from a backup of this data directory. If you are certain the clock is past every ID this server ever issued, move the file away and start the server again.",
         ],
     );
-    // A flipped digit is caught by the check value.
+    // A flipped digit is caught by the check value: the reservation's last digit becomes 9, or
+    // 8 when it is 9, so the file always changes (cmp fails the step if it did not).
     server.as_postgres(&format!(
-        "sed 's/until=\\([0-9]*\\)[0-9] /until=\\19 /' {state}.good > {state}"
+        "sed -E 's/(until=[0-9]*)9 /\\18 /; t; s/(until=[0-9]*)[0-8] /\\19 /' {state}.good > {state} \
+         && ! cmp -s {state}.good {state}"
     ));
     let log = server
         .try_start()

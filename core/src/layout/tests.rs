@@ -124,28 +124,28 @@ fn bounds_outside_the_time_field_are_refused() {
             bound(&L, before),
             Err(Error::TimestampBeforeEpoch {
                 unix_ms: before,
-                layout: L
+                field: L.time_field()
             })
         );
         assert_eq!(
             bound(&L, after),
             Err(Error::TimestampAfterEnd {
                 unix_ms: after,
-                layout: L
+                field: L.time_field()
             })
         );
         assert_eq!(
             bound(&L, i64::MIN),
             Err(Error::TimestampBeforeEpoch {
                 unix_ms: i64::MIN,
-                layout: L
+                field: L.time_field()
             })
         );
         assert_eq!(
             bound(&L, i64::MAX),
             Err(Error::TimestampAfterEnd {
                 unix_ms: i64::MAX,
-                layout: L
+                field: L.time_field()
             })
         );
     }
@@ -260,7 +260,7 @@ fn long_time_fields_end_in_year_9999() {
         days.id_unix_ms(beyond),
         Err(Error::IdBeyondTimeField {
             id: beyond,
-            layout: days
+            field: days.time_field()
         })
     );
 }

@@ -1,0 +1,321 @@
+//! Crossing PostgreSQL majors keeps the promise "every new ID is greater than every ID issued
+//! before" and the layout pin.
+//!
+//! pg_upgrade carries the catalog and the tables, not the other files of the data directory, so
+//! `pg_snowflake.state` (the durable reservation and the layout pin) stays behind. When the new
+//! server runs in binary-upgrade mode with pg_snowflake preloaded and finds no state file, the
+//! library writes a marker state file; a server started on the marker decodes IDs but refuses
+//! `snowflake_nextval()` (SQLSTATE 55000) until the old server's file is copied over the marker.
+//! The README's procedure: shared_preload_libraries and the pg_snowflake settings in the new
+//! cluster's postgresql.conf before pg_upgrade, pg_upgrade, copy OLD/pg_snowflake.state to NEW/,
+//! start. Checked here with the new server's clock an hour behind the old one's.
+//!
+//! The old side is PyPI's vanilla 15 ("15-vanilla"), not Debian's: Debian 12's 15.20 gives every
+//! column an attribute option (pg_attver) that vanilla builds reject, so pg_upgrade and a dump
+//! restored into them fail for any table, extension or not.
+//!
+//! `./dev test` runs these with `PGSF_UPGRADE_PAIRS` ("15-vanilla:18 16:17": old tree, new tree)
+//! and the pg_config of every tree in `PGSF_PG_CONFIG_<TREE>`.
+
+use postgres::Client;
+use snowflake_it::{
+    pg_config_of, pg_config_value, pg_major_of, strictly_increasing, take_ids, Config, Server,
+};
+use std::process::Command;
+
+const NODE: i32 = 5;
+const OLD_IDS: i64 = 100_000;
+const STATE: &str = "pg_snowflake.state";
+
+/// The (old tree, new tree) pairs to cross.
+fn pairs() -> Vec<(String, String)> {
+    let pairs = std::env::var("PGSF_UPGRADE_PAIRS")
+        .expect("PGSF_UPGRADE_PAIRS is not set: run these tests through ./dev test");
+    let pairs: Vec<(String, String)> = pairs
+        .split_whitespace()
+        .map(|pair| {
+            let (old, new) = pair.split_once(':').expect("OLD:NEW");
+            (old.to_string(), new.to_string())
+        })
+        .collect();
+    assert!(!pairs.is_empty(), "no pairs of majors to cross");
+    pairs
+}
+
+fn node_on(tree: &str) -> Config {
+    Config::node(NODE).postgres(pg_config_of(tree))
+}
+
+fn version(server: &Server) -> String {
+    server.query_one("SELECT current_setting('server_version')")
+}
+
+/// An old server of `tree` that made `OLD_IDS` IDs into `orders`, stopped; returns it and the
+/// largest ID it made.
+fn old_server_with_ids(tree: &str) -> (Server, i64) {
+    let old = Server::start("upold", node_on(tree));
+    old.execute(&format!(
+        "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text);
+         INSERT INTO orders (item) SELECT 'old ' || g FROM generate_series(1, {OLD_IDS}) g;"
+    ));
+    let old_max: i64 = old.query_one("SELECT max(id) FROM orders");
+    println!(
+        "PostgreSQL {}: {OLD_IDS} IDs of node {NODE}, the largest {old_max}",
+        version(&old)
+    );
+    old.stop();
+    (old, old_max)
+}
+
+/// pg_upgrade from `old` into a fresh server of `tree` whose postgresql.conf already preloads
+/// pg_snowflake with the same node id, running on a clock `clock` away from the real one.
+fn upgraded(old: &Server, tree: &str, clock: &str) -> Server {
+    let mut config = node_on(tree).fake_clock(clock);
+    // initdb turns data checksums on by default from 18 on; pg_upgrade needs the old cluster's
+    // setting (off).
+    if pg_major_of(&pg_config_of(tree)) >= 18 {
+        config = config.initdb_arg("--no-data-checksums");
+    }
+    let new = Server::init("upnew", config);
+    let printed = new.upgrade_from(old);
+    assert!(
+        printed.contains("Upgrade Complete"),
+        "pg_upgrade said:\n{printed}"
+    );
+    new
+}
+
+fn rows_and_max(client: &mut Client) -> (i64, i64) {
+    let row = client
+        .query_one("SELECT count(*), max(id) FROM orders", &[])
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+#[test]
+fn across_majors_pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones() {
+    for (old_tree, new_tree) in pairs() {
+        let (old, old_max) = old_server_with_ids(&old_tree);
+        let new = upgraded(&old, &new_tree, "-1h");
+        // The documented step: the old server's state file over the one pg_upgrade left.
+        new.as_postgres(&format!(
+            "cp {} {}",
+            old.data_file(STATE),
+            new.data_file(STATE)
+        ));
+        new.start_again();
+        let behind_s: f64 = {
+            let server_now: f64 = new.query_one("SELECT extract(epoch FROM now())::float8");
+            let real_now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs_f64();
+            real_now - server_now
+        };
+        assert!(
+            (3590.0..3610.0).contains(&behind_s),
+            "the new server's clock is {behind_s} s behind, not an hour"
+        );
+
+        let mut client = new.connect();
+        assert_eq!(rows_and_max(&mut client), (OLD_IDS, old_max));
+        let ids = take_ids(&mut client, 20_000, 1000);
+        println!(
+            "{old_tree} → {new_tree} (PostgreSQL {}), clock {behind_s:.0} s behind, state file \
+             copied: first new ID {}, old maximum {old_max}",
+            version(&new),
+            ids[0]
+        );
+        assert!(
+            ids[0] > old_max,
+            "{old_tree} → {new_tree}: first new ID {} <= old maximum {old_max}",
+            ids[0]
+        );
+        assert!(strictly_increasing(&ids));
+        let node: i32 = client
+            .query_one("SELECT snowflake_node_id($1)", &[&ids[0]])
+            .unwrap()
+            .get(0);
+        assert_eq!(node, NODE);
+        client
+            .batch_execute("INSERT INTO orders (item) SELECT 'new' FROM generate_series(1, 1000)")
+            .unwrap();
+        let row = client
+            .query_one(
+                "SELECT count(*), count(DISTINCT id), min(id) FILTER (WHERE item = 'new')
+                 FROM orders",
+                &[],
+            )
+            .unwrap();
+        let (rows, distinct, new_min): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+        assert_eq!((rows, distinct), (OLD_IDS + 1000, OLD_IDS + 1000));
+        assert!(new_min > old_max);
+    }
+}
+
+#[test]
+fn across_majors_pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_to_fix_it() {
+    for (old_tree, new_tree) in pairs() {
+        let (old, old_max) = old_server_with_ids(&old_tree);
+        let new = upgraded(&old, &new_tree, "-1h");
+        new.start_again();
+
+        // The old rows are there and decode.
+        let mut client = new.connect();
+        assert_eq!(rows_and_max(&mut client), (OLD_IDS, old_max));
+        let decoded: i32 = client
+            .query_one(
+                "SELECT (snowflake_decode(max(id))).node_id FROM orders",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(decoded, NODE);
+
+        // New IDs are refused, with the way out.
+        let err = client
+            .query_one("SELECT snowflake_nextval()", &[])
+            .expect_err("the server must refuse IDs without the old state file");
+        let db = err.as_db_error().unwrap_or_else(|| panic!("{err}"));
+        println!(
+            "{old_tree} → {new_tree} without the state file: {} {}\nDETAIL: {:?}\nHINT: {:?}",
+            db.code().code(),
+            db.message(),
+            db.detail(),
+            db.hint()
+        );
+        assert_eq!(db.code().code(), "55000");
+        assert_eq!(
+            db.message(),
+            "this data directory was made by pg_upgrade without its pg_snowflake state file"
+        );
+        assert_eq!(
+            db.detail(),
+            Some(
+                "pg_upgrade does not copy \"pg_snowflake.state\", which holds the old server's \
+                 last reservation of snowflake IDs; without it this server could issue IDs the \
+                 old one issued."
+            )
+        );
+        assert_eq!(
+            db.hint(),
+            Some(
+                "Stop the server, copy \"pg_snowflake.state\" from the old data directory into \
+                 this one, and start the server again. If the old server never made snowflake \
+                 IDs, delete this directory's \"pg_snowflake.state\" instead."
+            )
+        );
+        let rows: i64 = client
+            .query_one("SELECT count(*) FROM orders", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, OLD_IDS, "nothing was inserted");
+        drop(client);
+
+        // Following the hint: stop, copy, start.
+        new.stop();
+        new.as_postgres(&format!(
+            "cp {} {}",
+            old.data_file(STATE),
+            new.data_file(STATE)
+        ));
+        new.start_again();
+        let first: i64 = new.query_one("SELECT snowflake_nextval()");
+        assert!(
+            first > old_max,
+            "after the copy: first new ID {first} <= {old_max}"
+        );
+    }
+}
+
+fn run(program: &std::path::Path, args: &[&str]) {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+    assert!(
+        output.status.success(),
+        "{} {args:?} failed:\n{}",
+        program.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The old major's data moved by the new major's pg_dump and pg_restore, into servers with the
+/// same node id (a migration) and another one (a copy that goes on as a new shard).
+#[test]
+fn across_majors_pg_dump_of_the_old_major_restores_into_the_new_one() {
+    for (old_tree, new_tree) in pairs() {
+        dump_and_restore(&old_tree, &new_tree);
+    }
+}
+
+fn dump_and_restore(old_tree: &str, new_tree: &str) {
+    let new_bin = pg_config_value(&pg_config_of(new_tree), "--bindir");
+    let dump = std::env::temp_dir().join(format!("pgsf-dumpold-{}.dump", std::process::id()));
+    let dump = dump.to_str().unwrap().to_string();
+    let digest = "SELECT count(*), md5(string_agg(id || ':' || item, ',' ORDER BY id)), max(id)
+                  FROM orders";
+    let (before, old_version) = {
+        let old = Server::start("dumpold", node_on(old_tree));
+        old.execute(
+            "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text);
+             INSERT INTO orders (item) SELECT 'old ' || g FROM generate_series(1, 20000) g;",
+        );
+        let row = old.connect().query_one(digest, &[]).unwrap();
+        let before: (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
+        // The newer major's pg_dump, as PostgreSQL's documentation asks.
+        run(
+            &new_bin.join("pg_dump"),
+            &[
+                "--format=custom",
+                "--file",
+                &dump,
+                &old.conninfo("postgres"),
+            ],
+        );
+        (before, version(&old))
+    };
+    for node in [NODE, NODE + 1] {
+        let new = Server::start(
+            "restorenew",
+            Config::node(node).postgres(pg_config_of(new_tree)),
+        );
+        new.execute("CREATE DATABASE restored");
+        run(
+            &new_bin.join("pg_restore"),
+            &[
+                "--exit-on-error",
+                "--dbname",
+                &new.conninfo("restored"),
+                &dump,
+            ],
+        );
+        let mut client = new.connect_db("restored");
+        let row = client.query_one(digest, &[]).unwrap();
+        let after: (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
+        assert_eq!(after, before, "node {node}: the restored rows differ");
+        client
+            .batch_execute("INSERT INTO orders (item) SELECT 'new' FROM generate_series(1, 1000)")
+            .unwrap();
+        let row = client
+            .query_one(
+                "SELECT count(DISTINCT id), min(id) FILTER (WHERE item = 'new'),
+                        bool_and(snowflake_node_id(id) = $1) FILTER (WHERE item = 'new')
+                 FROM orders",
+                &[&node],
+            )
+            .unwrap();
+        let (distinct, new_min, on_node): (i64, i64, bool) = (row.get(0), row.get(1), row.get(2));
+        println!(
+            "pg_dump of PostgreSQL {old_version} restored into {} as node {node}: rows identical, \
+             1000 new IDs from {new_min} (old maximum {})",
+            version(&new),
+            before.2
+        );
+        assert_eq!(distinct, before.0 + 1000);
+        assert!(new_min > before.2);
+        assert!(on_node);
+    }
+    std::fs::remove_file(&dump).ok();
+}

