@@ -1,31 +1,15 @@
-# Shared by bench/instructions, bench/latency and bench/flood (sourced, not run): the paths,
-# the result rows, throwaway servers and pgbench's per-transaction logs.
+# Shared by bench/instructions, bench/latency and bench/flood (sourced, not run), on top of
+# scripts/lib.sh: the result rows, throwaway servers and pgbench's per-transaction logs.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# say, die, as_root, as_postgres and where each PostgreSQL major lives.
+# shellcheck source=scripts/lib.sh
+. "$ROOT/scripts/lib.sh"
 PGSERVER="$ROOT/scripts/pgserver"
-PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+export PG_CONFIG=${PG_CONFIG:-$(pg_config_of "$PGSF_DEFAULT_MAJOR")}
 PG_BIN=$("$PG_CONFIG" --bindir)
 SETTINGS=("shared_preload_libraries = 'pg_snowflake'" "pg_snowflake.node_id = 1")
-
-say() { printf '\033[1m--> %s\033[0m\n' "$*" >&2; }
-die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
-
-as_postgres() {
-    if [ "$(id -un)" = postgres ]; then
-        "$@"
-    else
-        sudo -u postgres "$@"
-    fi
-}
-
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    else
-        sudo "$@"
-    fi
-}
 
 # Parses `[--smoke] OUT.tsv` into SMOKE (true/false) and OUT, or prints the script's header.
 # shellcheck disable=SC2034 # SMOKE is for the scripts that source this file
