@@ -6,6 +6,13 @@
 //! pure core's `Layout::first_id_at`. Every identifier reaches the DDL quoted by Postgres itself
 //! (`quote_ident`), never pasted in as the caller wrote it.
 //!
+//! Refused, each with its own SQLSTATE (see `error.rs`): a NULL argument, an OID that names no
+//! relation, a relation that is not an ordinary or partitioned table (view, materialized view,
+//! sequence, foreign table …), a missing, generated or non-integer column, a column that draws
+//! from no sequence (a plain column is the application's to migrate), and existing values that
+//! new IDs could repeat. A column that already defaults to `snowflake_nextval()` gets a NOTICE
+//! and is left alone.
+//!
 //! The steps, inside the caller's transaction, after `LOCK TABLE … IN ACCESS EXCLUSIVE MODE` so
 //! that no row can arrive between the check and the switch:
 //! 1. refuse unless every existing value is below the smallest ID any server can issue now;
@@ -41,11 +48,18 @@ struct Column {
     volatile,
     sql = r#"
 CREATE FUNCTION snowflake_adopt(tbl regclass, col text DEFAULT 'id') RETURNS void
-VOLATILE STRICT PARALLEL UNSAFE
+VOLATILE CALLED ON NULL INPUT PARALLEL UNSAFE
 LANGUAGE c AS 'MODULE_PATHNAME', 'snowflake_adopt_wrapper';
 "#
 )]
-fn snowflake_adopt(tbl: pg_sys::Oid, col: &str) {
+fn snowflake_adopt(tbl: Option<pg_sys::Oid>, col: Option<&str>) {
+    // Not STRICT: a NULL argument is a mistake to report, not a call to skip in silence.
+    let (Some(tbl), Some(col)) = (tbl, col) else {
+        SnowflakeError::AdoptNullArgument {
+            argument: if tbl.is_none() { "tbl" } else { "col" },
+        }
+        .report()
+    };
     adopt(tbl, col)
         .map_err(|e| SnowflakeError::Internal {
             context: "snowflake_adopt",
@@ -54,18 +68,45 @@ fn snowflake_adopt(tbl: pg_sys::Oid, col: &str) {
         .or_report()
 }
 
+/// The name Postgres' messages use for a relation kind (`pg_class.relkind`).
+fn relation_kind(relkind: &str) -> &'static str {
+    match relkind {
+        "v" => "view",
+        "m" => "materialized view",
+        "S" => "sequence",
+        "f" => "foreign table",
+        "i" | "I" => "index",
+        "c" => "composite type",
+        "t" => "TOAST table",
+        _ => "relation",
+    }
+}
+
 fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
     Spi::connect_mut(|client| {
-        let qualified_table: String = client
-            .update(
-                "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
-                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
-                Some(1),
-                &[tbl.into()],
-            )?
-            .first()
-            .get_one()?
-            .unwrap_or_default();
+        // A regclass argument is only an OID: the relation may never have existed
+        // (999999::regclass) or may have been dropped since the OID was taken.
+        let relation = client.update(
+            "SELECT format('%I.%I', n.nspname, c.relname), c.relname::text, c.relkind::text
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = $1",
+            Some(1),
+            &[tbl.into()],
+        )?;
+        if relation.is_empty() {
+            SnowflakeError::AdoptNoSuchRelation { oid: tbl.to_u32() }.report()
+        }
+        let relation = relation.first();
+        let qualified_table: String = relation.get(1)?.unwrap_or_default();
+        let relkind: String = relation.get(3)?.unwrap_or_default();
+        // Ordinary and partitioned tables: a view's rows live in its tables, a foreign table's
+        // on another server, a sequence or matview has no column default to switch.
+        if relkind != "r" && relkind != "p" {
+            SnowflakeError::AdoptNotATable {
+                relation: relation.get(2)?.unwrap_or_default(),
+                kind: relation_kind(&relkind),
+            }
+            .report()
+        }
         client.update(
             &format!("LOCK TABLE {qualified_table} IN ACCESS EXCLUSIVE MODE"),
             None,
@@ -89,7 +130,10 @@ fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
                         (SELECT pg_sequence_last_value(d.objid::regclass) FROM pg_depend d
                          WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
                            AND d.refobjid = a.attrelid AND d.refobjsubid = a.attnum
-                           AND d.deptype = 'i')
+                           AND d.deptype = 'i'),
+                        a.attgenerated <> '',
+                        (SELECT pg_get_expr(ad.adbin, ad.adrelid) FROM pg_attrdef ad
+                         WHERE ad.adrelid = a.attrelid AND ad.adnum = a.attnum)
                  FROM pg_class c LEFT JOIN pg_attribute a ON a.attrelid = c.oid
                       AND a.attname = $2 AND a.attnum > 0 AND NOT a.attisdropped
                  WHERE c.oid = $1",
@@ -116,11 +160,40 @@ fn adopt(tbl: pg_sys::Oid, col: &str) -> SpiResult<()> {
                 .get::<String>(7)?
                 .map(|s| (s, found.get(8).ok().flatten())),
         };
+        if found.get::<bool>(9)? == Some(true) {
+            SnowflakeError::AdoptGeneratedColumn {
+                table: column.table,
+                column: col.into(),
+            }
+            .report()
+        }
         if found.get::<bool>(5)? != Some(true) {
             SnowflakeError::AdoptNotInteger {
                 table: column.table,
                 column: col.into(),
                 type_name: column.type_name,
+            }
+            .report()
+        }
+        let default: Option<String> = found.get(10)?;
+        if default
+            .as_deref()
+            .is_some_and(|d| d.contains("snowflake_nextval()"))
+        {
+            SnowflakeError::AdoptAlreadyAdopted {
+                table: column.table,
+                column: column.quoted,
+            }
+            .report_notice();
+            return Ok(());
+        }
+        // Only a column that draws its values from a sequence has values a server numbered on
+        // its own; anything else is the application's to migrate.
+        if !column.identity && column.default_sequences.is_none() {
+            SnowflakeError::AdoptNoSequence {
+                table: column.table,
+                column: col.into(),
+                default,
             }
             .report()
         }

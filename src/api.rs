@@ -11,8 +11,9 @@ use snowflake_core::generator::{self, Run};
 /// A new ID from this server's generator.
 ///
 /// VOLATILE: every call returns a different value and advances shared state, so the planner
-/// must call it once per row. PARALLEL RESTRICTED: it may write a WAL record (the durable
-/// reservation), which is the leader's business, not a parallel worker's.
+/// must call it once per row. PARALLEL RESTRICTED: it may wait for the durable reservation (and
+/// in single-user mode write its WAL record), which is the leader's business, not a parallel
+/// worker's.
 #[pg_extern(volatile, parallel_restricted)]
 fn snowflake_nextval() -> i64 {
     shmem::next_id().or_report()

@@ -17,6 +17,7 @@ use pgrx::prelude::*;
 use serde::Serialize;
 use snowflake_core::base32;
 use snowflake_core::calendar::format_rfc3339;
+use snowflake_core::clock::wall_now;
 use snowflake_core::layout::{Layout, Parts};
 
 fn parts(layout: &Layout, id: i64) -> (TimestampWithTimeZone, Parts) {
@@ -24,7 +25,9 @@ fn parts(layout: &Layout, id: i64) -> (TimestampWithTimeZone, Parts) {
     (timestamptz(ts), layout.decompose(id).or_report())
 }
 
-/// A layout given as SQL arguments, checked.
+/// A layout given as SQL arguments, checked by the same function that checks the settings
+/// (`Layout::new`, with the clock for "the epoch is not in the future"): a decoder never accepts
+/// a layout no server could run.
 fn explicit(
     epoch: TimestampWithTimeZone,
     time_unit_ms: i32,
@@ -32,11 +35,12 @@ fn explicit(
     sequence_bits: i32,
 ) -> Layout {
     let bits = |b: i32| u32::try_from(b).unwrap_or(u32::MAX);
-    Layout::from_parts(
+    Layout::new(
         unix_ms(epoch),
         i64::from(time_unit_ms),
         bits(node_bits),
         bits(sequence_bits),
+        wall_now(),
     )
     .or_report()
 }

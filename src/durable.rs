@@ -13,9 +13,12 @@
 //! - a WAL record of pg_snowflake's own resource manager (custom WAL resource managers, id
 //!   [`RMGR_ID`]). Its redo raises the generator's floor and rewrites the state file, so a
 //!   streaming standby tracks the primary's reservations and, once promoted, issues only IDs
-//!   above them. The record needs no flush of its own: WAL is replayed in order, and every row
-//!   carrying a covered ID is written to the WAL after the record, so a standby that has the
-//!   row has the reservation too.
+//!   above them. The record is flushed, and with synchronous replication waited for on the
+//!   synchronous standbys, before the reservation counts: so every ID handed out, even one only
+//!   returned by a SELECT and never stored, is covered on a standby that may be promoted.
+//!
+//! Both are written by the renewer (`renewer.rs`) ahead of need and with no lock held; see
+//! `snowflake_core::generator` for when.
 //!
 //! The file is the authority at start-up; the WAL raises it during recovery. A damaged or
 //! unreadable file stops the server with an error saying how to recover: it never silently
@@ -52,19 +55,60 @@ pub enum Start {
     AwaitingCarry,
 }
 
+/// How a reservation written by [`reserve`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reserved {
+    /// In the state file, in the flushed WAL and, with synchronous replication, on the
+    /// synchronous standbys: it counts.
+    Confirmed,
+    /// The process was told to terminate while waiting for the synchronous standbys: the
+    /// reservation may not be on them, so it must not count.
+    Interrupted,
+}
+
 /// Durably records that IDs of `layout` may be issued up to (not including) `until` (Unix ms):
-/// the state file, then the WAL record.
-pub fn reserve(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
-    write_state_file(layout, until)?;
+/// the state file, then the WAL record, flushed, then — with synchronous replication
+/// (`synchronous_standby_names`) — the wait until the synchronous standbys have flushed it too,
+/// so that an ID handed out under it is covered on a standby that may be promoted, even if it
+/// was only returned by a SELECT and never stored. Called by the renewer with no lock held;
+/// the caller has checked that the server is not in recovery, where WAL cannot be written.
+pub fn reserve(layout: &Layout, until: i64) -> Result<Reserved, std::io::Error> {
+    let mut buffer = [0u8; state_file::MAX_LEN];
+    replace_state_file(state_file::format(layout, until, &mut buffer))?;
     let mut payload = wal_record::encode(until, layout);
-    // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. Callers have checked
-    // that the server is not in recovery, where WAL cannot be written.
+    // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. XLogFlush and
+    // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
+    // only when the process is told to terminate (it warns and sets ProcDiePending); with
+    // `commit = false` it waits for the standbys' flush, whatever the session's
+    // synchronous_commit asks for commits.
     unsafe {
         pg_sys::XLogBeginInsert();
         register_data(&mut payload);
-        pg_sys::XLogInsert(RMGR_ID, XLOG_RESERVATION);
+        let end = pg_sys::XLogInsert(RMGR_ID, XLOG_RESERVATION);
+        pg_sys::XLogFlush(end);
+        pg_sys::SyncRepWaitForLSN(end, false);
+        if pg_sys::ProcDiePending != 0 {
+            return Ok(Reserved::Interrupted);
+        }
     }
-    Ok(())
+    Ok(Reserved::Confirmed)
+}
+
+/// The error of a failed state-file write, from its OS error number (0: unknown).
+pub fn write_error_from_errno(errno: i32) -> SnowflakeError {
+    write_error(&if errno == 0 {
+        std::io::Error::other("unknown error")
+    } else {
+        std::io::Error::from_raw_os_error(errno)
+    })
+}
+
+fn write_error(e: &std::io::Error) -> SnowflakeError {
+    SnowflakeError::StateFileIo {
+        action: "write",
+        path: STATE_FILE,
+        cause: e.to_string(),
+    }
 }
 
 /// Hands the record's payload to the WAL insertion in progress. The one place that knows how the
@@ -101,7 +145,7 @@ pub fn load(configured: &Layout) -> Result<Start, SnowflakeError> {
         Err(e) if e.kind() == ErrorKind::NotFound => {
             // SAFETY: a plain read of a flag the postmaster sets from its command line.
             if unsafe { pg_sys::IsBinaryUpgrade } {
-                replace_state_file(state_file::UPGRADE_MARKER)?;
+                replace_state_file(state_file::UPGRADE_MARKER).map_err(|e| write_error(&e))?;
                 return Ok(Start::AwaitingCarry);
             }
             return Ok(Start::Fresh);
@@ -130,28 +174,20 @@ pub fn load(configured: &Layout) -> Result<Start, SnowflakeError> {
 /// Replaces the state file with a reservation until `until`, atomically and durably.
 pub fn write_state_file(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
     let mut buffer = [0u8; state_file::MAX_LEN];
-    replace_state_file(state_file::format(layout, until, &mut buffer))
+    replace_state_file(state_file::format(layout, until, &mut buffer)).map_err(|e| write_error(&e))
 }
 
 /// Writes `contents` to a temporary file, fsyncs it, renames it over the state file and fsyncs
 /// the directory.
-fn replace_state_file(contents: &[u8]) -> Result<(), SnowflakeError> {
-    let io_error = |e: std::io::Error| SnowflakeError::StateFileIo {
-        action: "write",
-        path: STATE_FILE,
-        cause: e.to_string(),
-    };
+fn replace_state_file(contents: &[u8]) -> Result<(), std::io::Error> {
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(STATE_FILE_TMP)
-        .map_err(io_error)?;
-    file.write_all(contents).map_err(io_error)?;
-    file.sync_all().map_err(io_error)?;
-    fs::rename(STATE_FILE_TMP, STATE_FILE).map_err(io_error)?;
-    File::open(".")
-        .and_then(|dir| dir.sync_all())
-        .map_err(io_error)
+        .open(STATE_FILE_TMP)?;
+    file.write_all(contents)?;
+    file.sync_all()?;
+    fs::rename(STATE_FILE_TMP, STATE_FILE)?;
+    File::open(".").and_then(|dir| dir.sync_all())
 }

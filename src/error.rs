@@ -11,6 +11,7 @@
 use pgrx::pg_sys::panic::ErrorReport;
 use pgrx::{PgLogLevel, PgSqlErrorCode};
 use snowflake_core::calendar::{format_instant, format_unix_ms};
+use snowflake_core::error::TimeField;
 use snowflake_core::Error as CoreError;
 
 use PgSqlErrorCode::*;
@@ -46,6 +47,26 @@ pub enum SnowflakeError {
     StateFileNotCarried { path: &'static str },
     /// A WAL record of our resource manager that this version does not know.
     UnknownWalRecord,
+    /// `snowflake_adopt` was given NULL for `argument`.
+    AdoptNullArgument { argument: &'static str },
+    /// `snowflake_adopt` was given the OID of no relation (never existed, or dropped since).
+    AdoptNoSuchRelation { oid: u32 },
+    /// `snowflake_adopt` was given a relation that is not an ordinary or partitioned table.
+    AdoptNotATable {
+        relation: String,
+        kind: &'static str,
+    },
+    /// `snowflake_adopt` was given a generated column.
+    AdoptGeneratedColumn { table: String, column: String },
+    /// `snowflake_adopt` was given a column that draws from no sequence (no identity, no
+    /// serial, no `nextval(…)` default); `default` is its default expression, if any.
+    AdoptNoSequence {
+        table: String,
+        column: String,
+        default: Option<String>,
+    },
+    /// NOTICE: the column already defaults to `snowflake_nextval()`; nothing is done.
+    AdoptAlreadyAdopted { table: String, column: String },
     /// `snowflake_adopt` was given a column the table does not have.
     AdoptNoSuchColumn { table: String, column: String },
     /// `snowflake_adopt` was given a column that cannot hold snowflake IDs even as bigint.
@@ -218,6 +239,65 @@ impl SnowflakeError {
                 "The WAL was written by another version of pg_snowflake; install that version to \
                  replay it.",
             ),
+            AdoptNullArgument { argument } => message(
+                ERRCODE_NULL_VALUE_NOT_ALLOWED,
+                format!("argument \"{argument}\" of snowflake_adopt must not be null"),
+                None,
+                "Name the table and its key column, e.g. snowflake_adopt('orders', 'id').",
+            ),
+            AdoptNoSuchRelation { oid } => message(
+                ERRCODE_UNDEFINED_TABLE,
+                format!("relation with OID {oid} does not exist"),
+                None,
+                "Pass an existing table by name, e.g. snowflake_adopt('orders'); an OID taken \
+                 before its table was dropped names nothing.",
+            ),
+            AdoptNotATable { relation, kind } => message(
+                ERRCODE_WRONG_OBJECT_TYPE,
+                format!("\"{relation}\" is a {kind}, not a table"),
+                Some(
+                    "snowflake_adopt switches the key column of an ordinary or partitioned table."
+                        .into(),
+                ),
+                "Pass the table that holds the rows; for a view, the table it reads from.",
+            ),
+            AdoptGeneratedColumn { table, column } => message(
+                ERRCODE_INVALID_COLUMN_DEFINITION,
+                format!(
+                    "column {} of table \"{table}\" is a generated column",
+                    quoted(column)
+                ),
+                None,
+                "A generated column computes its value from other columns; adopt the table's key \
+                 column instead.",
+            ),
+            AdoptNoSequence {
+                table,
+                column,
+                default,
+            } => message(
+                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!(
+                    "column {} of table \"{table}\" does not draw its values from a sequence",
+                    quoted(column)
+                ),
+                Some(match default {
+                    Some(default) => format!("Its default is {}.", quoted(default)),
+                    None => "It has no default.".into(),
+                }),
+                "snowflake_adopt switches serial, identity and sequence-default columns. To give \
+                 this column snowflake IDs anyway, use ALTER TABLE … ALTER COLUMN … SET DEFAULT \
+                 snowflake_nextval().",
+            ),
+            AdoptAlreadyAdopted { table, column } => message(
+                ERRCODE_SUCCESSFUL_COMPLETION,
+                format!(
+                    "column {column} of table \"{table}\" already defaults to snowflake_nextval(), \
+                     skipping"
+                ),
+                None,
+                "Nothing was changed.",
+            ),
             AdoptNoSuchColumn { table, column } => message(
                 ERRCODE_UNDEFINED_COLUMN,
                 format!(
@@ -349,21 +429,19 @@ fn core_message(error: &CoreError) -> Message {
             ERRCODE_CONFIG_FILE_ERROR,
             "the snowflake layout differs from the one this server's IDs were made with",
             Some(format!(
-                "The state file records the layout \"{}\"; the settings give \"{}\".",
-                recorded.describe(),
-                configured.describe()
+                "The state file records the layout \"{recorded}\"; the settings give \"{configured}\"."
             )),
             "Restore the previous pg_snowflake layout settings. To start a new ID space on \
              purpose, move pg_snowflake.state out of the data directory: IDs made before may \
              then collide with new ones or sort differently.",
         ),
-        IdBeyondTimeField { id, layout } => message(
+        IdBeyondTimeField { id, field } => message(
             ERRCODE_INVALID_PARAMETER_VALUE,
             format!("snowflake id {id} lies past the end of the time field"),
             Some(format!(
                 "IDs of the layout \"{}\" end at {}.",
-                layout.describe(),
-                format_unix_ms(layout.end_unix_ms())
+                field.layout,
+                format_unix_ms(field.end_unix_ms)
             )),
             "Pass an ID made with this layout.",
         ),
@@ -413,7 +491,7 @@ fn core_message(error: &CoreError) -> Message {
             Some(format!("The clock reads {}.", format_unix_ms(*now_unix_ms))),
             "Set the server's clock to the correct time.",
         ),
-        TimestampBeforeEpoch { unix_ms, layout } => message(
+        TimestampBeforeEpoch { unix_ms, field } => message(
             ERRCODE_DATETIME_FIELD_OVERFLOW,
             format!(
                 "timestamp {} is before the snowflake epoch",
@@ -421,11 +499,11 @@ fn core_message(error: &CoreError) -> Message {
             ),
             Some(format!(
                 "Snowflake IDs count milliseconds from {}.",
-                format_unix_ms(layout.epoch_unix_ms)
+                format_unix_ms(field.epoch_unix_ms)
             )),
-            time_range_hint(layout),
+            time_range_hint(field),
         ),
-        TimestampAfterEnd { unix_ms, layout } => message(
+        TimestampAfterEnd { unix_ms, field } => message(
             ERRCODE_DATETIME_FIELD_OVERFLOW,
             format!(
                 "timestamp {} is after the end of the snowflake time field",
@@ -433,18 +511,18 @@ fn core_message(error: &CoreError) -> Message {
             ),
             Some(format!(
                 "The time field of this layout ends at {}.",
-                format_unix_ms(layout.end_unix_ms())
+                format_unix_ms(field.end_unix_ms)
             )),
-            time_range_hint(layout),
+            time_range_hint(field),
         ),
     }
 }
 
-fn time_range_hint(layout: &snowflake_core::layout::Layout) -> String {
+fn time_range_hint(field: &TimeField) -> String {
     format!(
         "Pass a timestamp from {} to {}.",
-        format_unix_ms(layout.epoch_unix_ms),
-        format_unix_ms(layout.end_unix_ms())
+        format_unix_ms(field.epoch_unix_ms),
+        format_unix_ms(field.end_unix_ms)
     )
 }
 

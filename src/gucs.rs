@@ -18,7 +18,7 @@ use crate::error::SnowflakeError;
 use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
 use snowflake_core::calendar::parse_epoch;
 use snowflake_core::generator::Limits;
-use snowflake_core::layout::{Layout, DEFAULT_LAYOUT};
+use snowflake_core::layout::{Layout, DEFAULT_LAYOUT, MAX_NODE_BITS, MAX_SEQ_BITS, MAX_UNIT_MS};
 use std::ffi::{CStr, CString};
 use std::sync::OnceLock;
 
@@ -124,21 +124,21 @@ fn define_layout(now_unix_ms: i64) -> Result<Layout, SnowflakeError> {
             c"Sets the milliseconds per tick of the time field of snowflake IDs.",
             &TIME_UNIT_MS,
             1,
-            86_400_000,
+            MAX_UNIT_MS as i32,
         ),
         (
             c"pg_snowflake.node_bits",
             c"Sets how many bits of snowflake IDs hold the node id.",
             &NODE_BITS,
             0,
-            31,
+            MAX_NODE_BITS as i32,
         ),
         (
             c"pg_snowflake.sequence_bits",
             c"Sets how many bits of snowflake IDs hold the sequence number within a tick.",
             &SEQUENCE_BITS,
             1,
-            31,
+            MAX_SEQ_BITS as i32,
         ),
     ] {
         let configured = configured_text(name);

@@ -6,6 +6,7 @@
 //!
 //! - [`gucs`]: every setting, and the layout built from them at start-up
 //! - [`shmem`]: the server's one generator in shared memory, behind its lock
+//! - [`renewer`]: the background worker that renews the durable reservation ahead of need
 //! - [`durable`]: writing the reservation that survives restarts and failovers (state file and
 //!   WAL record) and reading it at start-up; [`wal_redo`]: replaying the WAL record
 //! - [`error`]: the one error type; every message, NOTICE and WARNING is worded there
@@ -23,6 +24,7 @@ pub mod decode;
 pub mod durable;
 pub mod error;
 pub mod gucs;
+pub mod renewer;
 pub mod shmem;
 pub mod timestamps;
 pub mod wal_redo;
@@ -42,6 +44,7 @@ pub extern "C-unwind" fn _PG_init() {
         gucs::init(wall_now()).unwrap_or_else(|e| e.report_fatal());
         wal_redo::register();
         shmem::init();
+        renewer::register();
     }
 }
 

@@ -1,7 +1,19 @@
-//! The clocks the generator is given. The generator never reads a clock itself: callers read
-//! one [`Clocks`] value and pass it in, so tests can move time at will.
+//! The clocks the generator is given. The generator never reads a clock itself: callers pass a
+//! [`Clock`], so tests can move time at will, and the server's [`SystemClock`] is read only as
+//! far as the generator asks: the wall clock once per call, the monotonic clock only while the
+//! wall clock is behind the generator (after a backward step), so the normal path costs one
+//! clock read.
 
-/// One reading of the server's clocks, in milliseconds.
+/// A source of clock readings, in milliseconds.
+pub trait Clock {
+    /// Unix time from the wall clock (CLOCK_REALTIME). Read once per allocation.
+    fn wall(&mut self) -> i64;
+    /// The monotonic clock (CLOCK_MONOTONIC): any origin, never steps. Read only when the wall
+    /// clock is behind the generator's steady clock.
+    fn monotonic(&mut self) -> i64;
+}
+
+/// One fixed reading of both clocks: what tests pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C)]
 pub struct Clocks {
@@ -29,11 +41,38 @@ impl Clocks {
     }
 }
 
+impl Clock for Clocks {
+    fn wall(&mut self) -> i64 {
+        self.wall
+    }
+
+    fn monotonic(&mut self) -> i64 {
+        self.monotonic
+    }
+}
+
+/// The server's clocks, read when asked.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[inline]
+    fn wall(&mut self) -> i64 {
+        read_ms(libc::CLOCK_REALTIME)
+    }
+
+    #[inline]
+    fn monotonic(&mut self) -> i64 {
+        read_ms(libc::CLOCK_MONOTONIC)
+    }
+}
+
 /// The wall clock alone (Unix ms).
 pub fn wall_now() -> i64 {
     read_ms(libc::CLOCK_REALTIME)
 }
 
+#[inline]
 fn read_ms(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -4,19 +4,18 @@
 //! detail and hint in one place, so a message is written once and the core stays free of
 //! Postgres.
 
-use crate::layout::Layout;
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// The layout settings (or a decoder's layout arguments) do not make a working layout.
     InvalidLayout { reason: String },
-    /// A reservation was made under another layout than the one configured now.
+    /// A reservation was made under another layout than the one configured now (both as
+    /// `Layout::describe` spells them).
     LayoutChanged {
-        recorded: Layout,
-        configured: Layout,
+        recorded: String,
+        configured: String,
     },
     /// An ID whose time lies past year 9999 (only possible with very long time fields).
-    IdBeyondTimeField { id: i64, layout: Layout },
+    IdBeyondTimeField { id: i64, field: TimeField },
     /// A node id that does not fit the layout's node bits.
     NodeOutOfRange { node: i64, max: u32 },
     /// A sequence number that does not fit the layout's sequence bits.
@@ -33,8 +32,18 @@ pub enum Error {
     /// The server's clock reads a time before the epoch and nothing was issued yet.
     ClockBeforeEpoch { now_unix_ms: i64 },
     /// A timestamp before the epoch where an ID bound was asked for (`i64::MIN`: -infinity).
-    TimestampBeforeEpoch { unix_ms: i64, layout: Layout },
+    TimestampBeforeEpoch { unix_ms: i64, field: TimeField },
     /// A timestamp after the end of the time field where an ID bound was asked for
     /// (`i64::MAX`: infinity).
-    TimestampAfterEnd { unix_ms: i64, layout: Layout },
+    TimestampAfterEnd { unix_ms: i64, field: TimeField },
+}
+
+/// What a message needs to say about a layout's time field: where it starts and ends, and the
+/// layout as its settings would spell it. (Plain data, so that this module needs nothing of
+/// `layout`, which returns these errors.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeField {
+    pub epoch_unix_ms: i64,
+    pub end_unix_ms: i64,
+    pub layout: String,
 }

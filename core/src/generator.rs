@@ -1,9 +1,10 @@
 //! The next-id state machine: a logical clock that never runs backwards, and a durable
 //! reservation that keeps it from running backwards across restarts.
 //!
-//! Pure Rust: the clocks are passed in as a value and the durable write as a closure, so tests
-//! can move time at will and fail writes on purpose. The shared-memory layer (`shmem.rs`) keeps
-//! one [`Generator`] per server and calls [`Generator::allocate`] under its lock.
+//! Pure Rust: the clocks are passed in ([`Clock`]) and the durable write is done by the caller
+//! and reported back, so tests can move time at will and fail writes on purpose. The
+//! shared-memory layer (`shmem.rs`) keeps one [`Generator`] per server and calls its methods
+//! under its lock; `renewer.rs` writes the reservations.
 //!
 //! Times are Unix milliseconds. Three clocks are involved:
 //! - the *wall clock*: what the server's clock reads; it may step backwards (NTP, VM restore);
@@ -26,12 +27,25 @@
 //! steady clock simply keeps counting. Only sustained overload (more than 4096 IDs per ms with
 //! the default layout) makes callers wait, and only once it has built up `max_borrow_ms`.
 //!
-//! Durability: before issuing an ID at a time not covered by the last reservation, the generator
-//! asks for a new reservation `reserve_ahead_ms` ahead and only issues if it was written. After a
+//! Durability: no ID is issued unless a durable reservation covers it (its time is below
+//! `durable_until`). The reservation is renewed ahead of need and outside the generator's lock:
+//! when less than half of `reserve_ahead_ms` remains above the last issued ID, the call that
+//! notices raises the *demand* (`wanted_until`) and tells its caller to wake the renewer. One
+//! renewer at a time ([`Generator::claim_renewal`] is the flag that serialises them) writes the
+//! reservation with no lock held and reports back ([`Generator::renewal_done`] or
+//! [`Generator::renewal_failed`]); only then does the new reservation count. A call whose next ID
+//! is not covered issues nothing and is told to wait for the renewer
+//! ([`Allocation::AwaitReservation`]): only when the issued time has truly caught up with the
+//! reservation (sustained overload, or a disk slower than the reservation window). A failed
+//! renewal leaves `durable_until` where it was, so it never issues an uncovered ID. After a
 //! restart (or on a promoted standby) the generator resumes with the last reservation as its
 //! floor, so every new ID is greater than every ID issued before, whatever the clock says.
+//!
+//! Fairness: a request for many IDs at once (a batch) may borrow only half of `max_borrow_ms`
+//! and may not use the last quarter of the covered time, so that single calls always find room
+//! above a flood of batches instead of waiting behind it.
 
-use crate::clock::Clocks;
+use crate::clock::Clock;
 use crate::error::Error;
 use crate::layout::{Layout, Parts};
 
@@ -63,19 +77,31 @@ pub struct Stats {
     pub overload_waits: u64,
     /// Durable reservations written.
     pub reservations: u64,
+    /// Calls told to wait for a reservation: the issued time had caught up with the durable one.
+    pub reservation_waits: u64,
+    /// Renewals that failed: the reservation was not written, nothing it would cover was issued.
+    pub renewal_failures: u64,
 }
 
 /// The outcome of one call of [`Generator::allocate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Allocation {
     /// IDs. `clock_stepped_back_ms` is set when this call saw the wall clock step back and a
-    /// warning about it is due (at most one a minute).
+    /// warning about it is due (at most one a minute). `wake_renewer`: this call raised the
+    /// demand for a reservation and nobody has been told yet; wake the renewer (after releasing
+    /// the lock).
     Run {
         run: Run,
         clock_stepped_back_ms: Option<i64>,
+        wake_renewer: bool,
     },
-    /// Overloaded: release the lock, wait this long, and call again.
+    /// Overloaded: release the lock, wait this long for the clock, and call again.
     Wait { ms: i64 },
+    /// The next ID is not covered by a durable reservation yet: release the lock, wake the
+    /// renewer if told to, wait until a renewal is reported, and call again. `failures` is the
+    /// count of failed renewals now: if it has grown when the caller is woken, the renewal this
+    /// call waited for failed.
+    AwaitReservation { wake_renewer: bool, failures: u64 },
 }
 
 /// `count` consecutive positions of one node's ID space, from tick `time` (since the layout's
@@ -129,17 +155,32 @@ const SLEW_DIVISOR: i64 = 10;
 /// Minimum time between two clock-regression warnings, on the steady clock.
 const WARNING_INTERVAL_MS: i64 = 60_000;
 
+/// A batch (a request for more than one ID) may borrow up to `max_borrow_ms` divided by this...
+const BULK_BORROW_DIVISOR: i64 = 2;
+/// ...and may not use the last `reserve_ahead_ms` divided by this of the covered time: the
+/// rest is left to single calls, so that a flood of batches never makes them wait.
+const BULK_COVER_MARGIN_DIVISOR: i64 = 4;
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct Generator {
     /// The last issued ID's time and sequence, or `None` before the first ID.
     last: Option<(i64, u32)>,
-    /// The previous clock reading and the steady clock at that moment.
-    clock: Option<(Clocks, i64)>,
+    /// The steady clock at the previous reading, or `None` before the first reading.
+    steady: Option<i64>,
+    /// The wall clock at the previous reading.
+    wall: i64,
+    /// The monotonic clock at the previous reading, if that reading needed it (the wall clock
+    /// was behind the steady clock).
+    monotonic: Option<i64>,
     /// No ID may be issued at a time before this: the reservation of the previous run.
     floor: i64,
-    /// IDs at times before this are covered by a durable reservation.
-    reserved_until: i64,
+    /// IDs at times before this are covered by a durable reservation. Never decreases.
+    durable_until: i64,
+    /// The reservation asked for: renew up to here. `> durable_until` means a renewal is due.
+    wanted_until: i64,
+    /// A renewer has claimed the renewal and is writing it.
+    renewing: bool,
     /// Steady-clock time of the last clock-regression warning.
     warned_at: Option<i64>,
     /// Counts fresh ticks, to rotate their first sequence number (`sequence_spread`).
@@ -160,9 +201,13 @@ impl Generator {
     pub const fn resume(floor: i64) -> Self {
         Self {
             last: None,
-            clock: None,
+            steady: None,
+            wall: i64::MIN,
+            monotonic: None,
             floor,
-            reserved_until: floor,
+            durable_until: floor,
+            wanted_until: floor,
+            renewing: false,
             warned_at: None,
             rotation: 0,
             slew_remainder: 0,
@@ -172,6 +217,8 @@ impl Generator {
                 exhausted_ms: 0,
                 overload_waits: 0,
                 reservations: 0,
+                reservation_waits: 0,
+                renewal_failures: 0,
             },
         }
     }
@@ -183,48 +230,51 @@ impl Generator {
             return false;
         }
         self.floor = until;
-        self.reserved_until = self.reserved_until.max(until);
+        self.durable_until = self.durable_until.max(until);
+        self.wanted_until = self.wanted_until.max(until);
         true
     }
 
-    /// The next `want` (at least 1) IDs for `node`, given the clocks `now`: as many of them as
-    /// fit before the generator would lead the steady clock by more than `max_borrow_ms`, or
-    /// before the time field ends. `reserve(until)` must durably record that IDs may be issued up
-    /// to (not including) `until`, or fail.
+    /// The next `want` (at least 1) IDs for `node`, reading `clock`: as many of them as fit
+    /// before the generator would lead the steady clock by more than `max_borrow_ms` (half of it
+    /// for a batch), before the durable reservation ends, or before the time field ends.
     ///
-    /// On error or `Wait` no ID is issued and the position is unchanged, so a failed call never
-    /// skips or reuses an ID.
-    pub fn allocate<E: From<Error>>(
+    /// On error, `Wait` or `AwaitReservation` no ID is issued and the position is unchanged, so a
+    /// failed call never skips or reuses an ID.
+    pub fn allocate(
         &mut self,
         layout: &Layout,
         node: u32,
-        now: Clocks,
+        clock: &mut impl Clock,
         limits: &Limits,
         want: u64,
-        reserve: impl FnOnce(i64) -> Result<(), E>,
-    ) -> Result<Allocation, E> {
-        let (steady_ms, stepped_back) = self.read_clock(now);
+    ) -> Result<Allocation, Error> {
+        let (steady_ms, stepped_back) = self.read_clock(clock);
         // The steady clock's tick; after a restart, no earlier than the first tick wholly past
         // the previous run's reservation.
         let mut steady = layout.tick_at(steady_ms);
         if self.floor > i64::MIN {
             steady = steady.max(layout.tick_from(self.floor));
         }
-        let per_tick = u64::from(layout.max_seq()) + 1;
-        let spread = u64::from(limits.sequence_spread).clamp(1, per_tick);
-        let fresh_seq = (u64::from(self.rotation) % spread) as u32;
+        let max_seq = layout.max_seq();
         let (time, seq, borrowed) = match self.last {
-            Some((last_time, _)) if steady > last_time => (steady, fresh_seq, false),
-            None => (steady, fresh_seq, false),
-            Some((last_time, last_seq)) if last_seq < layout.max_seq() => {
-                (last_time, last_seq + 1, false)
+            Some((last_time, _)) if steady > last_time => {
+                (steady, self.fresh_seq(limits, max_seq), false)
             }
+            None => (steady, self.fresh_seq(limits, max_seq), false),
+            Some((last_time, last_seq)) if last_seq < max_seq => (last_time, last_seq + 1, false),
             Some((last_time, _)) => (last_time + 1, 0, true),
         };
         let fresh = !borrowed && self.last.is_none_or(|(last_time, _)| time > last_time);
+        let bulk = want > 1;
         // The last tick this call may use: borrowing stops at max_borrow_ms ahead of the steady
-        // clock, but a tick already in use is never refused.
-        let mut limit = steady.saturating_add(limits.max_borrow_ms / layout.unit_ms);
+        // clock (half of it for a batch), but a tick already in use is never refused.
+        let borrow_ms = if bulk {
+            limits.max_borrow_ms / BULK_BORROW_DIVISOR
+        } else {
+            limits.max_borrow_ms
+        };
+        let mut limit = steady.saturating_add(borrow_ms / layout.unit_ms);
         if !borrowed {
             limit = limit.max(time);
         }
@@ -236,9 +286,8 @@ impl Generator {
         }
         if time < 0 {
             return Err(Error::ClockBeforeEpoch {
-                now_unix_ms: now.wall,
-            }
-            .into());
+                now_unix_ms: self.wall,
+            });
         }
         // Checks the node, and that the first tick fits the time field.
         layout.compose(Parts {
@@ -247,20 +296,44 @@ impl Generator {
             seq,
         })?;
 
-        let limit = limit.min(layout.end_tick() as i64);
-        let room = (limit - time) as u64 * per_tick + (per_tick - u64::from(seq));
-        let count = want.clamp(1, room);
-        let end = u64::from(seq) + count - 1;
-        let (end_time, end_seq) = (time + (end / per_tick) as i64, (end % per_tick) as u32);
-
-        if layout.unix_ms(end_time as u64) >= self.reserved_until {
-            let ahead = (limits.reserve_ahead_ms.max(1) + layout.unit_ms - 1) / layout.unit_ms;
-            let until_tick = (end_time + ahead).min(layout.end_tick() as i64 + 1);
-            let until = layout.epoch_unix_ms + until_tick * layout.unit_ms;
-            reserve(until)?;
-            self.reserved_until = until;
-            self.stats.reservations += 1;
-        }
+        // Reservations reach `ahead` ticks past the last ID they are made for, and are renewed
+        // once less than half of that remains above the last issued ID.
+        let ahead_ticks = |limits: &Limits| {
+            (limits.reserve_ahead_ms.max(1) + layout.unit_ms - 1) / layout.unit_ms
+        };
+        let (count, end_time, end_seq, wake_renewer) = if !bulk {
+            // One ID (the common case), without a division: it is covered if its tick begins
+            // before the durable reservation ends.
+            let at = layout.unix_ms(time as u64);
+            if at >= self.durable_until {
+                return Ok(self.await_reservation(layout, time + ahead_ticks(limits)));
+            }
+            let wake_renewer = 2 * (self.durable_until - at) < limits.reserve_ahead_ms.max(1)
+                && self.want_reservation(layout, time + ahead_ticks(limits));
+            (1, time, seq, wake_renewer)
+        } else {
+            let ahead = ahead_ticks(limits);
+            let covered_end = self.covered_end(layout);
+            // A batch leaves the end of the covered time to single calls, unless the
+            // reservation already reaches the end of the time field (nothing more to reserve).
+            let usable_end = if covered_end <= layout.end_tick() as i64 {
+                covered_end.saturating_sub(ahead / BULK_COVER_MARGIN_DIVISOR)
+            } else {
+                covered_end
+            };
+            if time >= usable_end {
+                return Ok(self.await_reservation(layout, time + ahead));
+            }
+            let per_tick = u64::from(max_seq) + 1;
+            let limit = limit.min(usable_end - 1).min(layout.end_tick() as i64);
+            let room = (limit - time) as u64 * per_tick + (per_tick - u64::from(seq));
+            let count = want.min(room);
+            let end = u64::from(seq) + count - 1;
+            let (end_time, end_seq) = (time + (end / per_tick) as i64, (end % per_tick) as u32);
+            let wake_renewer = 2 * (covered_end - end_time) < ahead
+                && self.want_reservation(layout, end_time + ahead);
+            (count, end_time, end_seq, wake_renewer)
+        };
 
         if fresh {
             self.rotation = self.rotation.wrapping_add(1);
@@ -280,34 +353,116 @@ impl Generator {
         Ok(Allocation::Run {
             run: Run { time, seq, count },
             clock_stepped_back_ms: warn,
+            wake_renewer,
         })
     }
 
-    /// Advances the steady clock to the reading `now`; returns the steady clock and, if the wall
-    /// clock stepped back since the previous reading, by how much.
-    fn read_clock(&mut self, now: Clocks) -> (i64, Option<i64>) {
-        let (steady, stepped_back) = match self.clock {
-            None => (now.wall, None),
-            Some((before, steady)) => {
-                // A monotonic clock that went backwards (a faked one) counts as standing still.
-                let elapsed = (now.monotonic - before.monotonic).max(0);
-                let stepped_back = (now.wall < before.wall).then(|| before.wall - now.wall);
+    /// Tells the caller to wait for a reservation reaching tick `until_tick`.
+    fn await_reservation(&mut self, layout: &Layout, until_tick: i64) -> Allocation {
+        self.stats.reservation_waits += 1;
+        Allocation::AwaitReservation {
+            wake_renewer: self.want_reservation(layout, until_tick),
+            failures: self.stats.renewal_failures,
+        }
+    }
+
+    /// The first sequence number of a fresh tick (`sequence_spread`).
+    fn fresh_seq(&self, limits: &Limits, max_seq: u32) -> u32 {
+        let spread = u64::from(limits.sequence_spread).clamp(1, u64::from(max_seq) + 1);
+        (u64::from(self.rotation) % spread) as u32
+    }
+
+    /// The first tick the durable reservation does not cover (ticks before it are covered).
+    fn covered_end(&self, layout: &Layout) -> i64 {
+        if self.durable_until == i64::MIN {
+            i64::MIN
+        } else {
+            layout.tick_from(self.durable_until)
+        }
+    }
+
+    /// Raises the demand to a reservation up to tick `until_tick` (at most the end of the time
+    /// field); returns whether the renewer must be woken: a renewal is now due and none was
+    /// due or running before.
+    fn want_reservation(&mut self, layout: &Layout, until_tick: i64) -> bool {
+        let until = layout.unix_ms(until_tick.min(layout.end_tick() as i64 + 1) as u64);
+        let already_due = self.renewing || self.wanted_until > self.durable_until;
+        self.wanted_until = self.wanted_until.max(until);
+        !already_due && self.wanted_until > self.durable_until
+    }
+
+    /// Claims the renewal, if one is due and none is running: returns the reservation to write
+    /// (Unix ms). The caller writes it with no lock held and then reports
+    /// [`Generator::renewal_done`] or [`Generator::renewal_failed`]. While claimed, no other
+    /// renewal can be claimed: writers are serialised.
+    pub fn claim_renewal(&mut self) -> Option<i64> {
+        if self.renewing || self.wanted_until <= self.durable_until {
+            return None;
+        }
+        self.renewing = true;
+        Some(self.wanted_until)
+    }
+
+    /// The claimed reservation `until` is durable: IDs below it may now be issued.
+    pub fn renewal_done(&mut self, until: i64) {
+        self.renewing = false;
+        self.durable_until = self.durable_until.max(until);
+        self.stats.reservations += 1;
+    }
+
+    /// The claimed reservation could not be written. Nothing changes but the count of failures
+    /// (which tells the waiting callers) and the demand, which is dropped: the next call that
+    /// needs a reservation asks again.
+    pub fn renewal_failed(&mut self) {
+        self.renewing = false;
+        self.wanted_until = self.durable_until;
+        self.stats.renewal_failures += 1;
+    }
+
+    /// Whether a renewal has been claimed and not reported yet.
+    pub const fn renewing(&self) -> bool {
+        self.renewing
+    }
+
+    /// A renewer that claimed a renewal is gone without reporting it (it exited): the claim is
+    /// released, the demand stays, so the next renewer takes it up.
+    pub fn renewal_abandoned(&mut self) {
+        self.renewing = false;
+    }
+
+    /// Advances the steady clock to a reading of `clock`; returns the steady clock and, if the
+    /// wall clock stepped back since the previous reading, by how much. Reads the monotonic
+    /// clock only while the wall clock is behind the steady clock; real time that passed before
+    /// the first such reading is not counted, so the steady clock stands still across the call
+    /// that sees a step back.
+    fn read_clock(&mut self, clock: &mut impl Clock) -> (i64, Option<i64>) {
+        let wall = clock.wall();
+        let (steady, stepped_back) = match self.steady {
+            None => (wall, None),
+            Some(steady) => {
+                let stepped_back = (wall < self.wall).then(|| self.wall - wall);
                 if stepped_back.is_some() {
                     self.stats.clock_regressions += 1;
                 }
-                let advance = if steady + elapsed > now.wall {
+                if wall >= steady {
+                    self.monotonic = None;
+                    self.slew_remainder = 0;
+                    (wall, stepped_back)
+                } else {
+                    let now = clock.monotonic();
+                    // A monotonic clock that went backwards (a faked one) counts as standing
+                    // still.
+                    let elapsed = self.monotonic.map_or(0, |before| (now - before).max(0));
+                    self.monotonic = Some(now);
                     let slewed = self.slew_remainder + elapsed;
                     self.slew_remainder = slewed % SLEW_DIVISOR;
-                    elapsed - slewed / SLEW_DIVISOR
-                } else {
-                    self.slew_remainder = 0;
-                    elapsed
-                };
-                (now.wall.max(steady + advance), stepped_back)
+                    (steady + elapsed - slewed / SLEW_DIVISOR, stepped_back)
+                }
             }
         };
         let steady = steady.max(self.floor);
-        self.clock = Some((now, steady));
+        self.steady = Some(steady);
+        self.wall = wall;
         (steady, stepped_back)
     }
 
@@ -322,7 +477,7 @@ impl Generator {
 
     /// IDs may be issued up to (not including) this time (Unix ms) under the durable reservation.
     pub const fn reserved_until(&self) -> i64 {
-        self.reserved_until
+        self.durable_until
     }
 
     /// How far (ms) the logical clock leads the wall clock `now`; 0 when it does not.
@@ -333,8 +488,8 @@ impl Generator {
 
     /// How far (ms) the logical clock leads the steady clock through borrowing under overload.
     pub fn borrowed_ms(&self, layout: &Layout) -> i64 {
-        match (self.last_issued(layout), self.clock) {
-            (Some(time), Some((_, steady))) => (time - steady).max(0),
+        match (self.last_issued(layout), self.steady) {
+            (Some(time), Some(steady)) => (time - steady).max(0),
             _ => 0,
         }
     }

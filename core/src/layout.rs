@@ -13,7 +13,7 @@
 //! units of `unit_ms` milliseconds since the epoch.
 
 use crate::calendar::format_unix_ms;
-use crate::error::Error;
+use crate::error::{Error, TimeField};
 
 /// Milliseconds from the Unix epoch to 2024-01-01 00:00:00 UTC, the default Snowflake epoch.
 ///
@@ -25,6 +25,16 @@ pub const DEFAULT_EPOCH_UNIX_MS: i64 = 1_704_067_200_000;
 /// No layout counts time past 9999-12-31 23:59:59.999 UTC, the last instant a date shows with
 /// four-digit years; longer time fields simply never run out.
 pub const LATEST_END_UNIX_MS: i64 = 253_402_300_799_999;
+
+/// The longest time unit: a day.
+pub const MAX_UNIT_MS: i64 = 86_400_000;
+/// The widest node field.
+pub const MAX_NODE_BITS: u32 = 31;
+/// The widest sequence field (at least 1 bit: a tick holds at least two IDs).
+pub const MAX_SEQ_BITS: u32 = 31;
+/// The narrowest time field: 19 bits of ms (under 9 minutes) is the shortest anyone has tried
+/// on purpose; fewer than 16 bits cannot mean a real layout.
+pub const MIN_TIME_BITS: u32 = 16;
 
 /// How the 63 usable bits of an ID are split, and where and how fast time counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,10 +109,22 @@ impl Layout {
                 "the time unit is {unit_ms} ms; it must be at least 1 ms"
             ));
         }
-        if node_bits > 31 || !(1..=31).contains(&seq_bits) {
+        if unit_ms > MAX_UNIT_MS {
             return invalid(format!(
-                "{node_bits} node bits and {seq_bits} sequence bits: node bits run from 0 to 31, \
-                 sequence bits from 1 to 31"
+                "the time unit is {unit_ms} ms; it must be at most {MAX_UNIT_MS} ms (a day)"
+            ));
+        }
+        if node_bits > MAX_NODE_BITS || !(1..=MAX_SEQ_BITS).contains(&seq_bits) {
+            return invalid(format!(
+                "{node_bits} node bits and {seq_bits} sequence bits: node bits run from 0 to \
+                 {MAX_NODE_BITS}, sequence bits from 1 to {MAX_SEQ_BITS}"
+            ));
+        }
+        if 63 - node_bits - seq_bits < MIN_TIME_BITS {
+            return invalid(format!(
+                "{node_bits} node bits and {seq_bits} sequence bits leave {} bits of time; the \
+                 time field needs at least {MIN_TIME_BITS}",
+                63 - node_bits - seq_bits
             ));
         }
         if !(0..=LATEST_END_UNIX_MS).contains(&epoch_unix_ms) {
@@ -131,6 +153,15 @@ impl Layout {
             self.node_bits,
             self.seq_bits
         )
+    }
+
+    /// The time field's start, end and description, for messages.
+    pub fn time_field(&self) -> TimeField {
+        TimeField {
+            epoch_unix_ms: self.epoch_unix_ms,
+            end_unix_ms: self.end_unix_ms(),
+            layout: self.describe(),
+        }
     }
 
     pub const fn max_time(&self) -> u64 {
@@ -205,14 +236,14 @@ impl Layout {
         if unix_ms < self.epoch_unix_ms {
             return Err(Error::TimestampBeforeEpoch {
                 unix_ms,
-                layout: *self,
+                field: self.time_field(),
             });
         }
         let tick = self.tick_at(unix_ms) as u64;
         if tick > self.end_tick() {
             return Err(Error::TimestampAfterEnd {
                 unix_ms,
-                layout: *self,
+                field: self.time_field(),
             });
         }
         Ok(tick)
@@ -267,7 +298,10 @@ impl Layout {
     pub fn id_unix_ms(&self, id: i64) -> Result<i64, Error> {
         let time = self.decompose(id)?.time;
         if time > self.end_tick() {
-            return Err(Error::IdBeyondTimeField { id, layout: *self });
+            return Err(Error::IdBeyondTimeField {
+                id,
+                field: self.time_field(),
+            });
         }
         Ok(self.unix_ms(time))
     }

@@ -97,8 +97,8 @@ pub fn check_layout(recorded: &Layout, configured: &Layout) -> Result<(), Error>
         Ok(())
     } else {
         Err(Error::LayoutChanged {
-            recorded: *recorded,
-            configured: *configured,
+            recorded: recorded.describe(),
+            configured: configured.describe(),
         })
     }
 }

@@ -11,6 +11,10 @@
 //! its offset from a file in the server's directory that tests rewrite while the server runs.
 //! Only the wall clock is faked; the monotonic clock keeps real time, as on a real machine whose
 //! clock is stepped.
+//!
+//! A server can run on a slow disk: the shim `scripts/fsync-delay.c`, built here with `cc`
+//! on first use, preloaded into it, makes every fsync and fdatasync sleep for as many
+//! milliseconds as a file in the server's directory says; tests rewrite it while the server runs.
 
 use postgres::{Client, NoTls};
 use std::path::{Path, PathBuf};
@@ -121,6 +125,9 @@ pub struct Config {
     pub settings: Vec<String>,
     /// Run on a fake wall clock starting at this libfaketime offset (e.g. "+0", "-1h").
     pub fake_clock: Option<String>,
+    /// Run on a slow disk (the fsync-delay shim), its delay starting at 0 ms.
+    pub slow_disk: bool,
+
     /// The PostgreSQL to run (its pg_config); None: the one under test, [`pg_config`].
     pub pg_config: Option<PathBuf>,
     /// More initdb options (e.g. "--no-data-checksums").
@@ -144,6 +151,11 @@ impl Config {
 
     pub fn fake_clock(mut self, offset: &str) -> Self {
         self.fake_clock = Some(offset.to_string());
+        self
+    }
+
+    pub fn slow_disk(mut self) -> Self {
+        self.slow_disk = true;
         self
     }
 
@@ -179,11 +191,38 @@ impl Config {
     }
 }
 
+/// The fsync-delay shim, built once per test process with `cc` into a directory the `postgres`
+/// OS user can read.
+fn fsync_delay_shim() -> String {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = format!("/tmp/pgsf-fsync-delay-{}", std::process::id());
+            std::fs::create_dir_all(&dir).expect("a directory for the shim");
+            let library = format!("{dir}/fsync_delay.so");
+            let source = repo_root().join("scripts/fsync-delay.c");
+            let status = Command::new("cc")
+                .args(["-shared", "-fPIC", "-O2", "-o", &library])
+                .arg(&source)
+                .arg("-ldl")
+                .status()
+                .expect("cc runs");
+            assert!(status.success(), "building {}", source.display());
+            use std::os::unix::fs::PermissionsExt;
+            for path in [&dir, &library] {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            library
+        })
+        .clone()
+}
+
 /// A server; stopped and deleted on drop.
 pub struct Server {
     dir: String,
     pub port: u16,
     fake_clock: bool,
+    slow_disk: bool,
 }
 
 impl Server {
@@ -249,6 +288,7 @@ impl Server {
             dir,
             port,
             fake_clock: config.fake_clock.is_some(),
+            slow_disk: config.slow_disk,
         }
     }
 
@@ -256,6 +296,19 @@ impl Server {
         if let Some(offset) = &config.fake_clock {
             self.set_clock(offset);
         }
+        if config.slow_disk {
+            self.set_fsync_delay_ms(0);
+        }
+    }
+
+    /// Sets how long every fsync and fdatasync of the server sleeps first (from its next call).
+    pub fn set_fsync_delay_ms(&self, ms: u64) {
+        assert!(self.slow_disk, "the server was not started on a slow disk");
+        self.write_as_postgres(&self.fsync_delay_file(), &ms.to_string());
+    }
+
+    fn fsync_delay_file(&self) -> String {
+        format!("{}/fsync_delay_ms", self.dir)
     }
 
     /// Sets the fake clock's offset from the real time (libfaketime syntax: "+0", "-1h",
@@ -266,15 +319,20 @@ impl Server {
             self.fake_clock,
             "the server was not started on a fake clock"
         );
+        self.write_as_postgres(&self.clock_file(), offset);
+    }
+
+    /// Writes `line` into `path` as the `postgres` OS user.
+    fn write_as_postgres(&self, path: &str, line: &str) {
         let mut tee = Command::new("sudo")
-            .args(["-u", "postgres", "tee", &self.clock_file()])
+            .args(["-u", "postgres", "tee", path])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("sudo tee runs");
         use std::io::Write;
         let mut stdin = tee.stdin.take().unwrap();
-        writeln!(stdin, "{offset}").unwrap();
+        writeln!(stdin, "{line}").unwrap();
         drop(stdin);
         assert!(tee.wait().unwrap().success());
     }
@@ -284,15 +342,23 @@ impl Server {
     }
 
     fn start_env(&self) -> Vec<(&'static str, String)> {
-        if !self.fake_clock {
+        let (mut preload, mut env) = (vec![], vec![]);
+        if self.fake_clock {
+            preload.push(LIBFAKETIME.to_string());
+            env.extend([
+                format!("FAKETIME_TIMESTAMP_FILE={}", self.clock_file()),
+                "FAKETIME_CACHE_DURATION=1".to_string(),
+                "FAKETIME_DONT_FAKE_MONOTONIC=1".to_string(),
+            ]);
+        }
+        if self.slow_disk {
+            preload.push(fsync_delay_shim());
+            env.push(format!("FSYNC_DELAY_FILE={}", self.fsync_delay_file()));
+        }
+        if preload.is_empty() {
             return vec![];
         }
-        let env = [
-            format!("LD_PRELOAD={LIBFAKETIME}"),
-            format!("FAKETIME_TIMESTAMP_FILE={}", self.clock_file()),
-            "FAKETIME_CACHE_DURATION=1".to_string(),
-            "FAKETIME_DONT_FAKE_MONOTONIC=1".to_string(),
-        ];
+        env.push(format!("LD_PRELOAD={}", preload.join(":")));
         vec![("PGSERVER_ENV", env.join(" "))]
     }
 

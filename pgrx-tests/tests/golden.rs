@@ -34,11 +34,26 @@ fn run_golden(server: &Server, tests: &[&str]) {
         .args(tests)
         .status()
         .expect("pg_regress runs");
+    if std::env::var_os("PGSF_BLESS").is_some() {
+        bless(&output.join("results"), &input.join("expected"), tests);
+        return;
+    }
     if !status.success() {
         let diffs = std::fs::read_to_string(output.join("regression.diffs")).unwrap_or_default();
         panic!("golden tests {tests:?} differ from tests/pg_regress/expected:\n{diffs}");
     }
     std::fs::remove_dir_all(&output).ok();
+}
+
+/// `PGSF_BLESS=1`: take what psql printed as the new expected output, on purpose (after a
+/// deliberate change of a message). Review `git diff tests/pg_regress` before committing.
+fn bless(results: &std::path::Path, expected: &std::path::Path, tests: &[&str]) {
+    for test in tests {
+        let name = format!("{test}.out");
+        std::fs::copy(results.join(&name), expected.join(&name))
+            .unwrap_or_else(|e| panic!("blessing {name}: {e}"));
+        eprintln!("blessed tests/pg_regress/expected/{name}");
+    }
 }
 
 #[test]

@@ -56,7 +56,7 @@ fn every_message_follows_the_postgres_style() {
         CoreError::NegativeId(-1).into(),
         CoreError::TimestampAfterEnd {
             unix_ms: i64::MAX,
-            layout,
+            field: layout.time_field(),
         }
         .into(),
         CoreError::InvalidLayout { reason: "x".into() }.into(),

@@ -124,28 +124,28 @@ fn bounds_outside_the_time_field_are_refused() {
             bound(&L, before),
             Err(Error::TimestampBeforeEpoch {
                 unix_ms: before,
-                layout: L
+                field: L.time_field()
             })
         );
         assert_eq!(
             bound(&L, after),
             Err(Error::TimestampAfterEnd {
                 unix_ms: after,
-                layout: L
+                field: L.time_field()
             })
         );
         assert_eq!(
             bound(&L, i64::MIN),
             Err(Error::TimestampBeforeEpoch {
                 unix_ms: i64::MIN,
-                layout: L
+                field: L.time_field()
             })
         );
         assert_eq!(
             bound(&L, i64::MAX),
             Err(Error::TimestampAfterEnd {
                 unix_ms: i64::MAX,
-                layout: L
+                field: L.time_field()
             })
         );
     }
@@ -224,6 +224,23 @@ fn layouts_that_cannot_work_are_refused_with_the_reason() {
         "the epoch 1969-12-31 23:59:59.999 UTC is not between 1970-01-01 and 9999-12-31"
     );
     assert_eq!(Layout::new(e, 1, 10, 12, now), Ok(DEFAULT_LAYOUT));
+    // What the settings refuse, the decoders' layout arguments refuse too: the same function.
+    assert_eq!(
+        reason(Layout::new(e, 86_400_001, 10, 12, now)),
+        "the time unit is 86400001 ms; it must be at most 86400000 ms (a day)"
+    );
+    assert_eq!(
+        reason(Layout::new(e, 1, 31, 31, now)),
+        "31 node bits and 31 sequence bits leave 1 bits of time; the time field needs at least 16"
+    );
+    assert_eq!(
+        Layout::new(e, 1, 24, 23, now).map(|l| l.time_bits),
+        Ok(MIN_TIME_BITS)
+    );
+    assert_eq!(
+        reason(Layout::new(32_503_680_000_000, 1, 10, 12, now)),
+        "the epoch 3000-01-01 00:00:00.000 UTC is in the future"
+    );
 }
 
 #[test]
@@ -243,7 +260,7 @@ fn long_time_fields_end_in_year_9999() {
         days.id_unix_ms(beyond),
         Err(Error::IdBeyondTimeField {
             id: beyond,
-            layout: days
+            field: days.time_field()
         })
     );
 }

@@ -56,8 +56,8 @@ fn a_reservation_of_another_layout_is_refused() {
     assert_eq!(
         check_layout(&other, &DEFAULT_LAYOUT),
         Err(Error::LayoutChanged {
-            recorded: other,
-            configured: DEFAULT_LAYOUT
+            recorded: other.describe(),
+            configured: DEFAULT_LAYOUT.describe()
         })
     );
     assert_eq!(check_layout(&DEFAULT_LAYOUT, &DEFAULT_LAYOUT), Ok(()));

@@ -92,7 +92,59 @@ SELECT snowflake_adopt('t_text');
 SELECT snowflake_adopt('no_such_table');
 \echo :LAST_ERROR_SQLSTATE
 
-DROP TABLE t_serial, t_bigserial, t_always, t_by_default, t_seq, t_seq_other, t_taken, t_text;
+-- Refused: an OID that names no relation (never existed, or dropped after its OID was taken).
+SELECT snowflake_adopt(999999::regclass);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE t_dropped (id bigserial PRIMARY KEY);
+SELECT 't_dropped'::regclass::oid AS dropped_oid \gset
+DROP TABLE t_dropped;
+\set VERBOSITY sqlstate
+SELECT snowflake_adopt(:dropped_oid::regclass);  -- the same message; the OID differs run to run
+\set VERBOSITY default
+
+-- Refused: relations that are not tables. Nothing is changed, not even the view's columns.
+CREATE TABLE bbase (id bigserial PRIMARY KEY);
+CREATE VIEW vb AS SELECT id FROM bbase;
+SELECT snowflake_adopt('vb');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM show_key('vb', 'id');
+SELECT * FROM show_key('bbase', 'id');
+CREATE MATERIALIZED VIEW mv AS SELECT id FROM bbase;
+SELECT snowflake_adopt('mv');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_adopt('shared_seq', 'last_value');
+\echo :LAST_ERROR_SQLSTATE
+
+-- Refused: a generated column, and a plain column that draws from no sequence.
+CREATE TABLE t_generated (id bigserial PRIMARY KEY, g bigint GENERATED ALWAYS AS (id * 2) STORED);
+SELECT snowflake_adopt('t_generated', 'g');
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE t_plain (id bigint PRIMARY KEY, n int DEFAULT 0);
+SELECT snowflake_adopt('t_plain');
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_adopt('t_plain', 'n');
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM show_key('t_plain', 'id');
+
+-- Refused: NULL arguments (not skipped in silence).
+SELECT snowflake_adopt('t_plain', NULL);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_adopt(NULL);
+\echo :LAST_ERROR_SQLSTATE
+
+-- A column name of a megabyte is shown as a bounded prefix with its length.
+SELECT snowflake_adopt('t_plain', repeat('x', 1048576));
+\echo :LAST_ERROR_SQLSTATE
+
+-- Adopting twice: the second call says so and changes nothing.
+SELECT snowflake_adopt('bbase');
+SELECT snowflake_adopt('bbase');
+SELECT * FROM show_key('bbase', 'id');
+
+DROP MATERIALIZED VIEW mv;
+DROP VIEW vb;
+DROP TABLE t_serial, t_bigserial, t_always, t_by_default, t_seq, t_seq_other, t_taken, t_text,
+    bbase, t_generated, t_plain;
 DROP SEQUENCE shared_seq;
 DROP SCHEMA "Odd Schema" CASCADE;
 DROP FUNCTION show_key;

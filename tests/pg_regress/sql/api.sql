@@ -41,6 +41,13 @@ SELECT snowflake_decode(1, '2024-01-01+00', 0, 10, 12);
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_decode(1, '2024-01-01+00', 1, 40, 12);
 \echo :LAST_ERROR_SQLSTATE
+-- Layouts the settings refuse, the layout arguments refuse too (one validation).
+SELECT snowflake_decode(1, '2024-01-01+00', 86400001, 10, 12);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_decode(1, '2024-01-01+00', 1, 31, 31);
+\echo :LAST_ERROR_SQLSTATE
+SELECT snowflake_decode(1, '3000-01-01+00', 1, 10, 12);
+\echo :LAST_ERROR_SQLSTATE
 -- A layout of whole days with 62 time bits: IDs whose time lies past year 9999 are refused.
 SELECT snowflake_timestamp(9223372036854775807, '2024-01-01+00', 86400000, 0, 1);
 \echo :LAST_ERROR_SQLSTATE
@@ -59,6 +66,9 @@ FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev
 SELECT snowflake_from_base32('snowflake-42U');
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_from_base32('ZZZZZZZZZZZZZ');
+\echo :LAST_ERROR_SQLSTATE
+-- Text of a megabyte is shown as a bounded prefix with its length, never echoed whole.
+SELECT snowflake_from_base32(repeat('0', 1048576));
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_to_base32(-1);
 \echo :LAST_ERROR_SQLSTATE

@@ -1,0 +1,85 @@
+//! The renewer: a background worker that writes the generator's durable reservations ahead of
+//! need, so that no caller of `snowflake_nextval()` waits for a disk on the normal path.
+//!
+//! Calls raise the demand for a reservation under the generator's lock once less than half of
+//! the current one remains, and signal the renewer (`shmem::wake_the_renewer`). The renewer
+//! claims the renewal (the generator's flag: one writer at a time), writes it with no lock held
+//! — state file, WAL record, flush, and the wait for the synchronous standbys —, and reports it;
+//! only then may IDs under it be issued, and every caller waiting for it is woken. A caller waits
+//! only when the issued time has caught up with the reservation, and then on a condition
+//! variable, interruptibly.
+//!
+//! The renewer starts once recovery is over (on a standby: when it is promoted), is restarted
+//! a second after it exits, and on start releases a claim its predecessor left. Its SIGTERM
+//! handler is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
+//! (and the renewal then does not count). It waits for the synchronous standbys whatever
+//! `synchronous_commit` says in postgresql.conf: that setting trades commits' durability, and
+//! the reservation must hold for every ID handed out. In single-user mode there are no
+//! background workers; the one backend writes its reservations itself (`shmem::next_run` calls
+//! `shmem::renew`, the same function this loop calls).
+
+use crate::shmem;
+use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
+use pgrx::prelude::*;
+use std::ffi::c_int;
+use std::time::Duration;
+
+/// Registers the renewer. Only valid from `_PG_init` while preloading.
+pub fn register() {
+    BackgroundWorkerBuilder::new("pg_snowflake renewer")
+        .set_type("pg_snowflake renewer")
+        .set_library("pg_snowflake")
+        .set_function("pg_snowflake_renewer_main")
+        .enable_shmem_access(None)
+        .set_start_time(BgWorkerStartTime::RecoveryFinished)
+        .set_restart_time(Some(Duration::from_secs(1)))
+        .load();
+}
+
+mod unguarded {
+    use std::ffi::c_int;
+    unsafe extern "C-unwind" {
+        /// Postgres' SIGTERM handler for backends: sets ProcDiePending and the latch.
+        pub fn die(postgres_signal_arg: c_int);
+    }
+}
+
+/// Installs `handler` for `signal`; `pqsignal` is named `pqsignal_be` in the server from
+/// PostgreSQL 18 on.
+fn set_signal_handler(signal: u32, handler: unsafe extern "C-unwind" fn(c_int)) {
+    // SAFETY: a valid signal number and handler, installed before signals are unblocked.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        pg_sys::pqsignal(signal as c_int, Some(handler));
+        #[cfg(feature = "pg18")]
+        pg_sys::pqsignal_be(signal as c_int, Some(handler));
+    }
+}
+
+/// The renewer's main loop.
+#[pg_guard]
+#[unsafe(no_mangle)]
+pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
+    set_signal_handler(pg_sys::SIGTERM, unguarded::die);
+    // SAFETY: called once at the worker's start, from its only thread.
+    unsafe {
+        pg_sys::BackgroundWorkerUnblockSignals();
+        pg_sys::SetConfigOption(
+            c"synchronous_commit".as_ptr(),
+            c"on".as_ptr(),
+            pg_sys::GucContext::PGC_SUSET,
+            pg_sys::GucSource::PGC_S_OVERRIDE,
+        );
+    }
+    shmem::release_abandoned_claim();
+    loop {
+        pg_sys::check_for_interrupts!();
+        match shmem::claim_renewal() {
+            Some(until) => {
+                shmem::stop_sleeping();
+                shmem::renew(until);
+            }
+            None => shmem::sleep_until_renewal_due(1_000),
+        }
+    }
+}
