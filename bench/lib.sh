@@ -19,10 +19,7 @@ parse_args() {
         SMOKE=true
         shift
     fi
-    if [ $# -ne 1 ]; then
-        sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
-        exit 2
-    fi
+    [ $# -eq 1 ] || usage
     OUT=$1
 }
 
@@ -35,7 +32,7 @@ record() {
     printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$OUT"
 }
 
-sql() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
 # What the script leaves behind is removed when it exits, however it exits: servers (stopped
 # and deleted), directories, and background processes of ours still running.

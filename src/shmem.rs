@@ -459,8 +459,9 @@ pub fn renew(until: i64) {
         Ok(Reserved::Interrupted) => Renewal::Abandoned,
         Err(e) => {
             let errno = e.raw_os_error().unwrap_or(0);
-            // SAFETY: a plain read of a flag set at process start.
-            if unsafe { pg_sys::IsBackgroundWorker } {
+            // SAFETY: a plain read of a variable set at process start. (MyBackendType, not
+            // IsBackgroundWorker: PostgreSQL 17 removed that flag.)
+            if unsafe { pg_sys::MyBackendType == pg_sys::BackendType::B_BG_WORKER } {
                 // The callers that waited get the error; the server log gets it from here.
                 let error: SnowflakeError = durable::write_error_from_errno(errno);
                 error.report_warning();

@@ -159,7 +159,6 @@ impl Config {
         self
     }
 
-
     /// Runs the PostgreSQL of this pg_config instead of the one under test.
     pub fn postgres(mut self, pg_config: PathBuf) -> Self {
         self.pg_config = Some(pg_config);
