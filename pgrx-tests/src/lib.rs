@@ -280,6 +280,20 @@ impl Server {
         server
     }
 
+    /// Makes this primary's commits wait for its one streaming standby (`synchronous_standby_names
+    /// = '*'`), once the standby streams, and returns when the standby is synchronous.
+    pub fn make_standby_synchronous(&self) {
+        let wait_for = |condition: &str| {
+            wait_until(Duration::from_secs(30), condition, || {
+                self.query_one::<bool>(condition)
+            });
+        };
+        wait_for("SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'");
+        self.execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
+        self.execute("SELECT pg_reload_conf()");
+        wait_for("SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'");
+    }
+
     fn new_dir(name: &str, config: &Config) -> Server {
         let port = free_port();
         let dir = format!("/tmp/pgsf-{name}-{port}");

@@ -242,17 +242,8 @@ fn promoted_standby_with_its_clock_behind_never_reissues_the_primarys_ids() {
     let primary = Server::start("primary", Config::node(7));
     primary.execute("CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval())");
     let standby = Server::standby_of(&primary, "standby", Config::default().fake_clock("-10m"));
-    wait_for(
-        &primary,
-        "SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'",
-    );
     // Synchronous replication: a commit returns once the standby has its WAL.
-    primary.execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
-    primary.execute("SELECT pg_reload_conf()");
-    wait_for(
-        &primary,
-        "SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'",
-    );
+    primary.make_standby_synchronous();
 
     // A standby refuses to make IDs.
     let refused = standby
@@ -374,11 +365,4 @@ fn a_clock_before_the_epoch_before_the_first_id_is_refused_with_the_reason() {
         err.hint(),
         Some("Set the server's clock to the correct time.")
     );
-}
-
-/// Polls `condition` (a boolean query) for up to 30 s.
-fn wait_for(server: &Server, condition: &str) {
-    wait_until(Duration::from_secs(30), condition, || {
-        server.query_one::<bool>(condition)
-    });
 }

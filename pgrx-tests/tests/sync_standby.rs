@@ -7,7 +7,7 @@
 //! everything written after that point is lost with the primary: only what the standby had
 //! before protects the IDs.
 
-use snowflake_it::{wait_until, Config, Server};
+use snowflake_it::{Config, Server};
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
@@ -15,16 +15,7 @@ use std::time::{Duration, Instant};
 fn ids_handed_out_by_select_are_never_reissued_after_failover_to_a_synchronous_standby() {
     let primary = Server::start("syncprim", Config::node(7));
     let standby = Server::standby_of(&primary, "syncstby", Config::default().fake_clock("-10m"));
-    wait_for(
-        &primary,
-        "SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'",
-    );
-    primary.execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
-    primary.execute("SELECT pg_reload_conf()");
-    wait_for(
-        &primary,
-        "SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'",
-    );
+    primary.make_standby_synchronous();
 
     let mut client = primary.connect();
     let statement = client
@@ -96,11 +87,4 @@ fn ids_handed_out_by_select_are_never_reissued_after_failover_to_a_synchronous_s
     );
     assert_eq!(reissued, 0);
     assert_eq!(not_above, 0);
-}
-
-/// Polls `condition` (a boolean query) for up to 30 s.
-fn wait_for(server: &Server, condition: &str) {
-    wait_until(Duration::from_secs(30), condition, || {
-        server.query_one::<bool>(condition)
-    });
 }
