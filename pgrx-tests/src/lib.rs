@@ -55,16 +55,70 @@ fn pgserver_with(args: &[&str], env: &[(&str, String)]) -> Output {
     output
 }
 
-/// Ports are handed out from a per-process counter, then checked free by `pgserver free-port`,
-/// so that servers of one test run never race for the same port.
-fn free_port() -> u16 {
+/// A TCP port on 127.0.0.1, held for one server for as long as the [`Server`] lives.
+///
+/// Ports come from 10000–27999: below pgrx's own test and run ports (28800 and 32200 up) and
+/// below the kernel's ephemeral range (32768 up), from which every client connection to
+/// 127.0.0.1 takes its local port. A server cannot bind a port that a client connection holds,
+/// so a port checked free in that range can be taken a moment later by any `psql`.
+///
+/// The lease is an exclusive `flock` on `$TMPDIR/pgsf-ports/<port>`: test processes running at
+/// once (several test binaries, other checkouts) never hand out the same port, also not while
+/// its server is down between a crash and a restart. The kernel drops the lock when the process
+/// dies, so a killed run leaves nothing held. A port whose lock is free is also checked unbound.
+struct PortLease {
+    number: u16,
+    _lock: Option<std::fs::File>,
+}
+
+fn lease_port() -> PortLease {
+    const FIRST: u64 = 10_000;
+    const END: u64 = 28_000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let base = 20000 + (std::process::id() % 200) * 100 + NEXT.fetch_add(7, Ordering::Relaxed);
-    let out = pgserver(&["free-port", &base.to_string()]);
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("free-port prints a port number")
+    let span = END - FIRST;
+    let start = u64::from(std::process::id()) * 100 + u64::from(NEXT.fetch_add(1, Ordering::Relaxed));
+    for i in 0..span {
+        let number = (FIRST + (start + i) % span) as u16;
+        let lock = match lock_port(number) {
+            Ok(lock) => lock,
+            Err(()) => continue,
+        };
+        if std::net::TcpListener::bind(("127.0.0.1", number)).is_ok() {
+            return PortLease {
+                number,
+                _lock: lock,
+            };
+        }
+    }
+    panic!("no free TCP port on 127.0.0.1 between {FIRST} and {END}");
+}
+
+/// Locks `number`'s lease file: `Err` when another process holds it, `Ok(None)` when no lease
+/// file can be made here (then only the bind check guards the port).
+fn lock_port(number: u16) -> Result<Option<std::fs::File>, ()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let dir = std::env::temp_dir().join("pgsf-ports");
+    if std::fs::create_dir(&dir).is_ok() {
+        // Shared by every user who runs the tests, like /tmp itself.
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777));
+    }
+    let path = dir.join(number.to_string());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o666)
+        .open(&path)
+        .or_else(|_| std::fs::File::open(&path));
+    let Ok(file) = file else {
+        return Ok(None);
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Err(()),
+        Err(std::fs::TryLockError::Error(_)) => Ok(None),
+    }
 }
 
 /// The pg_config of the PostgreSQL under test (`PG_CONFIG`, exported by `./dev test`).
@@ -221,6 +275,7 @@ fn fsync_delay_shim() -> String {
 pub struct Server {
     dir: String,
     pub port: u16,
+    _port_lease: PortLease,
     fake_clock: bool,
     slow_disk: bool,
 }
@@ -295,12 +350,15 @@ impl Server {
     }
 
     fn new_dir(name: &str, config: &Config) -> Server {
-        let port = free_port();
+        let lease = lease_port();
+        let port = lease.number;
+        // Unique while the lease is held; a directory left by a killed run is replaced.
         let dir = format!("/tmp/pgsf-{name}-{port}");
         pgserver(&["destroy", &dir]);
         Server {
             dir,
             port,
+            _port_lease: lease,
             fake_clock: config.fake_clock.is_some(),
             slow_disk: config.slow_disk,
         }
@@ -567,4 +625,23 @@ pub fn cargo_package_field(key: &str) -> String {
         .find_map(|line| line.strip_prefix(&format!("{key} = ")))
         .map(|quoted| quoted.trim().trim_matches('"').to_string())
         .unwrap_or_else(|| panic!("Cargo.toml's [package] has no {key}"))
+}
+
+#[cfg(test)]
+mod port_lease_tests {
+    use super::*;
+
+    #[test]
+    fn a_leased_port_is_neither_leased_again_nor_bound_by_another_process_until_dropped() {
+        let first = lease_port();
+        let second = lease_port();
+        assert_ne!(first.number, second.number);
+        assert!((10_000..28_000).contains(&first.number));
+        // Another process (flock conflicts between open file descriptions, as between
+        // processes) sees the lease as held.
+        assert_eq!(lock_port(first.number).err(), Some(()));
+        let number = first.number;
+        drop(first);
+        assert!(matches!(lock_port(number), Ok(Some(_))));
+    }
 }
