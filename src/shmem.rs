@@ -43,7 +43,7 @@ use crate::gucs;
 use pgrx::prelude::*;
 use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
-use snowflake_core::clock::SystemClock;
+use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::generator::{Allocation, Generator, Run};
 use snowflake_core::layout::{Layout, Parts};
 use snowflake_core::state_file;
@@ -356,8 +356,9 @@ pub fn claim_renewal() -> Option<i64> {
 
 /// How a claimed renewal ended.
 pub enum Renewal {
-    /// Durable (and confirmed by the synchronous standbys): IDs below it may be issued.
-    Done(i64),
+    /// Durable (and confirmed by the synchronous standbys): IDs below `until` may be issued;
+    /// the write took `took_ms` (slow writes lengthen the next reservations).
+    Done { until: i64, took_ms: i64 },
     /// Not written: the callers waiting for it fail with this OS error (0: none known).
     Failed { errno: i32 },
     /// The renewing process is being terminated before it knew: the claim is released and the
@@ -368,7 +369,7 @@ pub enum Renewal {
 /// Reports a claimed renewal and wakes every caller waiting for one.
 pub fn report_renewal(renewal: Renewal) {
     locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| match renewal {
-        Renewal::Done(until) => shared.generator.renewal_done(until),
+        Renewal::Done { until, took_ms } => shared.generator.renewal_done(until, took_ms),
         Renewal::Failed { errno } => {
             shared.last_failure_errno = errno;
             shared.generator.renewal_failed();
@@ -454,8 +455,12 @@ pub fn renew(until: i64) {
         }
     }
     let claim = Claim;
+    let started = SystemClock.monotonic();
     let renewal = match durable::reserve(&gucs::layout(), until) {
-        Ok(Reserved::Confirmed) => Renewal::Done(until),
+        Ok(Reserved::Confirmed) => Renewal::Done {
+            until,
+            took_ms: SystemClock.monotonic() - started,
+        },
         Ok(Reserved::Interrupted) => Renewal::Abandoned,
         Err(e) => {
             let errno = e.raw_os_error().unwrap_or(0);

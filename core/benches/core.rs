@@ -56,7 +56,7 @@ fn renewing(
     loop {
         let allocation = allocate(generator)?;
         if let Some(until) = generator.claim_renewal() {
-            generator.renewal_done(until);
+            generator.renewal_done(until, 0);
         }
         if !matches!(allocation, Allocation::AwaitReservation { .. }) {
             return Ok(allocation);

@@ -41,6 +41,13 @@
 //! restart (or on a promoted standby) the generator resumes with the last reservation as its
 //! floor, so every new ID is greater than every ID issued before, whatever the clock says.
 //!
+//! A slow disk: the next renewal starts when half of the reservation is left, so it must be
+//! written within that half, or calls wait for it. Each renewal reports how long it took, and
+//! while renewals take more than a quarter of `reserve_ahead_ms`, reservations reach
+//! `SLOW_RENEWAL_FACTOR` times the last one's duration instead (at most `MAX_RESERVATION_GROWTH`
+//! times `reserve_ahead_ms`): the next renewal then has twice as long as the last one took. The
+//! price is only a longer lead after a restart with the clock set back, on that slow disk.
+//!
 //! Fairness: a request for many IDs at once (a batch) may borrow only half of `max_borrow_ms`
 //! and may not use the last quarter of the covered time, so that single calls always find room
 //! above a flood of batches instead of waiting behind it.
@@ -155,6 +162,12 @@ const SLEW_DIVISOR: i64 = 10;
 /// Minimum time between two clock-regression warnings, on the steady clock.
 const WARNING_INTERVAL_MS: i64 = 60_000;
 
+/// While renewals are slow, a reservation reaches this many times the last renewal's duration
+/// ahead (renewed at half of it: the next renewal has twice as long as the last one took)...
+const SLOW_RENEWAL_FACTOR: i64 = 4;
+/// ...but never more than this many times `reserve_ahead_ms`.
+const MAX_RESERVATION_GROWTH: i64 = 10;
+
 /// A batch (a request for more than one ID) may borrow up to `max_borrow_ms` divided by this...
 const BULK_BORROW_DIVISOR: i64 = 2;
 /// ...and may not use the last `reserve_ahead_ms` divided by this of the covered time: the
@@ -181,6 +194,8 @@ pub struct Generator {
     wanted_until: i64,
     /// A renewer has claimed the renewal and is writing it.
     renewing: bool,
+    /// How long the last successful renewal took (ms).
+    renewal_took_ms: i64,
     /// Steady-clock time of the last clock-regression warning.
     warned_at: Option<i64>,
     /// Counts fresh ticks, to rotate their first sequence number (`sequence_spread`).
@@ -208,6 +223,7 @@ impl Generator {
             durable_until: floor,
             wanted_until: floor,
             renewing: false,
+            renewal_took_ms: 0,
             warned_at: None,
             rotation: 0,
             slew_remainder: 0,
@@ -298,21 +314,20 @@ impl Generator {
 
         // Reservations reach `ahead` ticks past the last ID they are made for, and are renewed
         // once less than half of that remains above the last issued ID.
-        let ahead_ticks = |limits: &Limits| {
-            (limits.reserve_ahead_ms.max(1) + layout.unit_ms - 1) / layout.unit_ms
-        };
+        let ahead_ms = self.reservation_ms(limits);
+        let ahead_ticks = |ahead_ms: i64| (ahead_ms + layout.unit_ms - 1) / layout.unit_ms;
         let (count, end_time, end_seq, wake_renewer) = if !bulk {
             // One ID (the common case), without a division: it is covered if its tick begins
             // before the durable reservation ends.
             let at = layout.unix_ms(time as u64);
             if at >= self.durable_until {
-                return Ok(self.await_reservation(layout, time + ahead_ticks(limits)));
+                return Ok(self.await_reservation(layout, time + ahead_ticks(ahead_ms)));
             }
-            let wake_renewer = 2 * (self.durable_until - at) < limits.reserve_ahead_ms.max(1)
-                && self.want_reservation(layout, time + ahead_ticks(limits));
+            let wake_renewer = 2 * (self.durable_until - at) < ahead_ms
+                && self.want_reservation(layout, time + ahead_ticks(ahead_ms));
             (1, time, seq, wake_renewer)
         } else {
-            let ahead = ahead_ticks(limits);
+            let ahead = ahead_ticks(ahead_ms);
             let covered_end = self.covered_end(layout);
             // A batch leaves the end of the covered time to single calls, unless the
             // reservation already reaches the end of the time field (nothing more to reserve).
@@ -403,9 +418,20 @@ impl Generator {
         Some(self.wanted_until)
     }
 
-    /// The claimed reservation `until` is durable: IDs below it may now be issued.
-    pub fn renewal_done(&mut self, until: i64) {
+    /// How far ahead of the issued time reservations reach now (ms): `reserve_ahead_ms`, or
+    /// longer while renewals are slow (see the module's *A slow disk*).
+    pub fn reservation_ms(&self, limits: &Limits) -> i64 {
+        let set = limits.reserve_ahead_ms.max(1);
+        let slow = (self.renewal_took_ms.saturating_mul(SLOW_RENEWAL_FACTOR))
+            .min(set.saturating_mul(MAX_RESERVATION_GROWTH));
+        set.max(slow)
+    }
+
+    /// The claimed reservation `until` is durable, written in `took_ms`: IDs below it may now
+    /// be issued.
+    pub fn renewal_done(&mut self, until: i64, took_ms: i64) {
         self.renewing = false;
+        self.renewal_took_ms = took_ms.max(0);
         self.durable_until = self.durable_until.max(until);
         self.stats.reservations += 1;
     }

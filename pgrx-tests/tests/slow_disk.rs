@@ -77,3 +77,57 @@ fn statement_timeout_ends_a_call_waiting_for_a_reservation_on_a_stalled_disk() {
     all.extend(after);
     assert!(strictly_increasing(&all));
 }
+
+#[test]
+fn on_a_disk_slower_than_half_the_reservation_reservations_reach_further_ahead() {
+    // Every fsync +200 ms: a renewal (state file, its directory, the WAL record) takes at least
+    // 600 ms, more than the half of a 1 s reservation it is started with.
+    const SLOW_MS: u64 = 200;
+    let server = Server::start(
+        "slower",
+        Config::node(4)
+            .slow_disk()
+            .setting("pg_snowflake.reservation_ms = 1000"),
+    );
+    let mut client = server.connect();
+    let mut watcher = server.connect();
+    let statement = client.prepare("SELECT snowflake_nextval()").unwrap();
+    let lead = watcher
+        .prepare(
+            "SELECT (extract(epoch FROM reserved_until - clock_timestamp()) * 1000)::float8 \
+             FROM snowflake_stats()",
+        )
+        .unwrap();
+    let mut ids = take_ids(&mut client, 1_000, 1_000);
+
+    server.set_fsync_delay_ms(SLOW_MS);
+    let (started, mut last_sample) = (Instant::now(), Instant::now());
+    let (mut longest_lead_ms, mut slowest_call) = (0f64, Duration::ZERO);
+    while started.elapsed() < Duration::from_secs(8) {
+        let call = Instant::now();
+        ids.push(client.query_one(&statement, &[]).unwrap().get(0));
+        if started.elapsed() > Duration::from_secs(4) {
+            slowest_call = slowest_call.max(call.elapsed());
+        }
+        if last_sample.elapsed() > Duration::from_millis(50) {
+            last_sample = Instant::now();
+            let ms: f64 = watcher.query_one(&lead, &[]).unwrap().get(0);
+            longest_lead_ms = longest_lead_ms.max(ms);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    server.set_fsync_delay_ms(0);
+    ids.extend(take_ids(&mut client, 1_000, 1_000));
+    println!(
+        "fsync +{SLOW_MS} ms, reservation_ms = 1000: the reservation reached {longest_lead_ms:.0} \
+         ms ahead of the clock; the slowest call in the last 4 s took {:.1} ms",
+        slowest_call.as_secs_f64() * 1000.0
+    );
+    // Reservations of a fixed 1 s never lead the clock by more than 1 s; these reach four
+    // times the last renewal's duration (at least 4 x 600 ms).
+    assert!(
+        longest_lead_ms > 1_250.0,
+        "the reservation led the clock by {longest_lead_ms:.0} ms at most"
+    );
+    assert!(strictly_increasing(&ids));
+}

@@ -38,14 +38,14 @@ fn drive(
                     g.renewal_failed();
                     return Err(e);
                 }
-                g.renewal_done(until);
+                g.renewal_done(until, 0);
             }
             Allocation::Run {
                 wake_renewer: true, ..
             } => {
                 if let Some(until) = g.claim_renewal() {
                     match reserve(until) {
-                        Ok(()) => g.renewal_done(until),
+                        Ok(()) => g.renewal_done(until, 0),
                         Err(_) => g.renewal_failed(),
                     }
                 }
@@ -705,7 +705,7 @@ fn the_normal_path_reads_one_clock_and_the_monotonic_one_only_while_behind() {
     let call = |g: &mut Generator, clock: &mut CountingClock| loop {
         let allocation = g.allocate(&L, NODE, clock, &LIMITS, 1).unwrap();
         if let Some(until) = g.claim_renewal() {
-            g.renewal_done(until);
+            g.renewal_done(until, 0);
         }
         match allocation {
             Allocation::Run { .. } => break,
@@ -759,7 +759,7 @@ impl SlowRenewer {
                 return;
             }
             self.written.push(until);
-            g.renewal_done(until);
+            g.renewal_done(until, self.latency_ms);
             self.in_flight = None;
         }
         if let Some(until) = g.claim_renewal() {
@@ -797,6 +797,79 @@ fn a_renewer_slower_than_a_quarter_of_the_reservation_never_makes_a_call_wait() 
     assert_eq!(g.stats().reservation_waits, 301 * 5);
     assert_eq!(g.stats().issued, (20_000 - 301) * 5);
     assert!(renewer.written.len() >= 35, "{}", renewer.written.len());
+}
+
+#[test]
+fn a_renewer_slower_than_half_the_reservation_gets_longer_reservations_and_calls_stop_waiting() {
+    // 700 ms per write against 1 s reservations renewed at half: with reservations of a fixed
+    // length, every renewal would end 200 ms after the issued time caught up with the last one.
+    let mut g = Generator::new();
+    let mut renewer = SlowRenewer::new(700);
+    let (mut previous, mut last_wait) = (-1, None);
+    for ms in 0..20_000 {
+        renewer.step(&mut g, T0 + ms);
+        for _ in 0..5 {
+            match g
+                .allocate(&L, NODE, &mut Clocks::at(T0 + ms), &LIMITS, 1)
+                .unwrap()
+            {
+                Allocation::Run { run, .. } => {
+                    let id = run.ids(L, NODE).next().unwrap();
+                    assert!(id > previous && unix_ms(id) < g.reserved_until());
+                    previous = id;
+                }
+                _ => last_wait = Some(ms),
+            }
+        }
+        // Never more than ten times the setting ahead of the issued time.
+        if previous >= 0 {
+            assert!(g.reserved_until() - unix_ms(previous) <= 10 * 1_000);
+        }
+    }
+    // Calls waited while the first three writes were made: the first from nothing, the next two
+    // asked for before the first reported how slow the disk is. Never again after those.
+    let last_wait = last_wait.expect("the first calls wait for the first reservation");
+    assert!(
+        (1_000..2_200).contains(&last_wait),
+        "last wait at {last_wait} ms"
+    );
+    assert_eq!(g.reservation_ms(&LIMITS), 4 * 700);
+    // One write at a time, each taking 700 ms: at most back to back.
+    assert!(
+        (10..=29).contains(&renewer.written.len()),
+        "{}",
+        renewer.written.len()
+    );
+}
+
+#[test]
+fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_shrink_back() {
+    let mut g = Generator::new();
+    assert_eq!(g.reservation_ms(&LIMITS), 1_000);
+    let mut tick = L.tick_at(T0);
+    let mut renew = |took_ms| {
+        tick += 1_000;
+        g.want_reservation(&L, tick);
+        let until = g.claim_renewal().expect("a renewal is due");
+        g.renewal_done(until, took_ms);
+        g.reservation_ms(&LIMITS)
+    };
+    // Up to a quarter of the setting: the setting.
+    assert_eq!(renew(250), 1_000);
+    assert_eq!(renew(251), 1_004);
+    assert_eq!(renew(700), 2_800);
+    assert_eq!(renew(2_499), 9_996);
+    assert_eq!(renew(2_501), 10_000);
+    assert_eq!(renew(3_600_000), 10_000);
+    // A fast renewal brings it back at once.
+    assert_eq!(renew(3), 1_000);
+    // A zero or unset setting still reserves something.
+    let tiny = Limits {
+        reserve_ahead_ms: 0,
+        ..LIMITS
+    };
+    assert_eq!(renew(0), 1_000);
+    assert_eq!(g.reservation_ms(&tiny), 1);
 }
 
 #[test]
@@ -876,7 +949,7 @@ fn a_failed_renewal_fails_the_calls_waiting_for_it_and_the_next_call_asks_again(
         }
     );
     let until = g.claim_renewal().unwrap();
-    g.renewal_done(until);
+    g.renewal_done(until, 0);
     assert!(matches!(
         g.allocate(&L, NODE, &mut clock, &LIMITS, 1).unwrap(),
         Allocation::Run { .. }
@@ -899,9 +972,15 @@ fn an_abandoned_renewal_is_taken_up_by_the_next_renewer() {
 /// act: claim a renewal, finish it, fail it, or the whole server crashes.
 #[derive(Clone, Debug)]
 enum Step {
-    Call { jump: i64, want: u64 },
+    Call {
+        jump: i64,
+        want: u64,
+    },
     Claim,
-    Finish,
+    /// The claimed renewal is reported done, as written in `took_ms`.
+    Finish {
+        took_ms: i64,
+    },
     Fail,
     Crash,
 }
@@ -911,7 +990,7 @@ fn step() -> impl Strategy<Value = Step> {
         6 => (-3_000i64..400, prop_oneof![Just(1u64), 1u64..5_000_000])
             .prop_map(|(jump, want)| Step::Call { jump, want }),
         2 => Just(Step::Claim),
-        2 => Just(Step::Finish),
+        2 => prop_oneof![Just(0i64), 0i64..30_000].prop_map(|took_ms| Step::Finish { took_ms }),
         1 => Just(Step::Fail),
         1 => Just(Step::Crash),
     ]
@@ -1034,10 +1113,10 @@ proptest! {
                         claimed = g.claim_renewal();
                     }
                 }
-                Step::Finish => {
+                Step::Finish { took_ms } => {
                     if let Some(until) = claimed.take() {
                         on_disk = on_disk.max(until);
-                        g.renewal_done(until);
+                        g.renewal_done(until, took_ms);
                     }
                 }
                 Step::Fail => {
