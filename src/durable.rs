@@ -78,9 +78,10 @@ pub fn reserve(layout: &Layout, until: i64) -> Result<Reserved, std::io::Error> 
     let mut payload = wal_record::encode(until, layout);
     // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. XLogFlush and
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
-    // only when the process is told to terminate (it warns and sets ProcDiePending); with
-    // `commit = false` it waits for the standbys' flush, whatever the session's
-    // synchronous_commit asks for commits.
+    // only when the process is told to terminate (it warns and sets ProcDiePending); it waits
+    // only while synchronous_commit asks for a standby, which the renewer forces on and a
+    // backend writing its own reservation sets for the write (`shmem::renew_here`); with
+    // `commit = false` it waits for the standbys' flush (not apply).
     unsafe {
         pg_sys::XLogBeginInsert();
         register_data(&mut payload);

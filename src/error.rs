@@ -33,6 +33,9 @@ pub enum SnowflakeError {
     },
     /// `snowflake_nextval()` on a standby (or during crash recovery).
     InRecovery,
+    /// Not an error: no renewer process runs, so a backend writes a reservation itself
+    /// (reported to the server log, once per backend).
+    RenewerNotRunning,
     /// Not an error: the system clock stepped back (reported as a WARNING, rate-limited).
     ClockSteppedBack { ms: i64 },
     /// The state file exists but does not hold a valid reservation.
@@ -188,6 +191,19 @@ impl SnowflakeError {
                 None,
                 "Make IDs on the primary. A standby follows the primary's reservations through \
                  the WAL and makes IDs once it is promoted.",
+            ),
+            RenewerNotRunning => message(
+                ERRCODE_WARNING,
+                "the pg_snowflake renewer is not running: backends write the generator's \
+                 reservations themselves",
+                Some(
+                    "IDs stay unique and durable, but a call that renews the reservation waits \
+                     for the disk, and for the synchronous standbys, while it does."
+                        .into(),
+                ),
+                "Check the server log from start-up for why the background worker \
+                 \"pg_snowflake renewer\" is not running; it needs a free slot of \
+                 max_worker_processes.",
             ),
             ClockSteppedBack { ms } => message(
                 ERRCODE_WARNING,
@@ -383,6 +399,11 @@ impl SnowflakeError {
     /// Reports this as a WARNING (to the server log and the client) and carries on.
     pub fn report_warning(self) {
         self.raise_at(PgLogLevel::WARNING);
+    }
+
+    /// Reports this to the server log only (LOG) and carries on.
+    pub fn report_log(self) {
+        self.raise_at(PgLogLevel::LOG);
     }
 
     /// Reports this as a NOTICE (to the client) and carries on.

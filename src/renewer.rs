@@ -14,9 +14,11 @@
 //! handler is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
 //! (and the renewal then does not count). It waits for the synchronous standbys whatever
 //! `synchronous_commit` says in postgresql.conf: that setting trades commits' durability, and
-//! the reservation must hold for every ID handed out. In single-user mode there are no
-//! background workers; the one backend writes its reservations itself (`shmem::next_run` calls
-//! `shmem::renew`, the same function this loop calls).
+//! the reservation must hold for every ID handed out. Each turn of its loop is a sign of life
+//! (`shmem::renewer_is_alive`). Where no renewer runs — single-user mode, a
+//! `max_worker_processes` too small to register it, a renewer stopped or silent for 3 s — the
+//! call that needs a renewal writes it itself (`shmem::renew_here`, through `shmem::renew`, the
+//! same function this loop calls).
 
 use crate::shmem;
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
@@ -74,6 +76,7 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     shmem::release_abandoned_claim();
     loop {
         pg_sys::check_for_interrupts!();
+        shmem::renewer_is_alive();
         match shmem::claim_renewal() {
             Some(until) => {
                 shmem::stop_sleeping();

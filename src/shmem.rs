@@ -31,7 +31,14 @@
 //! Next to the locked state, outside it, live two condition variables: `renewed`, broadcast
 //! after every renewal (done or failed), on which callers whose next ID is not covered yet wait
 //! — interruptibly: a cancel or `statement_timeout` ends the wait at once —, and `renewal_due`,
-//! on which the renewer sleeps until a call raises the demand for a reservation.
+//! on which the renewer sleeps until a call raises the demand for a reservation; and an atomic,
+//! `renewer_seen_at`, that the renewer sets on every turn of its loop (at least once a second).
+//!
+//! Without a renewer — single-user mode; `max_worker_processes` too small for it to be
+//! registered; the renewer stopped or restarting — a call that needs a renewal claims it and
+//! writes it itself, outside the lock, as the renewer would ([`renew_here`]). A renewer counts
+//! as running while it has shown life within `RENEWER_SILENCE_MS`; the claim keeps writers to
+//! one whichever process writes, so a renewer that comes back is never doubled.
 //!
 //! The shared memory only exists when the library is loaded through `shared_preload_libraries`;
 //! [`ensure_available`] says whether it is, so that callers never touch an uninitialised lock.
@@ -49,7 +56,7 @@ use snowflake_core::layout::{Layout, Parts};
 use snowflake_core::state_file;
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 /// The locked state.
 #[derive(Clone, Copy, Debug)]
@@ -74,7 +81,15 @@ struct Region {
     state: UnsafeCell<Shared>,
     renewed: pg_sys::ConditionVariable,
     renewal_due: pg_sys::ConditionVariable,
+    /// The renewer's last turn of its loop (monotonic ms), or `NEVER_SEEN`.
+    renewer_seen_at: AtomicI64,
 }
+
+const NEVER_SEEN: i64 = i64::MIN;
+
+/// A renewer silent for this long (its loop turns at least once a second when idle) is taken
+/// to be gone: callers then write their reservations themselves.
+const RENEWER_SILENCE_MS: i64 = 3_000;
 
 /// Where this process finds the region: set in the postmaster when the shared memory is
 /// created, inherited by every backend through fork.
@@ -120,6 +135,7 @@ impl PgSharedMemoryInitialization for SharedRegion {
                     state: UnsafeCell::new(value),
                     renewed: std::mem::zeroed(),
                     renewal_due: std::mem::zeroed(),
+                    renewer_seen_at: AtomicI64::new(NEVER_SEEN),
                 });
                 pg_sys::ConditionVariableInit(&raw mut (*region).renewed);
                 pg_sys::ConditionVariableInit(&raw mut (*region).renewal_due);
@@ -264,7 +280,13 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
             } => {
                 stop_waiting_on_renewal(waited_on_renewal);
                 if wake_renewer {
-                    wake_the_renewer();
+                    if renewer_running() {
+                        wake_the_renewer();
+                    } else {
+                        // This call's ID is covered already; it writes the next reservation
+                        // before returning it.
+                        renew_here();
+                    }
                 }
                 if let Some(ms) = clock_stepped_back_ms {
                     SnowflakeError::ClockSteppedBack { ms }.report_warning();
@@ -281,14 +303,11 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
                 failures,
             } => {
                 failures_seen.get_or_insert(failures);
-                if wake_renewer {
-                    wake_the_renewer();
-                }
-                if !renewer_exists() {
-                    // Single-user mode: no renewer process; this backend is the only one.
-                    if let Some(until) = claim_renewal() {
-                        renew(until);
+                if renewer_running() {
+                    if wake_renewer {
+                        wake_the_renewer();
                     }
+                } else if renew_here() {
                     continue;
                 }
                 // The first call only registers this process on the condition variable, so a
@@ -334,11 +353,93 @@ fn sleep_ms(ms: i64) {
     pg_sys::check_for_interrupts!();
 }
 
-/// Whether a renewer process can exist: not in single-user mode (`postgres --single`), which
-/// runs no background workers.
-fn renewer_exists() -> bool {
+/// Whether a renewer process is running: it has shown life within `RENEWER_SILENCE_MS`. Never
+/// in single-user mode (`postgres --single`), which runs no background workers.
+fn renewer_running() -> bool {
     // SAFETY: a plain read of a flag set at process start.
-    unsafe { pg_sys::IsUnderPostmaster }
+    if !unsafe { pg_sys::IsUnderPostmaster } {
+        return false;
+    }
+    let seen = region().renewer_seen_at.load(Ordering::Relaxed);
+    seen != NEVER_SEEN && SystemClock.monotonic() - seen < RENEWER_SILENCE_MS
+}
+
+/// SIGINT (query cancel; statement_timeout sends it too) blocked while this lives: it stays
+/// pending and is delivered when the mask is restored. SIGTERM still ends a wait for the
+/// standbys, and a renewal cut short by it does not count.
+struct CancelsHeldBack {
+    old: libc::sigset_t,
+}
+
+impl CancelsHeldBack {
+    fn new() -> Self {
+        // SAFETY: sigset_t is plain data, initialised by sigemptyset/sigaddset before use;
+        // sigprocmask on this process's only thread.
+        unsafe {
+            let mut sigint: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut sigint);
+            libc::sigaddset(&mut sigint, libc::SIGINT);
+            libc::sigprocmask(libc::SIG_BLOCK, &sigint, &mut old);
+            CancelsHeldBack { old }
+        }
+    }
+}
+
+impl Drop for CancelsHeldBack {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved by new().
+        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// The renewer's sign of life, once per turn of its loop.
+pub fn renewer_is_alive() {
+    region()
+        .renewer_seen_at
+        .store(SystemClock.monotonic(), Ordering::Relaxed);
+}
+
+/// With no renewer running: claims the due renewal, if any and none is being written, and
+/// writes it from this process, with no lock held; returns whether it did. It waits for the
+/// synchronous standbys as the renewer does: the session's `synchronous_commit` is set to `on`
+/// for the write (restored right after, or by the transaction's abort), and a cancel or
+/// statement timeout is held back until the write is over, because `SyncRepWaitForLSN` would
+/// give up its wait on one and the reservation would count unconfirmed. A cancel that came
+/// before is taken instead of the write (the caller raises it while waiting).
+fn renew_here() -> bool {
+    let _held = CancelsHeldBack::new();
+    // SAFETY: a plain read of a flag set by the SIGINT handler, which cannot run now.
+    if unsafe { pg_sys::QueryCancelPending } != 0 {
+        return false;
+    }
+    let Some(until) = claim_renewal() else {
+        return false;
+    };
+    static LOGGED: AtomicBool = AtomicBool::new(false);
+    // SAFETY: a plain read of a flag set at process start.
+    if unsafe { pg_sys::IsUnderPostmaster } && !LOGGED.swap(true, Ordering::Relaxed) {
+        SnowflakeError::RenewerNotRunning.report_log();
+    }
+    // SAFETY: a GUC nest level opened and closed around one setting, inside the caller's
+    // transaction (a SQL function's); an ERROR in between aborts the transaction, whose
+    // clean-up restores the setting.
+    unsafe {
+        let level = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"synchronous_commit".as_ptr(),
+            c"on".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        renew(until);
+        pg_sys::AtEOXact_GUC(true, level);
+    }
+    true
 }
 
 /// Tells the renewer that a renewal is due.

@@ -48,6 +48,7 @@ fn every_message_follows_the_postgres_style() {
         SnowflakeError::NodeUnset { max: 1023 },
         SnowflakeError::InRecovery,
         SnowflakeError::ClockSteppedBack { ms: 5 },
+        SnowflakeError::RenewerNotRunning,
         SnowflakeError::StateFileNotCarried {
             path: "pg_snowflake.state",
         },
