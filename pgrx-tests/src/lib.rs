@@ -76,7 +76,8 @@ fn lease_port() -> PortLease {
     const END: u64 = 28_000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let span = END - FIRST;
-    let start = u64::from(std::process::id()) * 100 + u64::from(NEXT.fetch_add(1, Ordering::Relaxed));
+    let start =
+        u64::from(std::process::id()) * 100 + u64::from(NEXT.fetch_add(1, Ordering::Relaxed));
     for i in 0..span {
         let number = (FIRST + (start + i) % span) as u16;
         let lock = match lock_port(number) {

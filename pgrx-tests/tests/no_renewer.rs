@@ -112,7 +112,10 @@ fn a_stopped_renewer_is_stood_in_for_by_the_backends_until_it_is_back() {
         "renewer stopped for 6 s: {} IDs, {renewed} reservations written by the backend",
         during.len()
     );
-    assert!(renewed >= 5, "{renewed} reservations while the renewer was stopped");
+    assert!(
+        renewed >= 5,
+        "{renewed} reservations while the renewer was stopped"
+    );
     assert!(server.log().contains(LOGGED));
     ids.extend(during);
     ids.extend(take_ids(&mut server.connect(), 1_000, 1_000));
