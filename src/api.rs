@@ -29,7 +29,7 @@ fn snowflake_nextval_batch(n: i32) -> SetOfIterator<'static, i64> {
     shmem::ensure_available().or_report();
     let mut remaining = generator::batch_size(n).or_report();
     let node = shmem::node().or_report();
-    let layout = gucs::layout();
+    let layout = *gucs::layout();
     let mut ids = Run::EMPTY.ids(layout, node);
     SetOfIterator::new(std::iter::from_fn(move || loop {
         if let Some(id) = ids.next() {
@@ -73,9 +73,9 @@ fn snowflake_stats() -> TableIterator<
         gucs::node_id().ok().map(|node| node as i32),
         layout.describe(),
         stats.issued as i64,
-        generator.last_issued(&layout).map(timestamptz),
-        generator.lead_ms(&layout, now),
-        generator.borrowed_ms(&layout),
+        generator.last_issued(layout).map(timestamptz),
+        generator.lead_ms(layout, now),
+        generator.borrowed_ms(layout),
         stats.clock_regressions as i64,
         stats.exhausted_ms as i64,
         stats.overload_waits as i64,

@@ -48,19 +48,19 @@ fn explicit(
 /// The time an ID was made (to its tick: a millisecond with the default layout).
 #[pg_extern(immutable, strict, parallel_safe)]
 fn snowflake_timestamp(id: i64) -> TimestampWithTimeZone {
-    parts(&gucs::layout(), id).0
+    parts(gucs::layout(), id).0
 }
 
 /// The node id of the server that made an ID.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn snowflake_node_id(id: i64) -> i32 {
-    parts(&gucs::layout(), id).1.node as i32
+    parts(gucs::layout(), id).1.node as i32
 }
 
 /// The sequence number of an ID within its tick.
 #[pg_extern(immutable, strict, parallel_safe)]
 fn snowflake_seq(id: i64) -> i32 {
-    parts(&gucs::layout(), id).1.seq as i32
+    parts(gucs::layout(), id).1.seq as i32
 }
 
 #[pg_extern(immutable, strict, parallel_safe, name = "snowflake_timestamp")]

@@ -211,22 +211,33 @@ fn configured_text(name: &CStr) -> Option<String> {
 
 /// This server's node id, or [`SnowflakeError::NodeUnset`].
 pub fn node_id() -> Result<u32, SnowflakeError> {
-    u32::try_from(NODE_ID.get()).map_err(|_| SnowflakeError::NodeUnset {
+    u32::try_from(read(&NODE_ID)).map_err(|_| SnowflakeError::NodeUnset {
         max: layout().max_node(),
     })
 }
 
 /// This server's layout; the default layout where the library was not preloaded (then the
 /// layout settings do not exist).
-pub fn layout() -> Layout {
-    LAYOUT.get().copied().unwrap_or(DEFAULT_LAYOUT)
+pub fn layout() -> &'static Layout {
+    LAYOUT.get().unwrap_or(&DEFAULT_LAYOUT)
 }
 
 /// The generator's tunables as currently configured.
 pub fn limits() -> Limits {
     Limits {
-        max_borrow_ms: i64::from(MAX_BORROW_MS.get()),
-        reserve_ahead_ms: i64::from(RESERVATION_MS.get()),
-        sequence_spread: SEQUENCE_SPREAD.get() as u32,
+        max_borrow_ms: i64::from(read(&MAX_BORROW_MS)),
+        reserve_ahead_ms: i64::from(read(&RESERVATION_MS)),
+        sequence_spread: read(&SEQUENCE_SPREAD) as u32,
     }
+}
+
+/// An integer setting's current value, read without pgrx's per-read thread check (a thread-local
+/// look-up: a tenth of the instructions of an ID, for the four settings each ID reads). Sound
+/// because Postgres runs extension code on one thread only: every caller here is a SQL function
+/// (whose own pgrx guard has checked the thread) or the renewer's main loop.
+#[inline]
+fn read(setting: &GucSetting<i32>) -> i32 {
+    // SAFETY: a plain int that the GUC machinery writes on this same thread, between
+    // statements (at a reload); nothing else holds a reference to it.
+    unsafe { *setting.as_ptr() }
 }

@@ -51,7 +51,8 @@ use pgrx::prelude::*;
 use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
 use snowflake_core::clock::{Clock, SystemClock};
-use snowflake_core::generator::{Allocation, Generator, Run};
+use snowflake_core::error::Error as CoreError;
+use snowflake_core::generator::{Allocation, Generator, Limits, Run};
 use snowflake_core::layout::{Layout, Parts};
 use snowflake_core::state_file;
 use std::cell::UnsafeCell;
@@ -183,7 +184,7 @@ fn locked<R>(mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Shared) -> R) -
 pub fn init() {
     pg_shmem_init!(
         REGION = {
-            let (generator, awaiting_carry) = match durable::load(&gucs::layout()) {
+            let (generator, awaiting_carry) = match durable::load(gucs::layout()) {
                 Ok(Start::Fresh) => (Generator::new(), false),
                 Ok(Start::After(floor)) => (Generator::resume(floor), false),
                 Ok(Start::AwaitingCarry) => (Generator::new(), true),
@@ -226,15 +227,6 @@ pub fn node() -> Result<u32, SnowflakeError> {
     gucs::node_id()
 }
 
-/// What one locked call of the generator gave, with what the caller needs after unlocking.
-enum Outcome {
-    Allocated(Allocation),
-    /// The renewal this caller waited for failed, with this OS error.
-    RenewalFailed {
-        errno: i32,
-    },
-}
-
 /// The next IDs for `node`, up to `want` of them, from one acquisition of the lock. Waits,
 /// outside the lock and interruptibly, under sustained overload (for the clock) and when the
 /// issued time has caught up with the durable reservation (for the renewer).
@@ -242,37 +234,62 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
     ensure_available()?;
     ensure_not_in_recovery()?;
     let (layout, limits) = (gucs::layout(), gucs::limits());
+    let allocation = allocate(layout, &limits, node, want);
+    // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
+    if let Some(Ok(Allocation::Run {
+        run,
+        clock_stepped_back_ms: None,
+        wake_renewer: false,
+    })) = allocation
+    {
+        return Ok(run);
+    }
+    next_run_otherwise(layout, &limits, node, want, allocation)
+}
+
+/// One call of the generator under the lock; `None` while the data directory awaits its state
+/// file after pg_upgrade.
+#[inline(always)]
+fn allocate(
+    layout: &Layout,
+    limits: &Limits,
+    node: u32,
+    want: u64,
+) -> Option<Result<Allocation, CoreError>> {
+    locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        (!shared.awaiting_carry).then(|| {
+            shared
+                .generator
+                .allocate(layout, node, &mut SystemClock, limits, want)
+        })
+    })
+}
+
+/// [`next_run`] past its first allocation: wakes or stands in for the renewer, warns, waits and
+/// allocates again, as the allocation says.
+#[inline(never)]
+fn next_run_otherwise(
+    layout: &Layout,
+    limits: &Limits,
+    node: u32,
+    want: u64,
+    first: Option<Result<Allocation, CoreError>>,
+) -> Result<Run, SnowflakeError> {
     // The failure count when this call first waited for a reservation.
     let mut failures_seen: Option<u64> = None;
     let mut waited_on_renewal = false;
+    let mut next = Some(first);
     loop {
-        let outcome = locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            if shared.awaiting_carry {
-                return Err(SnowflakeError::StateFileNotCarried {
-                    path: durable::STATE_FILE,
-                });
-            }
-            let allocation =
-                shared
-                    .generator
-                    .allocate(&layout, node, &mut SystemClock, &limits, want)?;
-            if let Allocation::AwaitReservation { failures, .. } = allocation {
-                if failures_seen.is_some_and(|seen| failures > seen) {
-                    return Ok(Outcome::RenewalFailed {
-                        errno: shared.last_failure_errno,
-                    });
-                }
-            }
-            Ok(Outcome::Allocated(allocation))
-        })?;
-        let allocation = match outcome {
-            Outcome::Allocated(allocation) => allocation,
-            Outcome::RenewalFailed { errno } => {
-                stop_waiting_on_renewal(waited_on_renewal);
-                return Err(durable::write_error_from_errno(errno));
-            }
+        let allocation = match next.take() {
+            Some(first) => first,
+            None => allocate(layout, limits, node, want),
         };
-        match allocation {
+        let Some(allocation) = allocation else {
+            return Err(SnowflakeError::StateFileNotCarried {
+                path: durable::STATE_FILE,
+            });
+        };
+        match allocation? {
             Allocation::Run {
                 run,
                 clock_stepped_back_ms,
@@ -302,6 +319,14 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
                 wake_renewer,
                 failures,
             } => {
+                if failures_seen.is_some_and(|seen| failures > seen) {
+                    // The renewal this call waited for failed: its error, as the renewer saw it.
+                    stop_waiting_on_renewal(waited_on_renewal);
+                    let errno = locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
+                        shared.last_failure_errno
+                    });
+                    return Err(durable::write_error_from_errno(errno));
+                }
                 failures_seen.get_or_insert(failures);
                 if renewer_running() {
                     if wake_renewer {
@@ -329,6 +354,7 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
 }
 
 /// Leaves the renewal condition variable's wait list if this call joined it.
+#[inline(always)]
 fn stop_waiting_on_renewal(waited: bool) {
     if waited {
         // SAFETY: ends a sleep prepared by ConditionVariableTimedSleep in this process.
@@ -529,7 +555,7 @@ fn ensure_not_in_recovery() -> Result<(), SnowflakeError> {
 /// file up with it (written after releasing the lock; only the startup process replays, one
 /// record after another). A reservation of another layout than this server's stops the replay.
 pub fn replay_reservation(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
-    state_file::check_layout(layout, &gucs::layout())?;
+    state_file::check_layout(layout, gucs::layout())?;
     let raised = locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         shared.generator.observe_reservation(until)
     });
@@ -557,7 +583,7 @@ pub fn renew(until: i64) {
     }
     let claim = Claim;
     let started = SystemClock.monotonic();
-    let renewal = match durable::reserve(&gucs::layout(), until) {
+    let renewal = match durable::reserve(gucs::layout(), until) {
         Ok(Reserved::Confirmed) => Renewal::Done {
             until,
             took_ms: SystemClock.monotonic() - started,

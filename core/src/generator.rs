@@ -269,7 +269,9 @@ impl Generator {
         // The steady clock's tick; after a restart, no earlier than the first tick wholly past
         // the previous run's reservation.
         let mut steady = layout.tick_at(steady_ms);
-        if self.floor > i64::MIN {
+        // (The steady clock is never below the floor; a whole tick past it, its tick is past
+        // the floor's too, and the division is saved.)
+        if steady_ms < self.floor.saturating_add(layout.unit_ms) {
             steady = steady.max(layout.tick_from(self.floor));
         }
         let max_seq = layout.max_seq();
@@ -305,12 +307,16 @@ impl Generator {
                 now_unix_ms: self.wall,
             });
         }
-        // Checks the node, and that the first tick fits the time field.
-        layout.compose(Parts {
-            time: time as u64,
-            node,
-            seq,
-        })?;
+        // The node and the first tick must fit their fields (the sequence always does; so does
+        // the tick of the last ID issued); when one does not, `compose` says which.
+        let new_tick = fresh || borrowed;
+        if node > layout.max_node() || (new_tick && time as u64 > layout.end_tick()) {
+            layout.compose(Parts {
+                time: time as u64,
+                node,
+                seq,
+            })?;
+        }
 
         // Reservations reach `ahead` ticks past the last ID they are made for, and are renewed
         // once less than half of that remains above the last issued ID.
@@ -420,6 +426,7 @@ impl Generator {
 
     /// How far ahead of the issued time reservations reach now (ms): `reserve_ahead_ms`, or
     /// longer while renewals are slow (see the module's *A slow disk*).
+    #[inline]
     pub fn reservation_ms(&self, limits: &Limits) -> i64 {
         let set = limits.reserve_ahead_ms.max(1);
         let slow = (self.renewal_took_ms.saturating_mul(SLOW_RENEWAL_FACTOR))

@@ -197,8 +197,15 @@ impl Layout {
     }
 
     /// The tick a Unix time (ms) falls in, counted from the epoch (negative before it).
+    #[inline]
     pub const fn tick_at(&self, unix_ms: i64) -> i64 {
-        (unix_ms - self.epoch_unix_ms).div_euclid(self.unit_ms)
+        let since = unix_ms - self.epoch_unix_ms;
+        // Ticks of 1 ms (the default layout's) need no division.
+        if self.unit_ms == 1 {
+            since
+        } else {
+            since.div_euclid(self.unit_ms)
+        }
     }
 
     /// The first tick that begins at or after a Unix time (ms).
