@@ -3,7 +3,7 @@
 
 use crate::error::OrReport;
 use crate::timestamps::timestamptz;
-use crate::{gucs, shmem};
+use crate::{gucs, ids, shmem};
 use pgrx::prelude::*;
 use snowflake_core::clock::wall_now;
 use snowflake_core::generator::{self, Run};
@@ -16,7 +16,7 @@ use snowflake_core::generator::{self, Run};
 /// worker's.
 #[pg_extern(volatile, parallel_restricted)]
 fn snowflake_nextval() -> i64 {
-    shmem::next_id().or_report()
+    ids::next_id().or_report()
 }
 
 /// `n` new IDs, strictly increasing, taken from the generator in as few lock acquisitions as
@@ -28,7 +28,7 @@ fn snowflake_nextval() -> i64 {
 fn snowflake_nextval_batch(n: i32) -> SetOfIterator<'static, i64> {
     shmem::ensure_available().or_report();
     let mut remaining = generator::batch_size(n).or_report();
-    let node = shmem::node().or_report();
+    let node = ids::node().or_report();
     let layout = *gucs::layout();
     let mut ids = Run::EMPTY.ids(layout, node);
     SetOfIterator::new(std::iter::from_fn(move || loop {
@@ -38,7 +38,7 @@ fn snowflake_nextval_batch(n: i32) -> SetOfIterator<'static, i64> {
         if remaining == 0 {
             return None;
         }
-        let run = shmem::next_run(node, remaining).or_report();
+        let run = ids::next_run(node, remaining).or_report();
         remaining -= run.count;
         ids = run.ids(layout, node);
     }))

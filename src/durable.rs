@@ -80,7 +80,7 @@ pub fn reserve(layout: &Layout, until: i64) -> Result<Reserved, std::io::Error> 
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
     // only when the process is told to terminate (it warns and sets ProcDiePending); it waits
     // only while synchronous_commit asks for a standby, which the renewer forces on and a
-    // backend writing its own reservation sets for the write (`shmem::renew_here`); with
+    // backend writing its own reservation sets for the write (`renewal::renew_here`); with
     // `commit = false` it waits for the standbys' flush (not apply).
     unsafe {
         pg_sys::XLogBeginInsert();

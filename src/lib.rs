@@ -5,8 +5,12 @@
 //! does not depend on pgrx. This crate is the thin layer around it:
 //!
 //! - [`gucs`]: every setting, and the layout built from them at start-up
-//! - [`shmem`]: the server's one generator in shared memory, behind its lock
-//! - [`renewer`]: the background worker that renews the durable reservation ahead of need
+//! - [`shmem`]: the server's one generator in shared memory, behind its lock, and the condition
+//!   variables processes wait on
+//! - [`ids`]: the hot path: the next IDs from that generator, and the waits that come with them
+//! - [`renewal`]: claiming, writing and reporting a durable reservation, by the renewer or, with
+//!   none running, by the backend that needs it; [`renewer`]: the background worker that renews
+//!   it ahead of need
 //! - [`durable`]: writing the reservation that survives restarts and failovers (state file and
 //!   WAL record) and reading it at start-up; [`wal_redo`]: replaying the WAL record
 //! - [`error`]: the one error type; every message, NOTICE and WARNING is worded there
@@ -24,6 +28,8 @@ pub mod decode;
 pub mod durable;
 pub mod error;
 pub mod gucs;
+pub mod ids;
+pub mod renewal;
 pub mod renewer;
 pub mod shmem;
 pub mod timestamps;

@@ -17,10 +17,10 @@
 //! the reservation must hold for every ID handed out. Each turn of its loop is a sign of life
 //! (`shmem::renewer_is_alive`). Where no renewer runs — single-user mode, a
 //! `max_worker_processes` too small to register it, a renewer stopped or silent for 3 s — the
-//! call that needs a renewal writes it itself (`shmem::renew_here`, through `shmem::renew`, the
-//! same function this loop calls).
+//! call that needs a renewal writes it itself (`renewal::renew_here`, through `renewal::renew`,
+//! the same function this loop calls).
 
-use crate::shmem;
+use crate::{renewal, shmem};
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
 use pgrx::prelude::*;
 use std::ffi::c_int;
@@ -73,14 +73,14 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
             pg_sys::GucSource::PGC_S_OVERRIDE,
         );
     }
-    shmem::release_abandoned_claim();
+    renewal::release_abandoned_claim();
     loop {
         pg_sys::check_for_interrupts!();
         shmem::renewer_is_alive();
-        match shmem::claim_renewal() {
+        match renewal::claim_renewal() {
             Some(until) => {
                 shmem::stop_sleeping();
-                shmem::renew(until);
+                renewal::renew(until);
             }
             None => shmem::sleep_until_renewal_due(1_000),
         }

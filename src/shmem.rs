@@ -1,20 +1,22 @@
-//! The server's one generator, in shared memory behind one LWLock.
+//! The server's one generator, in shared memory behind one LWLock, and the few things next to
+//! it that processes use to wait for each other. Nothing here decides an ID or writes a
+//! reservation: `ids.rs` runs the generator (the hot path), `renewal.rs` writes reservations.
 //!
 //! Lock protocol:
 //! - The lock, an LWLock of its own tranche named "pg_snowflake", guards [`Shared`]: the
 //!   [`Generator`] (the last issued tick and sequence, the clocks it last read, the durable
 //!   reservation, the demand for the next one and the flag of the renewal in progress, the
 //!   counters), the cause of the last failed renewal, and whether the data directory awaits its
-//!   state file after pg_upgrade.
-//! - [`next_run`] takes it in exclusive mode for one call of `Generator::allocate`; the renewer
-//!   (`renewer.rs`) in exclusive mode to claim a renewal and again to report it;
+//!   state file after pg_upgrade. Every access goes through [`locked`].
+//! - `ids::next_run` takes it in exclusive mode for one call of `Generator::allocate`;
+//!   `renewal.rs` in exclusive mode to claim a renewal and again to report it;
 //!   [`replay_reservation`] (WAL redo, in the startup process) in exclusive mode to raise the
 //!   floor; [`snapshot`] in shared mode to copy the state out.
 //! - While it is held, only one clock read (two after the wall clock stepped back) and integer
 //!   arithmetic happen. No allocation, no logging, no SPI, no sleeping, no file or WAL write:
-//!   the durable reservation is written by the renewer with no lock held, and only counts once
-//!   it has reported it. Errors are returned as values and raised after the lock is released;
-//!   every wait (for the clock under overload, for a reservation) happens after releasing it.
+//!   the durable reservation is written with no lock held, and only counts once it has been
+//!   reported. Errors are returned as values and raised after the lock is released; every wait
+//!   (for the clock under overload, for a reservation) happens after releasing it.
 //! - The clock is read inside the lock so that the readings the generator sees are in the order
 //!   the calls are served; a reading taken before waiting for the lock would look like a clock
 //!   regression.
@@ -33,27 +35,21 @@
 //! — interruptibly: a cancel or `statement_timeout` ends the wait at once —, and `renewal_due`,
 //! on which the renewer sleeps until a call raises the demand for a reservation; and an atomic,
 //! `renewer_seen_at`, that the renewer sets on every turn of its loop (at least once a second).
-//!
-//! Without a renewer — single-user mode; `max_worker_processes` too small for it to be
-//! registered; the renewer stopped or restarting — a call that needs a renewal claims it and
-//! writes it itself, outside the lock, as the renewer would ([`renew_here`]). A renewer counts
-//! as running while it has shown life within `RENEWER_SILENCE_MS`; the claim keeps writers to
-//! one whichever process writes, so a renewer that comes back is never doubled.
+//! A renewer counts as running while it has shown life within `RENEWER_SILENCE_MS`.
 //!
 //! The shared memory only exists when the library is loaded through `shared_preload_libraries`;
 //! [`ensure_available`] says whether it is, so that callers never touch an uninitialised lock.
 //! The layout is read from `gucs::layout()` where it is needed, never passed in.
 
-use crate::durable::{self, Reserved, Start};
+use crate::durable::{self, Start};
 use crate::error::SnowflakeError;
 use crate::gucs;
 use pgrx::prelude::*;
 use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
 use snowflake_core::clock::{Clock, SystemClock};
-use snowflake_core::error::Error as CoreError;
-use snowflake_core::generator::{Allocation, Generator, Limits, Run};
-use snowflake_core::layout::{Layout, Parts};
+use snowflake_core::generator::Generator;
+use snowflake_core::layout::Layout;
 use snowflake_core::state_file;
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
@@ -163,9 +159,9 @@ fn region() -> &'static Region {
     unsafe { &**REGION.region.get() }
 }
 
-/// Runs `f` on the state under the lock in `mode`.
+/// Runs `f` on the state under the lock in `mode` (see the lock protocol above).
 #[inline]
-fn locked<R>(mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Shared) -> R) -> R {
+pub fn locked<R>(mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Shared) -> R) -> R {
     let region = region();
     // SAFETY: a valid LWLock of our tranche; the state is only touched while it is held, and
     // shared mode only ever reads (snapshot).
@@ -209,310 +205,30 @@ pub fn ensure_available() -> Result<(), SnowflakeError> {
     }
 }
 
-/// The next ID from the server's generator.
-pub fn next_id() -> Result<i64, SnowflakeError> {
-    let node = node()?;
-    let run = next_run(node, 1)?;
-    Ok(gucs::layout().pack(Parts {
-        time: run.time as u64,
-        node,
-        seq: run.seq,
-    }))
-}
-
-/// This server's node id, checking first that there is a generator at all (without
-/// preloading, the node id setting does not even exist).
-pub fn node() -> Result<u32, SnowflakeError> {
+/// A copy of the shared state, for reporting.
+pub fn snapshot() -> Result<Shared, SnowflakeError> {
     ensure_available()?;
-    gucs::node_id()
+    Ok(locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared))
 }
 
-/// The next IDs for `node`, up to `want` of them, from one acquisition of the lock. Waits,
-/// outside the lock and interruptibly, under sustained overload (for the clock) and when the
-/// issued time has caught up with the durable reservation (for the renewer).
-pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
-    ensure_available()?;
-    ensure_not_in_recovery()?;
-    let (layout, limits) = (gucs::layout(), gucs::limits());
-    let allocation = allocate(layout, &limits, node, want);
-    // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
-    if let Some(Ok(Allocation::Run {
-        run,
-        clock_stepped_back_ms: None,
-        wake_renewer: false,
-    })) = allocation
-    {
-        return Ok(run);
+/// WAL redo of a reservation made under `layout`: raise the floor, and keep this server's state
+/// file up with it (written after releasing the lock; only the startup process replays, one
+/// record after another). A reservation of another layout than this server's stops the replay.
+pub fn replay_reservation(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
+    state_file::check_layout(layout, gucs::layout())?;
+    let raised = locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        shared.generator.observe_reservation(until)
+    });
+    if raised {
+        durable::write_state_file(layout, until)?;
     }
-    next_run_otherwise(layout, &limits, node, want, allocation)
-}
-
-/// One call of the generator under the lock; `None` while the data directory awaits its state
-/// file after pg_upgrade.
-#[inline(always)]
-fn allocate(
-    layout: &Layout,
-    limits: &Limits,
-    node: u32,
-    want: u64,
-) -> Option<Result<Allocation, CoreError>> {
-    locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        (!shared.awaiting_carry).then(|| {
-            shared
-                .generator
-                .allocate(layout, node, &mut SystemClock, limits, want)
-        })
-    })
-}
-
-/// [`next_run`] past its first allocation: wakes or stands in for the renewer, warns, waits and
-/// allocates again, as the allocation says.
-#[inline(never)]
-fn next_run_otherwise(
-    layout: &Layout,
-    limits: &Limits,
-    node: u32,
-    want: u64,
-    first: Option<Result<Allocation, CoreError>>,
-) -> Result<Run, SnowflakeError> {
-    // The failure count when this call first waited for a reservation.
-    let mut failures_seen: Option<u64> = None;
-    let mut waited_on_renewal = false;
-    let mut next = Some(first);
-    loop {
-        let allocation = match next.take() {
-            Some(first) => first,
-            None => allocate(layout, limits, node, want),
-        };
-        let Some(allocation) = allocation else {
-            return Err(SnowflakeError::StateFileNotCarried {
-                path: durable::STATE_FILE,
-            });
-        };
-        match allocation? {
-            Allocation::Run {
-                run,
-                clock_stepped_back_ms,
-                wake_renewer,
-            } => {
-                stop_waiting_on_renewal(waited_on_renewal);
-                if wake_renewer {
-                    if renewer_running() {
-                        wake_the_renewer();
-                    } else {
-                        // This call's ID is covered already; it writes the next reservation
-                        // before returning it.
-                        renew_here();
-                    }
-                }
-                if let Some(ms) = clock_stepped_back_ms {
-                    SnowflakeError::ClockSteppedBack { ms }.report_warning();
-                }
-                return Ok(run);
-            }
-            Allocation::Wait { ms } => {
-                stop_waiting_on_renewal(waited_on_renewal);
-                waited_on_renewal = false;
-                sleep_ms(ms.clamp(1, 10));
-            }
-            Allocation::AwaitReservation {
-                wake_renewer,
-                failures,
-            } => {
-                if failures_seen.is_some_and(|seen| failures > seen) {
-                    // The renewal this call waited for failed: its error, as the renewer saw it.
-                    stop_waiting_on_renewal(waited_on_renewal);
-                    let errno = locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
-                        shared.last_failure_errno
-                    });
-                    return Err(durable::write_error_from_errno(errno));
-                }
-                failures_seen.get_or_insert(failures);
-                if renewer_running() {
-                    if wake_renewer {
-                        wake_the_renewer();
-                    }
-                } else if renew_here() {
-                    continue;
-                }
-                // The first call only registers this process on the condition variable, so a
-                // broadcast between here and the next check is not missed; then each call
-                // sleeps until a renewal is reported (or a second passes), and raises a cancel
-                // or statement timeout as an ERROR, with no lock held.
-                waited_on_renewal = true;
-                // SAFETY: a condition variable in our shared memory; no lock is held.
-                unsafe {
-                    pg_sys::ConditionVariableTimedSleep(
-                        &raw const region().renewed as *mut _,
-                        1000,
-                        pg_sys::PG_WAIT_EXTENSION,
-                    );
-                }
-            }
-        }
-    }
-}
-
-/// Leaves the renewal condition variable's wait list if this call joined it.
-#[inline(always)]
-fn stop_waiting_on_renewal(waited: bool) {
-    if waited {
-        // SAFETY: ends a sleep prepared by ConditionVariableTimedSleep in this process.
-        unsafe {
-            pg_sys::ConditionVariableCancelSleep();
-        }
-    }
-}
-
-/// Waits `ms` milliseconds on the process latch, then raises a pending cancel as an ERROR.
-fn sleep_ms(ms: i64) {
-    // SAFETY: waiting on this process's own latch, with no lock held.
-    unsafe {
-        pg_sys::WaitLatch(
-            pg_sys::MyLatch,
-            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
-            ms as std::ffi::c_long,
-            pg_sys::PG_WAIT_EXTENSION,
-        );
-        pg_sys::ResetLatch(pg_sys::MyLatch);
-    }
-    pg_sys::check_for_interrupts!();
-}
-
-/// Whether a renewer process is running: it has shown life within `RENEWER_SILENCE_MS`. Never
-/// in single-user mode (`postgres --single`), which runs no background workers.
-fn renewer_running() -> bool {
-    // SAFETY: a plain read of a flag set at process start.
-    if !unsafe { pg_sys::IsUnderPostmaster } {
-        return false;
-    }
-    let seen = region().renewer_seen_at.load(Ordering::Relaxed);
-    seen != NEVER_SEEN && SystemClock.monotonic() - seen < RENEWER_SILENCE_MS
-}
-
-/// SIGINT (query cancel; statement_timeout sends it too) blocked while this lives: it stays
-/// pending and is delivered when the mask is restored. SIGTERM still ends a wait for the
-/// standbys, and a renewal cut short by it does not count.
-struct CancelsHeldBack {
-    old: libc::sigset_t,
-}
-
-impl CancelsHeldBack {
-    fn new() -> Self {
-        // SAFETY: sigset_t is plain data, initialised by sigemptyset/sigaddset before use;
-        // sigprocmask on this process's only thread.
-        unsafe {
-            let mut sigint: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut sigint);
-            libc::sigaddset(&mut sigint, libc::SIGINT);
-            libc::sigprocmask(libc::SIG_BLOCK, &sigint, &mut old);
-            CancelsHeldBack { old }
-        }
-    }
-}
-
-impl Drop for CancelsHeldBack {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask saved by new().
-        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
-    }
-}
-
-/// The renewer's sign of life, once per turn of its loop.
-pub fn renewer_is_alive() {
-    region()
-        .renewer_seen_at
-        .store(SystemClock.monotonic(), Ordering::Relaxed);
-}
-
-/// With no renewer running: claims the due renewal, if any and none is being written, and
-/// writes it from this process, with no lock held; returns whether it did. It waits for the
-/// synchronous standbys as the renewer does: the session's `synchronous_commit` is set to `on`
-/// for the write (restored right after, or by the transaction's abort), and a cancel or
-/// statement timeout is held back until the write is over, because `SyncRepWaitForLSN` would
-/// give up its wait on one and the reservation would count unconfirmed. A cancel that came
-/// before is taken instead of the write (the caller raises it while waiting).
-fn renew_here() -> bool {
-    let _held = CancelsHeldBack::new();
-    // SAFETY: a plain read of a flag set by the SIGINT handler, which cannot run now.
-    if unsafe { pg_sys::QueryCancelPending } != 0 {
-        return false;
-    }
-    let Some(until) = claim_renewal() else {
-        return false;
-    };
-    static LOGGED: AtomicBool = AtomicBool::new(false);
-    // SAFETY: a plain read of a flag set at process start.
-    if unsafe { pg_sys::IsUnderPostmaster } && !LOGGED.swap(true, Ordering::Relaxed) {
-        SnowflakeError::RenewerNotRunning.report_log();
-    }
-    // SAFETY: a GUC nest level opened and closed around one setting, inside the caller's
-    // transaction (a SQL function's); an ERROR in between aborts the transaction, whose
-    // clean-up restores the setting.
-    unsafe {
-        let level = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"synchronous_commit".as_ptr(),
-            c"on".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        renew(until);
-        pg_sys::AtEOXact_GUC(true, level);
-    }
-    true
+    Ok(())
 }
 
 /// Tells the renewer that a renewal is due.
-fn wake_the_renewer() {
+pub fn wake_the_renewer() {
     // SAFETY: a condition variable in our shared memory.
     unsafe { pg_sys::ConditionVariableSignal(&raw const region().renewal_due as *mut _) };
-}
-
-/// Claims the due renewal for this process, if one is due and none is running.
-pub fn claim_renewal() -> Option<i64> {
-    locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.claim_renewal()
-    })
-}
-
-/// How a claimed renewal ended.
-pub enum Renewal {
-    /// Durable (and confirmed by the synchronous standbys): IDs below `until` may be issued;
-    /// the write took `took_ms` (slow writes lengthen the next reservations).
-    Done { until: i64, took_ms: i64 },
-    /// Not written: the callers waiting for it fail with this OS error (0: none known).
-    Failed { errno: i32 },
-    /// The renewing process is being terminated before it knew: the claim is released and the
-    /// demand kept for the next renewer.
-    Abandoned,
-}
-
-/// Reports a claimed renewal and wakes every caller waiting for one.
-pub fn report_renewal(renewal: Renewal) {
-    locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| match renewal {
-        Renewal::Done { until, took_ms } => shared.generator.renewal_done(until, took_ms),
-        Renewal::Failed { errno } => {
-            shared.last_failure_errno = errno;
-            shared.generator.renewal_failed();
-        }
-        Renewal::Abandoned => shared.generator.renewal_abandoned(),
-    });
-    // SAFETY: a condition variable in our shared memory.
-    unsafe { pg_sys::ConditionVariableBroadcast(&raw const region().renewed as *mut _) };
-}
-
-/// Releases a claim left by a renewer that exited without reporting it (the new renewer calls
-/// this when it starts; only one renewer runs at a time).
-pub fn release_abandoned_claim() {
-    locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.renewal_abandoned()
-    });
 }
 
 /// Sleeps until a call signals that a renewal is due, or `timeout_ms` pass; raises interrupts
@@ -532,75 +248,55 @@ pub fn sleep_until_renewal_due(timeout_ms: i64) {
 
 /// Ends a sleep begun by [`sleep_until_renewal_due`], before a renewal is written.
 pub fn stop_sleeping() {
-    stop_waiting_on_renewal(true);
+    stop_waiting(true);
 }
 
-/// Refuses while the server is in recovery (a standby): it cannot write the WAL record a
-/// reservation needs, and its IDs would carry its primary's node id. Recovery only ever ends, so
-/// once a backend has seen it over, it does not ask again (saving a guarded FFI call per ID).
-fn ensure_not_in_recovery() -> Result<(), SnowflakeError> {
-    static RECOVERY_OVER: AtomicBool = AtomicBool::new(false);
-    if RECOVERY_OVER.load(Ordering::Relaxed) {
-        return Ok(());
+/// Wakes every caller waiting for a renewal (after one was reported, done or failed).
+pub fn broadcast_renewed() {
+    // SAFETY: a condition variable in our shared memory.
+    unsafe { pg_sys::ConditionVariableBroadcast(&raw const region().renewed as *mut _) };
+}
+
+/// Sleeps until a renewal is reported, or `timeout_ms` pass; raises a cancel or statement
+/// timeout as an ERROR. The first call in a loop only registers the process on the condition
+/// variable, so a broadcast between it and the caller's next check is not missed. No lock may be
+/// held.
+pub fn sleep_until_renewed(timeout_ms: i64) {
+    // SAFETY: a condition variable in our shared memory; no lock is held.
+    unsafe {
+        pg_sys::ConditionVariableTimedSleep(
+            &raw const region().renewed as *mut _,
+            timeout_ms as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
     }
-    // SAFETY: a plain read of the server's recovery state.
-    if unsafe { pg_sys::RecoveryInProgress() } {
-        return Err(SnowflakeError::InRecovery);
-    }
-    RECOVERY_OVER.store(true, Ordering::Relaxed);
-    Ok(())
 }
 
-/// WAL redo of a reservation made under `layout`: raise the floor, and keep this server's state
-/// file up with it (written after releasing the lock; only the startup process replays, one
-/// record after another). A reservation of another layout than this server's stops the replay.
-pub fn replay_reservation(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
-    state_file::check_layout(layout, gucs::layout())?;
-    let raised = locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.observe_reservation(until)
-    });
-    if raised {
-        durable::write_state_file(layout, until)?;
-    }
-    Ok(())
-}
-
-/// A copy of the shared state, for reporting.
-pub fn snapshot() -> Result<Shared, SnowflakeError> {
-    ensure_available()?;
-    Ok(locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared))
-}
-
-/// Writes the claimed reservation `until` and reports how it went. If an ERROR (or a panic)
-/// interrupts it, the claim is reported abandoned on the way out, so the next renewer takes the
-/// demand up.
-pub fn renew(until: i64) {
-    struct Claim;
-    impl Drop for Claim {
-        fn drop(&mut self) {
-            report_renewal(Renewal::Abandoned);
+/// Leaves the wait list of the condition variable this process last slept on, if `waited`.
+#[inline(always)]
+pub fn stop_waiting(waited: bool) {
+    if waited {
+        // SAFETY: ends a sleep prepared by ConditionVariableTimedSleep in this process.
+        unsafe {
+            pg_sys::ConditionVariableCancelSleep();
         }
     }
-    let claim = Claim;
-    let started = SystemClock.monotonic();
-    let renewal = match durable::reserve(gucs::layout(), until) {
-        Ok(Reserved::Confirmed) => Renewal::Done {
-            until,
-            took_ms: SystemClock.monotonic() - started,
-        },
-        Ok(Reserved::Interrupted) => Renewal::Abandoned,
-        Err(e) => {
-            let errno = e.raw_os_error().unwrap_or(0);
-            // SAFETY: a plain read of a variable set at process start. (MyBackendType, not
-            // IsBackgroundWorker: PostgreSQL 17 removed that flag.)
-            if unsafe { pg_sys::MyBackendType == pg_sys::BackendType::B_BG_WORKER } {
-                // The callers that waited get the error; the server log gets it from here.
-                let error: SnowflakeError = durable::write_error_from_errno(errno);
-                error.report_warning();
-            }
-            Renewal::Failed { errno }
-        }
-    };
-    std::mem::forget(claim);
-    report_renewal(renewal);
+}
+
+/// The renewer's sign of life, once per turn of its loop.
+pub fn renewer_is_alive() {
+    region()
+        .renewer_seen_at
+        .store(SystemClock.monotonic(), Ordering::Relaxed);
+}
+
+/// Whether a renewer process is running: it has shown life within `RENEWER_SILENCE_MS`. Never
+/// in single-user mode (`postgres --single`), which runs no background workers.
+pub fn renewer_running() -> bool {
+    // SAFETY: a plain read of a flag set at process start.
+    if !unsafe { pg_sys::IsUnderPostmaster } {
+        return false;
+    }
+    let seen = region().renewer_seen_at.load(Ordering::Relaxed);
+    seen != NEVER_SEEN && SystemClock.monotonic() - seen < RENEWER_SILENCE_MS
 }

@@ -1,0 +1,186 @@
+//! The hot path: the next IDs from the server's generator (`shmem.rs`), and the waits that
+//! sometimes come with them, all outside the generator's lock.
+//!
+//! [`next_run`] takes the lock once and returns at once in the common case (IDs under the
+//! durable reservation, nothing to wake, nothing to warn). Anything else goes to
+//! `next_run_otherwise`: waking the renewer (or, with none running, writing the reservation
+//! itself: `renewal::renew_here`), the clock-step warning, and the waits — for the clock under
+//! overload, on the process latch; for a reservation, on the `renewed` condition variable —,
+//! both interruptible. Its cost is counted by `bench/instructions` (callgrind): keep it small.
+
+use crate::error::SnowflakeError;
+use crate::{durable, gucs, renewal, shmem};
+use pgrx::prelude::*;
+use snowflake_core::clock::SystemClock;
+use snowflake_core::error::Error as CoreError;
+use snowflake_core::generator::{Allocation, Limits, Run};
+use snowflake_core::layout::{Layout, Parts};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The next ID from the server's generator.
+pub fn next_id() -> Result<i64, SnowflakeError> {
+    let node = node()?;
+    let run = next_run(node, 1)?;
+    Ok(gucs::layout().pack(Parts {
+        time: run.time as u64,
+        node,
+        seq: run.seq,
+    }))
+}
+
+/// This server's node id, checking first that there is a generator at all (without
+/// preloading, the node id setting does not even exist).
+pub fn node() -> Result<u32, SnowflakeError> {
+    shmem::ensure_available()?;
+    gucs::node_id()
+}
+
+/// The next IDs for `node`, up to `want` of them, from one acquisition of the lock. Waits,
+/// outside the lock and interruptibly, under sustained overload (for the clock) and when the
+/// issued time has caught up with the durable reservation (for the renewer).
+pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
+    shmem::ensure_available()?;
+    ensure_not_in_recovery()?;
+    let (layout, limits) = (gucs::layout(), gucs::limits());
+    let allocation = allocate(layout, &limits, node, want);
+    // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
+    if let Some(Ok(Allocation::Run {
+        run,
+        clock_stepped_back_ms: None,
+        wake_renewer: false,
+    })) = allocation
+    {
+        return Ok(run);
+    }
+    next_run_otherwise(layout, &limits, node, want, allocation)
+}
+
+/// One call of the generator under the lock; `None` while the data directory awaits its state
+/// file after pg_upgrade.
+#[inline(always)]
+fn allocate(
+    layout: &Layout,
+    limits: &Limits,
+    node: u32,
+    want: u64,
+) -> Option<Result<Allocation, CoreError>> {
+    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        (!shared.awaiting_carry).then(|| {
+            shared
+                .generator
+                .allocate(layout, node, &mut SystemClock, limits, want)
+        })
+    })
+}
+
+/// [`next_run`] past its first allocation: wakes or stands in for the renewer, warns, waits and
+/// allocates again, as the allocation says.
+#[inline(never)]
+fn next_run_otherwise(
+    layout: &Layout,
+    limits: &Limits,
+    node: u32,
+    want: u64,
+    first: Option<Result<Allocation, CoreError>>,
+) -> Result<Run, SnowflakeError> {
+    // The failure count when this call first waited for a reservation.
+    let mut failures_seen: Option<u64> = None;
+    let mut waited_on_renewal = false;
+    let mut next = Some(first);
+    loop {
+        let allocation = match next.take() {
+            Some(first) => first,
+            None => allocate(layout, limits, node, want),
+        };
+        let Some(allocation) = allocation else {
+            return Err(SnowflakeError::StateFileNotCarried {
+                path: durable::STATE_FILE,
+            });
+        };
+        match allocation? {
+            Allocation::Run {
+                run,
+                clock_stepped_back_ms,
+                wake_renewer,
+            } => {
+                shmem::stop_waiting(waited_on_renewal);
+                if wake_renewer {
+                    if shmem::renewer_running() {
+                        shmem::wake_the_renewer();
+                    } else {
+                        // This call's ID is covered already; it writes the next reservation
+                        // before returning it.
+                        renewal::renew_here();
+                    }
+                }
+                if let Some(ms) = clock_stepped_back_ms {
+                    SnowflakeError::ClockSteppedBack { ms }.report_warning();
+                }
+                return Ok(run);
+            }
+            Allocation::Wait { ms } => {
+                shmem::stop_waiting(waited_on_renewal);
+                waited_on_renewal = false;
+                sleep_ms(ms.clamp(1, 10));
+            }
+            Allocation::AwaitReservation {
+                wake_renewer,
+                failures,
+            } => {
+                if failures_seen.is_some_and(|seen| failures > seen) {
+                    // The renewal this call waited for failed: its error, as the renewer saw it.
+                    shmem::stop_waiting(waited_on_renewal);
+                    let errno = shmem::locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
+                        shared.last_failure_errno
+                    });
+                    return Err(durable::write_error_from_errno(errno));
+                }
+                failures_seen.get_or_insert(failures);
+                if shmem::renewer_running() {
+                    if wake_renewer {
+                        shmem::wake_the_renewer();
+                    }
+                } else if renewal::renew_here() {
+                    continue;
+                }
+                // The first call only registers this process on the condition variable, so a
+                // broadcast between here and the next check is not missed; then each call
+                // sleeps until a renewal is reported (or a second passes), and raises a cancel
+                // or statement timeout as an ERROR, with no lock held.
+                waited_on_renewal = true;
+                shmem::sleep_until_renewed(1_000);
+            }
+        }
+    }
+}
+
+/// Waits `ms` milliseconds on the process latch, then raises a pending cancel as an ERROR.
+fn sleep_ms(ms: i64) {
+    // SAFETY: waiting on this process's own latch, with no lock held.
+    unsafe {
+        pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+            ms as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+    }
+    pg_sys::check_for_interrupts!();
+}
+
+/// Refuses while the server is in recovery (a standby): it cannot write the WAL record a
+/// reservation needs, and its IDs would carry its primary's node id. Recovery only ever ends, so
+/// once a backend has seen it over, it does not ask again (saving a guarded FFI call per ID).
+fn ensure_not_in_recovery() -> Result<(), SnowflakeError> {
+    static RECOVERY_OVER: AtomicBool = AtomicBool::new(false);
+    if RECOVERY_OVER.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    // SAFETY: a plain read of the server's recovery state.
+    if unsafe { pg_sys::RecoveryInProgress() } {
+        return Err(SnowflakeError::InRecovery);
+    }
+    RECOVERY_OVER.store(true, Ordering::Relaxed);
+    Ok(())
+}
