@@ -1,7 +1,9 @@
 //! Writing the durable reservations: claiming a renewal, writing it with no lock held, and
 //! reporting it, whichever process writes it.
 //!
-//! The renewer (`renewer.rs`, a background worker) normally writes every reservation: it claims
+//! The renewer (`renewer.rs`, a background worker) normally writes every reservation, those
+//! calls ask for and, for a minute after the last call, those the clock makes due
+//! ([`keep_ahead`], so that a call after a pause does not wait for a write): it claims
 //! the due renewal under the generator's lock ([`claim_renewal`]; the claim keeps writers to
 //! one), writes it with [`renew`] — state file, WAL record, flush, and the wait for the
 //! synchronous standbys (`durable::reserve`) — and reports it ([`report_renewal`], with the
@@ -17,13 +19,26 @@ use crate::durable::{self, Reserved};
 use crate::error::SnowflakeError;
 use crate::{gucs, shmem};
 use pgrx::prelude::*;
-use snowflake_core::clock::{Clock, SystemClock};
+use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Claims the due renewal for this process, if one is due and none is running.
 pub fn claim_renewal() -> Option<i64> {
     shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         shared.generator.claim_renewal()
+    })
+}
+
+/// Keeps the reservation ahead of the clock between calls (`Generator::keep_ahead`: for a
+/// minute after the last call, a renewal falls due by the clock as it would by a call). Called
+/// by the renewer on every turn of its loop; returns how long it may sleep before the next
+/// turn: a quarter of the reservation, between 10 ms and a second.
+pub fn keep_ahead() -> i64 {
+    let (layout, limits) = (gucs::layout(), gucs::limits());
+    let now = wall_now();
+    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        shared.generator.keep_ahead(layout, &limits, now);
+        (shared.generator.reservation_ms(&limits) / 4).clamp(10, 1_000)
     })
 }
 

@@ -5,9 +5,11 @@
 //! the current one remains, and signal the renewer (`shmem::wake_the_renewer`). The renewer
 //! claims the renewal (the generator's flag: one writer at a time), writes it with no lock held
 //! — state file, WAL record, flush, and the wait for the synchronous standbys —, and reports it;
-//! only then may IDs under it be issued, and every caller waiting for it is woken. A caller waits
-//! only when the issued time has caught up with the reservation, and then on a condition
-//! variable, interruptibly.
+//! only then may IDs under it be issued, and every caller waiting for it is woken. On every turn
+//! of its loop (at least every quarter reservation, at most every second) it also keeps the
+//! reservation ahead of the clock for a minute after the last call (`renewal::keep_ahead`), so
+//! that a call after a pause does not wait. A caller waits only when the issued time has caught
+//! up with the reservation, and then on a condition variable, interruptibly.
 //!
 //! The renewer starts once recovery is over (on a standby: when it is promoted), is restarted
 //! a second after it exits, and on start releases a claim its predecessor left. Its SIGTERM
@@ -77,12 +79,13 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     loop {
         pg_sys::check_for_interrupts!();
         shmem::renewer_is_alive();
+        let next_turn_ms = renewal::keep_ahead();
         match renewal::claim_renewal() {
             Some(until) => {
                 shmem::stop_sleeping();
                 renewal::renew(until);
             }
-            None => shmem::sleep_until_renewal_due(1_000),
+            None => shmem::sleep_until_renewal_due(next_turn_ms),
         }
     }
 }

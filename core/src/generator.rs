@@ -41,6 +41,12 @@
 //! restart (or on a promoted standby) the generator resumes with the last reservation as its
 //! floor, so every new ID is greater than every ID issued before, whatever the clock says.
 //!
+//! Between calls: a reservation asked for by calls runs out when calls pause, and the first call
+//! after a pause longer than half of it would wait for a write. So for `KEEP_AHEAD_MS` after
+//! the last call the renewer also asks itself ([`Generator::keep_ahead`], each turn of its
+//! loop): the reservation stays ahead of the clock as if calls went on, and only a call after a
+//! longer idle time waits for one write.
+//!
 //! A slow disk: the next renewal starts when half of the reservation is left, so it must be
 //! written within that half, or calls wait for it. Each renewal reports how long it took, and
 //! while renewals take more than a quarter of `reserve_ahead_ms`, reservations reach
@@ -161,6 +167,9 @@ const SLEW_DIVISOR: i64 = 10;
 
 /// Minimum time between two clock-regression warnings, on the steady clock.
 const WARNING_INTERVAL_MS: i64 = 60_000;
+
+/// For this long after the last call (ms), the renewer keeps the reservation ahead of the clock.
+pub const KEEP_AHEAD_MS: i64 = 60_000;
 
 /// While renewals are slow, a reservation reaches this many times the last renewal's duration
 /// ahead (renewed at half of it: the next renewal has twice as long as the last one took)...
@@ -422,6 +431,26 @@ impl Generator {
         }
         self.renewing = true;
         Some(self.wanted_until)
+    }
+
+    /// Keeps the reservation ahead of the wall clock `now` between calls: if a call came within
+    /// `KEEP_AHEAD_MS` and less than half of the reservation is left above `now` (or above the
+    /// generator's clock, when that leads), raises the demand as a call would. Returns whether a
+    /// renewal is due and unclaimed (the renewer then claims it).
+    pub fn keep_ahead(&mut self, layout: &Layout, limits: &Limits, now: i64) -> bool {
+        let Some(last_call) = self.steady else {
+            return false;
+        };
+        if now.saturating_sub(last_call) > KEEP_AHEAD_MS {
+            return false;
+        }
+        let at = now.max(last_call);
+        let ahead_ms = self.reservation_ms(limits);
+        if self.durable_until.saturating_sub(at).saturating_mul(2) < ahead_ms {
+            let ahead_ticks = (ahead_ms + layout.unit_ms - 1) / layout.unit_ms;
+            self.want_reservation(layout, layout.tick_at(at).saturating_add(ahead_ticks));
+        }
+        !self.renewing && self.wanted_until > self.durable_until
     }
 
     /// How far ahead of the issued time reservations reach now (ms): `reserve_ahead_ms`, or

@@ -131,3 +131,41 @@ fn on_a_disk_slower_than_half_the_reservation_reservations_reach_further_ahead()
     );
     assert!(strictly_increasing(&ids));
 }
+
+#[test]
+fn between_calls_the_reservation_stays_ahead_of_the_clock() {
+    // 5 s reservations: without calls to ask for renewals, the reservation would fall behind
+    // the clock 5 s after the last call, and the first call after the pause would wait for a
+    // write (here: three fsyncs of +100 ms).
+    let server = Server::start(
+        "pause",
+        Config::node(5)
+            .slow_disk()
+            .setting("pg_snowflake.reservation_ms = 5000"),
+    );
+    server.set_fsync_delay_ms(100);
+    let mut client = server.connect();
+    let mut ids = take_ids(&mut client, 1_000, 1_000);
+    let lead = client
+        .prepare(
+            "SELECT (extract(epoch FROM reserved_until - clock_timestamp()) * 1000)::float8 \
+             FROM snowflake_stats()",
+        )
+        .unwrap();
+    let mut leads = vec![];
+    for _ in 0..12 {
+        std::thread::sleep(Duration::from_secs(1));
+        leads.push(client.query_one(&lead, &[]).unwrap().get::<_, f64>(0));
+    }
+    ids.extend(take_ids(&mut client, 1_000, 1_000));
+    println!(
+        "12 s without a call, 5 s reservations: the reservation led the clock by {:.0} ms at \
+         least",
+        leads.iter().cloned().fold(f64::INFINITY, f64::min)
+    );
+    assert!(
+        leads.iter().all(|&ms| ms > 0.0),
+        "the reservation fell behind the clock: {leads:?}"
+    );
+    assert!(strictly_increasing(&ids));
+}

@@ -873,6 +873,45 @@ fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_
 }
 
 #[test]
+fn between_calls_the_reservation_is_kept_ahead_of_the_clock_for_a_minute() {
+    let mut g = Generator::new();
+    // Nothing to keep before the first call.
+    assert!(!g.keep_ahead(&L, &LIMITS, T0));
+    let mut renewer = SlowRenewer::new(10);
+    // One call at T0, then none: the renewer, turning every 100 ms, keeps the reservation
+    // ahead of the clock.
+    let first = id(&mut g, T0);
+    for ms in (100..30_000).step_by(100) {
+        g.keep_ahead(&L, &LIMITS, T0 + ms);
+        renewer.step(&mut g, T0 + ms);
+        renewer.step(&mut g, T0 + ms + 10);
+        assert!(
+            g.reserved_until() > T0 + ms + 10,
+            "behind the clock at {ms} ms"
+        );
+    }
+    // A call after 30 s of silence is covered at once: it does not wait for a write.
+    let before = g.stats().reservation_waits;
+    match g
+        .allocate(&L, NODE, &mut Clocks::at(T0 + 30_000), &LIMITS, 1)
+        .unwrap()
+    {
+        Allocation::Run { run, .. } => assert!(run.ids(L, NODE).next().unwrap() > first),
+        other => panic!("the call after the pause had to wait: {other:?}"),
+    }
+    assert_eq!(g.stats().reservation_waits, before);
+    // (The renewal that call may have asked for is written.)
+    renewer.step(&mut g, T0 + 30_000);
+    renewer.step(&mut g, T0 + 30_010);
+    // More than a minute after the last call, nothing more is asked for.
+    let last = g.reserved_until();
+    let quiet = T0 + 30_000 + KEEP_AHEAD_MS + 1;
+    assert!(!g.keep_ahead(&L, &LIMITS, quiet));
+    assert_eq!(g.claim_renewal(), None);
+    assert_eq!(g.reserved_until(), last);
+}
+
+#[test]
 fn a_flood_of_huge_batches_never_makes_a_single_call_wait() {
     // Two sessions asking for 100 million IDs at a time and a third asking for one, each once
     // per millisecond, with a renewer taking 50 ms per write.
