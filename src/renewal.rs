@@ -30,14 +30,21 @@ pub fn claim_renewal() -> Option<i64> {
 }
 
 /// Keeps the reservation ahead of the clock between calls (`Generator::keep_ahead`: for a
-/// minute after the last call, a renewal falls due by the clock as it would by a call). Called
-/// by the renewer on every turn of its loop; returns how long it may sleep before the next
-/// turn: a quarter of the reservation, between 10 ms and a second.
-pub fn keep_ahead() -> i64 {
+/// minute after the last call, and after the renewer started at `renewer_started_at`, a
+/// renewal falls due by the clock as it would by a call). Called by the renewer on every turn
+/// of its loop; returns how long it may sleep before the next turn: a quarter of the
+/// reservation, between 10 ms and a second.
+pub fn keep_ahead(renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
     let now = wall_now();
     shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.keep_ahead(layout, &limits, now);
+        // A data directory that awaits its state file after pg_upgrade keeps the marker file
+        // until the old one is copied in: no reservation may replace it.
+        if !shared.awaiting_carry {
+            shared
+                .generator
+                .keep_ahead(layout, &limits, now, renewer_started_at);
+        }
         (shared.generator.reservation_ms(&limits) / 4).clamp(10, 1_000)
     })
 }

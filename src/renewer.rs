@@ -7,9 +7,10 @@
 //! — state file, WAL record, flush, and the wait for the synchronous standbys —, and reports it;
 //! only then may IDs under it be issued, and every caller waiting for it is woken. On every turn
 //! of its loop (at least every quarter reservation, at most every second) it also keeps the
-//! reservation ahead of the clock for a minute after the last call (`renewal::keep_ahead`), so
-//! that a call after a pause does not wait. A caller waits only when the issued time has caught
-//! up with the reservation, and then on a condition variable, interruptibly.
+//! reservation ahead of the clock for a minute after the last call and after its own start
+//! (`renewal::keep_ahead`), so that a call after a pause, or the first after a restart, does
+//! not wait. A caller waits only when the issued time has caught up with the reservation, and
+//! then on a condition variable, interruptibly.
 //!
 //! The renewer starts once recovery is over (on a standby: when it is promoted), is restarted
 //! a second after it exits, and on start releases a claim its predecessor left. Its SIGTERM
@@ -25,6 +26,7 @@
 use crate::{renewal, shmem};
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
 use pgrx::prelude::*;
+use snowflake_core::clock::wall_now;
 use std::ffi::c_int;
 use std::time::Duration;
 
@@ -76,10 +78,11 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
         );
     }
     renewal::release_abandoned_claim();
+    let started_at = wall_now();
     loop {
         pg_sys::check_for_interrupts!();
         shmem::renewer_is_alive();
-        let next_turn_ms = renewal::keep_ahead();
+        let next_turn_ms = renewal::keep_ahead(started_at);
         match renewal::claim_renewal() {
             Some(until) => {
                 shmem::stop_sleeping();

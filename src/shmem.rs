@@ -236,14 +236,7 @@ pub fn wake_the_renewer() {
 /// the condition variable (see `ConditionVariableTimedSleep`), so the caller checks for a due
 /// renewal between calls without missing a signal.
 pub fn sleep_until_renewal_due(timeout_ms: i64) {
-    // SAFETY: a condition variable in our shared memory; no lock is held.
-    unsafe {
-        pg_sys::ConditionVariableTimedSleep(
-            &raw const region().renewal_due as *mut _,
-            timeout_ms as std::ffi::c_long,
-            pg_sys::PG_WAIT_EXTENSION,
-        );
-    }
+    sleep_on(&region().renewal_due, timeout_ms);
 }
 
 /// Ends a sleep begun by [`sleep_until_renewal_due`], before a renewal is written.
@@ -262,10 +255,15 @@ pub fn broadcast_renewed() {
 /// variable, so a broadcast between it and the caller's next check is not missed. No lock may be
 /// held.
 pub fn sleep_until_renewed(timeout_ms: i64) {
-    // SAFETY: a condition variable in our shared memory; no lock is held.
+    sleep_on(&region().renewed, timeout_ms);
+}
+
+/// One timed sleep on one of our condition variables (the callers say what for).
+fn sleep_on(cv: &pg_sys::ConditionVariable, timeout_ms: i64) {
+    // SAFETY: a condition variable in our shared memory; the callers hold no lock.
     unsafe {
         pg_sys::ConditionVariableTimedSleep(
-            &raw const region().renewed as *mut _,
+            std::ptr::from_ref(cv).cast_mut(),
             timeout_ms as std::ffi::c_long,
             pg_sys::PG_WAIT_EXTENSION,
         );

@@ -43,9 +43,9 @@
 //!
 //! Between calls: a reservation asked for by calls runs out when calls pause, and the first call
 //! after a pause longer than half of it would wait for a write. So for `KEEP_AHEAD_MS` after
-//! the last call the renewer also asks itself ([`Generator::keep_ahead`], each turn of its
-//! loop): the reservation stays ahead of the clock as if calls went on, and only a call after a
-//! longer idle time waits for one write.
+//! the last call, and after the server starts, the renewer also asks itself
+//! ([`Generator::keep_ahead`], each turn of its loop): the reservation stays ahead of the clock
+//! as if calls went on, and only a call after a longer idle time waits for one write.
 //!
 //! A slow disk: the next renewal starts when half of the reservation is left, so it must be
 //! written within that half, or calls wait for it. Each renewal reports how long it took, and
@@ -433,18 +433,23 @@ impl Generator {
         Some(self.wanted_until)
     }
 
-    /// Keeps the reservation ahead of the wall clock `now` between calls: if a call came within
-    /// `KEEP_AHEAD_MS` and less than half of the reservation is left above `now` (or above the
-    /// generator's clock, when that leads), raises the demand as a call would. Returns whether a
-    /// renewal is due and unclaimed (the renewer then claims it).
-    pub fn keep_ahead(&mut self, layout: &Layout, limits: &Limits, now: i64) -> bool {
-        let Some(last_call) = self.steady else {
-            return false;
-        };
-        if now.saturating_sub(last_call) > KEEP_AHEAD_MS {
+    /// Keeps the reservation ahead of the wall clock `now` between calls: if a call came, or the
+    /// generator became `active_since` (the renewer's start: a server that just started is about
+    /// to be used), within `KEEP_AHEAD_MS`, and less than half of the reservation is left above
+    /// `now` (or above the generator's clock or floor, when they lead), raises the demand as a
+    /// call would. Returns whether a renewal is due and unclaimed (the renewer then claims it).
+    pub fn keep_ahead(
+        &mut self,
+        layout: &Layout,
+        limits: &Limits,
+        now: i64,
+        active_since: i64,
+    ) -> bool {
+        let last_call = self.steady.unwrap_or(i64::MIN);
+        if now.saturating_sub(last_call.max(active_since)) > KEEP_AHEAD_MS {
             return false;
         }
-        let at = now.max(last_call);
+        let at = now.max(last_call).max(self.floor);
         let ahead_ms = self.reservation_ms(limits);
         if self.durable_until.saturating_sub(at).saturating_mul(2) < ahead_ms {
             let ahead_ticks = (ahead_ms + layout.unit_ms - 1) / layout.unit_ms;

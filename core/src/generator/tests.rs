@@ -768,15 +768,17 @@ impl SlowRenewer {
     }
 }
 
-#[test]
-fn a_renewer_slower_than_a_quarter_of_the_reservation_never_makes_a_call_wait() {
-    // 300 ms per write against 1 s reservations renewed at half: always done in time.
-    let mut g = Generator::new();
-    let mut renewer = SlowRenewer::new(300);
-    let mut waits = 0;
-    let mut previous = -1;
+/// Five single calls a millisecond for 20 s, beside `renewer`: checks that every ID is above the
+/// one before and under the durable reservation, calls `each_ms` after every millisecond with
+/// the last ID, and returns the millisecond of every call that had to wait.
+fn five_calls_a_ms_for_20_s(
+    g: &mut Generator,
+    renewer: &mut SlowRenewer,
+    mut each_ms: impl FnMut(&Generator, i64),
+) -> Vec<i64> {
+    let (mut previous, mut waits) = (-1, vec![]);
     for ms in 0..20_000 {
-        renewer.step(&mut g, T0 + ms);
+        renewer.step(g, T0 + ms);
         for _ in 0..5 {
             match g
                 .allocate(&L, NODE, &mut Clocks::at(T0 + ms), &LIMITS, 1)
@@ -787,13 +789,23 @@ fn a_renewer_slower_than_a_quarter_of_the_reservation_never_makes_a_call_wait() 
                     assert!(id > previous && unix_ms(id) < g.reserved_until());
                     previous = id;
                 }
-                _ => waits += 1,
+                _ => waits.push(ms),
             }
         }
+        each_ms(g, previous);
     }
+    waits
+}
+
+#[test]
+fn a_renewer_slower_than_a_quarter_of_the_reservation_never_makes_a_call_wait() {
+    // 300 ms per write against 1 s reservations renewed at half: always done in time.
+    let mut g = Generator::new();
+    let mut renewer = SlowRenewer::new(300);
+    let waits = five_calls_a_ms_for_20_s(&mut g, &mut renewer, |_, _| {});
     // Only the very first calls, with nothing reserved yet, waited: for the 300 ms of the
     // first write, from the millisecond after the first call woke the renewer.
-    assert_eq!(waits, 301 * 5);
+    assert_eq!(waits.len(), 301 * 5);
     assert_eq!(g.stats().reservation_waits, 301 * 5);
     assert_eq!(g.stats().issued, (20_000 - 301) * 5);
     assert!(renewer.written.len() >= 35, "{}", renewer.written.len());
@@ -805,27 +817,13 @@ fn a_renewer_slower_than_half_the_reservation_gets_longer_reservations_and_calls
     // length, every renewal would end 200 ms after the issued time caught up with the last one.
     let mut g = Generator::new();
     let mut renewer = SlowRenewer::new(700);
-    let (mut previous, mut last_wait) = (-1, None);
-    for ms in 0..20_000 {
-        renewer.step(&mut g, T0 + ms);
-        for _ in 0..5 {
-            match g
-                .allocate(&L, NODE, &mut Clocks::at(T0 + ms), &LIMITS, 1)
-                .unwrap()
-            {
-                Allocation::Run { run, .. } => {
-                    let id = run.ids(L, NODE).next().unwrap();
-                    assert!(id > previous && unix_ms(id) < g.reserved_until());
-                    previous = id;
-                }
-                _ => last_wait = Some(ms),
-            }
-        }
+    let waits = five_calls_a_ms_for_20_s(&mut g, &mut renewer, |g, last| {
         // Never more than ten times the setting ahead of the issued time.
-        if previous >= 0 {
-            assert!(g.reserved_until() - unix_ms(previous) <= 10 * 1_000);
+        if last >= 0 {
+            assert!(g.reserved_until() - unix_ms(last) <= 10 * 1_000);
         }
-    }
+    });
+    let last_wait = waits.last().copied();
     // Calls waited while the first three writes were made: the first from nothing, the next two
     // asked for before the first reported how slow the disk is. Never again after those.
     let last_wait = last_wait.expect("the first calls wait for the first reservation");
@@ -875,14 +873,14 @@ fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_
 #[test]
 fn between_calls_the_reservation_is_kept_ahead_of_the_clock_for_a_minute() {
     let mut g = Generator::new();
-    // Nothing to keep before the first call.
-    assert!(!g.keep_ahead(&L, &LIMITS, T0));
+    // Nothing to keep before the first call, on a server that started long ago.
+    assert!(!g.keep_ahead(&L, &LIMITS, T0, T0 - KEEP_AHEAD_MS - 1));
     let mut renewer = SlowRenewer::new(10);
     // One call at T0, then none: the renewer, turning every 100 ms, keeps the reservation
     // ahead of the clock.
     let first = id(&mut g, T0);
     for ms in (100..30_000).step_by(100) {
-        g.keep_ahead(&L, &LIMITS, T0 + ms);
+        g.keep_ahead(&L, &LIMITS, T0 + ms, i64::MIN);
         renewer.step(&mut g, T0 + ms);
         renewer.step(&mut g, T0 + ms + 10);
         assert!(
@@ -906,9 +904,35 @@ fn between_calls_the_reservation_is_kept_ahead_of_the_clock_for_a_minute() {
     // More than a minute after the last call, nothing more is asked for.
     let last = g.reserved_until();
     let quiet = T0 + 30_000 + KEEP_AHEAD_MS + 1;
-    assert!(!g.keep_ahead(&L, &LIMITS, quiet));
+    assert!(!g.keep_ahead(&L, &LIMITS, quiet, i64::MIN));
     assert_eq!(g.claim_renewal(), None);
     assert_eq!(g.reserved_until(), last);
+}
+
+#[test]
+fn a_server_that_just_started_has_a_reservation_before_its_first_call() {
+    // Restarted with the last reservation as its floor, a minute ahead of the clock.
+    let floor = T0 + 60_000;
+    let mut g = Generator::resume(floor);
+    let mut renewer = SlowRenewer::new(10);
+    // The renewer started at T0: it asks for a reservation with no call to ask for it, above
+    // the floor.
+    assert!(g.keep_ahead(&L, &LIMITS, T0, T0));
+    renewer.step(&mut g, T0);
+    renewer.step(&mut g, T0 + 10);
+    assert!(
+        g.reserved_until() >= floor + 1_000,
+        "{}",
+        g.reserved_until() - floor
+    );
+    // So the first call, 100 ms later, is served at once, above the floor.
+    match g
+        .allocate(&L, NODE, &mut Clocks::at(T0 + 100), &LIMITS, 1)
+        .unwrap()
+    {
+        Allocation::Run { run, .. } => assert!(unix_ms(run.ids(L, NODE).next().unwrap()) >= floor),
+        other => panic!("the first call had to wait: {other:?}"),
+    }
 }
 
 #[test]
