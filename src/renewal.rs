@@ -22,10 +22,11 @@ use pgrx::prelude::*;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Claims the due renewal for this process, if one is due and none is running.
-pub fn claim_renewal() -> Option<i64> {
+/// Claims the due renewal for this process (the renewer, or a backend standing in for it), if
+/// one is due and none is running.
+pub fn claim_renewal(by_renewer: bool) -> Option<i64> {
     shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.claim_renewal()
+        shared.generator.claim_renewal(by_renewer)
     })
 }
 
@@ -74,11 +75,11 @@ pub fn report_renewal(renewal: Renewal) {
     shmem::broadcast_renewed();
 }
 
-/// Releases a claim left by a renewer that exited without reporting it (the new renewer calls
-/// this when it starts; only one renewer runs at a time).
+/// Releases a claim left by a renewer that exited without reporting it, not one of a backend
+/// standing in for it (`Generator::renewer_started`); the new renewer calls this when it starts.
 pub fn release_abandoned_claim() {
     shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.renewal_abandoned()
+        shared.generator.renewer_started()
     });
 }
 
@@ -129,7 +130,7 @@ pub fn renew_here() -> bool {
     if unsafe { pg_sys::QueryCancelPending } != 0 {
         return false;
     }
-    let Some(until) = claim_renewal() else {
+    let Some(until) = claim_renewal(false) else {
         return false;
     };
     static LOGGED: AtomicBool = AtomicBool::new(false);

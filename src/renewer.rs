@@ -15,13 +15,15 @@
 //! The renewer starts once recovery is over (on a standby: when it is promoted), is restarted
 //! a second after it exits, and on start releases a claim its predecessor left. Its SIGTERM
 //! handler is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
-//! (and the renewal then does not count). It waits for the synchronous standbys whatever
-//! `synchronous_commit` says in postgresql.conf: that setting trades commits' durability, and
-//! the reservation must hold for every ID handed out. Each turn of its loop is a sign of life
-//! (`shmem::renewer_is_alive`). Where no renewer runs — single-user mode, a
-//! `max_worker_processes` too small to register it, a renewer stopped or silent for 3 s — the
-//! call that needs a renewal writes it itself (`renewal::renew_here`, through `renewal::renew`,
-//! the same function this loop calls).
+//! (and the renewal then does not count); on SIGHUP it rereads postgresql.conf like every other
+//! server process, so a reload reaches its `pg_snowflake.reservation_ms`. It waits for the
+//! synchronous standbys whatever `synchronous_commit` says in postgresql.conf: that setting
+//! trades commits' durability, and the reservation must hold for every ID handed out. Each turn
+//! of its loop is a sign of life (`shmem::renewer_is_alive`). Where no renewer runs —
+//! single-user mode, a `max_worker_processes` too small to register it, a renewer stopped or
+//! silent for 3 s — the call that needs a renewal writes it itself (`renewal::renew_here`,
+//! through `renewal::renew`, the same function this loop calls); a renewer that starts while
+//! such a call writes leaves its claim alone.
 
 use crate::{renewal, shmem};
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
@@ -47,6 +49,9 @@ mod unguarded {
     unsafe extern "C-unwind" {
         /// Postgres' SIGTERM handler for backends: sets ProcDiePending and the latch.
         pub fn die(postgres_signal_arg: c_int);
+        /// Postgres' SIGHUP handler for auxiliary processes: sets ConfigReloadPending and the
+        /// latch.
+        pub fn SignalHandlerForConfigReload(postgres_signal_arg: c_int);
     }
 }
 
@@ -67,6 +72,9 @@ fn set_signal_handler(signal: u32, handler: unsafe extern "C-unwind" fn(c_int)) 
 #[unsafe(no_mangle)]
 pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     set_signal_handler(pg_sys::SIGTERM, unguarded::die);
+    // A background worker starts with SIGHUP ignored: without this, a reload would never
+    // reach the renewer's pg_snowflake.reservation_ms (keep_ahead reads it).
+    set_signal_handler(pg_sys::SIGHUP, unguarded::SignalHandlerForConfigReload);
     // SAFETY: called once at the worker's start, from its only thread.
     unsafe {
         pg_sys::BackgroundWorkerUnblockSignals();
@@ -81,14 +89,28 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     let started_at = wall_now();
     loop {
         pg_sys::check_for_interrupts!();
+        reload_config_if_asked();
         shmem::renewer_is_alive();
         let next_turn_ms = renewal::keep_ahead(started_at);
-        match renewal::claim_renewal() {
+        match renewal::claim_renewal(true) {
             Some(until) => {
                 shmem::stop_sleeping();
                 renewal::renew(until);
             }
             None => shmem::sleep_until_renewal_due(next_turn_ms),
+        }
+    }
+}
+
+/// Rereads postgresql.conf after a SIGHUP (`pg_ctl reload`, `pg_reload_conf()`), as every
+/// other server process does between commands.
+fn reload_config_if_asked() {
+    // SAFETY: a flag set by our SIGHUP handler, read and cleared on this process's only
+    // thread; ProcessConfigFile is how every auxiliary process reloads.
+    unsafe {
+        if pg_sys::ConfigReloadPending != 0 {
+            pg_sys::ConfigReloadPending = 0;
+            pg_sys::ProcessConfigFile(pg_sys::GucContext::PGC_SIGHUP);
         }
     }
 }

@@ -55,7 +55,7 @@ fn renewing(
 ) -> Result<Allocation, Error> {
     loop {
         let allocation = allocate(generator)?;
-        if let Some(until) = generator.claim_renewal() {
+        if let Some(until) = generator.claim_renewal(true) {
             generator.renewal_done(until, 0);
         }
         if !matches!(allocation, Allocation::AwaitReservation { .. }) {

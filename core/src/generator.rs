@@ -203,6 +203,8 @@ pub struct Generator {
     wanted_until: i64,
     /// A renewer has claimed the renewal and is writing it.
     renewing: bool,
+    /// That renewer is the server's renewer process, not a backend standing in for it.
+    claimed_by_renewer: bool,
     /// How long the last successful renewal took (ms).
     renewal_took_ms: i64,
     /// Steady-clock time of the last clock-regression warning.
@@ -232,6 +234,7 @@ impl Generator {
             durable_until: floor,
             wanted_until: floor,
             renewing: false,
+            claimed_by_renewer: false,
             renewal_took_ms: 0,
             warned_at: None,
             rotation: 0,
@@ -421,15 +424,17 @@ impl Generator {
         !already_due && self.wanted_until > self.durable_until
     }
 
-    /// Claims the renewal, if one is due and none is running: returns the reservation to write
-    /// (Unix ms). The caller writes it with no lock held and then reports
-    /// [`Generator::renewal_done`] or [`Generator::renewal_failed`]. While claimed, no other
-    /// renewal can be claimed: writers are serialised.
-    pub fn claim_renewal(&mut self) -> Option<i64> {
+    /// Claims the renewal for the renewer process (`by_renewer`) or for a backend standing in
+    /// for it, if one is due and none is running: returns the reservation to write (Unix ms).
+    /// The caller writes it with no lock held and then reports [`Generator::renewal_done`] or
+    /// [`Generator::renewal_failed`]. While claimed, no other renewal can be claimed: writers
+    /// are serialised.
+    pub fn claim_renewal(&mut self, by_renewer: bool) -> Option<i64> {
         if self.renewing || self.wanted_until <= self.durable_until {
             return None;
         }
         self.renewing = true;
+        self.claimed_by_renewer = by_renewer;
         Some(self.wanted_until)
     }
 
@@ -495,6 +500,16 @@ impl Generator {
     /// released, the demand stays, so the next renewer takes it up.
     pub fn renewal_abandoned(&mut self) {
         self.renewing = false;
+    }
+
+    /// A renewer process starts: a claim its predecessor left (the postmaster starts it only
+    /// after that one exited) is released as abandoned. A claim of a backend standing in for
+    /// the renewer stays: that backend is still writing and will report it, and releasing it
+    /// would let a second writer write at the same time.
+    pub fn renewer_started(&mut self) {
+        if self.renewing && self.claimed_by_renewer {
+            self.renewal_abandoned();
+        }
     }
 
     /// Advances the steady clock to a reading of `clock`; returns the steady clock and, if the

@@ -3,7 +3,7 @@
 //! caught up with the reservation) waits interruptibly, so `statement_timeout` ends it on time.
 //! The server runs with an fsync-delaying LD_PRELOAD shim (`scripts/fsync-delay.c`).
 
-use snowflake_it::{describe, strictly_increasing, take_ids, Config, Server};
+use snowflake_it::{describe, strictly_increasing, take_ids, wait_until, Config, Server};
 use std::time::{Duration, Instant};
 
 /// How long each fsync and fdatasync sleeps while the disk is stalled.
@@ -168,4 +168,39 @@ fn between_calls_the_reservation_stays_ahead_of_the_clock() {
         "the reservation fell behind the clock: {leads:?}"
     );
     assert!(strictly_increasing(&ids));
+}
+
+#[test]
+fn a_reload_reaches_the_renewer() {
+    // The advice for a slow disk is a longer reservation, applied by a reload: the renewer, which
+    // keeps the reservation ahead between calls, must read it too (a background worker starts
+    // with SIGHUP ignored).
+    let server = Server::start("reload", Config::node(6));
+    let lead_s = || {
+        server.query_one::<f64>(
+            "SELECT coalesce(extract(epoch FROM reserved_until - clock_timestamp()), -1)::float8 \
+             FROM snowflake_stats()",
+        )
+    };
+    wait_until(
+        Duration::from_secs(30),
+        "the renewer's first reservation",
+        || lead_s() > 0.0,
+    );
+    let before = lead_s();
+    assert!(before < 5.0, "a 1 s reservation led by {before:.1} s");
+    server.execute("ALTER SYSTEM SET pg_snowflake.reservation_ms = 60000");
+    server.execute("SELECT pg_reload_conf()");
+    // No call is made: only the renewer can take the reservation a minute ahead.
+    let took = wait_until(
+        Duration::from_secs(10),
+        "the renewer to reserve a minute ahead after the reload",
+        || lead_s() > 30.0,
+    );
+    println!(
+        "reservation_ms 1000 -> 60000 by a reload: the renewer led by {before:.1} s before, \
+         {:.1} s {:.0} ms after the reload",
+        lead_s(),
+        took.as_secs_f64() * 1000.0
+    );
 }

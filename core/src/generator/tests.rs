@@ -33,7 +33,7 @@ fn drive(
         let allocation = g.allocate(layout, node, &mut now, limits, want)?;
         match allocation {
             Allocation::AwaitReservation { .. } => {
-                let until = g.claim_renewal().expect("a renewal is due");
+                let until = g.claim_renewal(true).expect("a renewal is due");
                 if let Err(e) = reserve(until) {
                     g.renewal_failed();
                     return Err(e);
@@ -43,7 +43,7 @@ fn drive(
             Allocation::Run {
                 wake_renewer: true, ..
             } => {
-                if let Some(until) = g.claim_renewal() {
+                if let Some(until) = g.claim_renewal(true) {
                     match reserve(until) {
                         Ok(()) => g.renewal_done(until, 0),
                         Err(_) => g.renewal_failed(),
@@ -704,7 +704,7 @@ fn the_normal_path_reads_one_clock_and_the_monotonic_one_only_while_behind() {
     // One call, with a renewer that writes at once.
     let call = |g: &mut Generator, clock: &mut CountingClock| loop {
         let allocation = g.allocate(&L, NODE, clock, &LIMITS, 1).unwrap();
-        if let Some(until) = g.claim_renewal() {
+        if let Some(until) = g.claim_renewal(true) {
             g.renewal_done(until, 0);
         }
         match allocation {
@@ -762,7 +762,7 @@ impl SlowRenewer {
             g.renewal_done(until, self.latency_ms);
             self.in_flight = None;
         }
-        if let Some(until) = g.claim_renewal() {
+        if let Some(until) = g.claim_renewal(true) {
             self.in_flight = Some((until, now + self.latency_ms));
         }
     }
@@ -848,7 +848,7 @@ fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_
     let mut renew = |took_ms| {
         tick += 1_000;
         g.want_reservation(&L, tick);
-        let until = g.claim_renewal().expect("a renewal is due");
+        let until = g.claim_renewal(true).expect("a renewal is due");
         g.renewal_done(until, took_ms);
         g.reservation_ms(&LIMITS)
     };
@@ -905,7 +905,7 @@ fn between_calls_the_reservation_is_kept_ahead_of_the_clock_for_a_minute() {
     let last = g.reserved_until();
     let quiet = T0 + 30_000 + KEEP_AHEAD_MS + 1;
     assert!(!g.keep_ahead(&L, &LIMITS, quiet, i64::MIN));
-    assert_eq!(g.claim_renewal(), None);
+    assert_eq!(g.claim_renewal(true), None);
     assert_eq!(g.reserved_until(), last);
 }
 
@@ -997,9 +997,9 @@ fn a_failed_renewal_fails_the_calls_waiting_for_it_and_the_next_call_asks_again(
             failures: 0
         }
     );
-    let until = g.claim_renewal().unwrap();
+    let until = g.claim_renewal(true).unwrap();
     assert_eq!(until, T0 + 1_000);
-    assert_eq!(g.claim_renewal(), None, "one renewer at a time");
+    assert_eq!(g.claim_renewal(true), None, "one renewer at a time");
     g.renewal_failed();
     assert_eq!(g.reserved_until(), i64::MIN);
     assert_eq!(g.stats().issued, 0);
@@ -1011,7 +1011,7 @@ fn a_failed_renewal_fails_the_calls_waiting_for_it_and_the_next_call_asks_again(
             failures: 1
         }
     );
-    let until = g.claim_renewal().unwrap();
+    let until = g.claim_renewal(true).unwrap();
     g.renewal_done(until, 0);
     assert!(matches!(
         g.allocate(&L, NODE, &mut clock, &LIMITS, 1).unwrap(),
@@ -1024,11 +1024,30 @@ fn an_abandoned_renewal_is_taken_up_by_the_next_renewer() {
     let mut g = Generator::new();
     g.allocate(&L, NODE, &mut Clocks::at(T0), &LIMITS, 1)
         .unwrap();
-    let until = g.claim_renewal().unwrap();
+    let until = g.claim_renewal(true).unwrap();
     assert!(g.renewing());
     // The renewer exits before reporting; its successor releases the claim and takes it up.
-    g.renewal_abandoned();
-    assert_eq!(g.claim_renewal(), Some(until));
+    g.renewer_started();
+    assert!(!g.renewing());
+    assert_eq!(g.claim_renewal(true), Some(until));
+}
+
+#[test]
+fn a_renewer_that_starts_leaves_a_backends_claim_to_that_backend() {
+    let mut g = Generator::new();
+    g.allocate(&L, NODE, &mut Clocks::at(T0), &LIMITS, 1)
+        .unwrap();
+    // No renewer runs: a backend claims the renewal and writes it. A renewer starts meanwhile.
+    let until = g.claim_renewal(false).unwrap();
+    g.renewer_started();
+    assert!(g.renewing(), "the backend's claim was released under it");
+    assert_eq!(
+        g.claim_renewal(true),
+        None,
+        "a second writer at the same time"
+    );
+    g.renewal_done(until, 0);
+    assert_eq!(g.reserved_until(), until);
 }
 
 /// One step of the model below: the clock moves, a caller asks for IDs, and the renewer may
@@ -1173,7 +1192,7 @@ proptest! {
                 }
                 Step::Claim => {
                     if claimed.is_none() {
-                        claimed = g.claim_renewal();
+                        claimed = g.claim_renewal(true);
                     }
                 }
                 Step::Finish { took_ms } => {
