@@ -62,6 +62,9 @@ fn snowflake_stats() -> TableIterator<
         name!(reservations, i64),
         name!(reserved_until, Option<TimestampWithTimeZone>),
         name!(time_field_ends, TimestampWithTimeZone),
+        name!(reservation_waits, i64),
+        name!(renewal_failures, i64),
+        name!(renewing, bool),
     ),
 > {
     let generator = shmem::snapshot().or_report().generator;
@@ -82,6 +85,9 @@ fn snowflake_stats() -> TableIterator<
         stats.reservations as i64,
         (reserved > i64::MIN).then(|| timestamptz(reserved)),
         timestamptz(layout.end_unix_ms()),
+        stats.reservation_waits as i64,
+        stats.renewal_failures as i64,
+        generator.renewing(),
     ))
 }
 
@@ -92,7 +98,7 @@ COMMENT ON FUNCTION snowflake_nextval() IS
 COMMENT ON FUNCTION snowflake_nextval_batch(integer) IS
 'Returns n (1 to 100000000) new snowflake IDs, strictly increasing, taken from this server''s generator in as few lock acquisitions as the clock allows.';
 COMMENT ON FUNCTION snowflake_stats() IS
-'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, and when the time field runs out.';
+'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, when the time field runs out, waits for and failures of reservation writes, and whether one is being written.';
 "#,
     name = "generator_comments",
     requires = [snowflake_nextval, snowflake_nextval_batch, snowflake_stats],

@@ -27,6 +27,52 @@ fn reservations(server: &Server) -> i64 {
     server.query_one("SELECT reservations FROM snowflake_stats()")
 }
 
+/// Sends `kill -NAME` to process `pid`.
+fn signal(pid: u32, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{name} {pid}");
+}
+
+/// Stops the renewer `pid` (SIGSTOP) between two renewals. One stopped in the middle of a write
+/// holds its claim, and calls rightly wait for it as for a stalled disk (the renewer keeps the
+/// reservation ahead of the clock, so it writes every half reservation whether or not calls
+/// come): that is not the case this test is about. A stopped renewer cannot claim, and no
+/// backend claims while the renewer counts as running (3 s), so `renewing` read after the stop
+/// is settled; when it is true, the renewer goes on and is stopped again a moment later. So it is
+/// when the renewer was stopped holding the generator's lock (for a few instructions of each
+/// turn of its loop): the question then waits for the lock, and is answered once it goes on.
+fn stop_between_renewals(server: &Server, pid: u32) {
+    for _ in 0..50 {
+        let mut client = server.connect();
+        signal(pid, "STOP");
+        let between = std::thread::scope(|scope| {
+            let question = scope.spawn(move || {
+                let row = client.query_one("SELECT renewing FROM snowflake_stats()", &[]);
+                !row.unwrap().get::<_, bool>(0)
+            });
+            let asked = Instant::now();
+            while !question.is_finished() && asked.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if !question.is_finished() {
+                signal(pid, "CONT");
+                question.join().unwrap();
+                return false;
+            }
+            question.join().unwrap()
+        });
+        if between {
+            return;
+        }
+        signal(pid, "CONT");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    panic!("the renewer was writing a reservation (or held the lock) at each of 50 stops");
+}
+
 /// IDs for `seconds`, a call every millisecond or so, each call allowed `timeout`.
 fn ids_for(server: &Server, seconds: u64, timeout: &str) -> Vec<i64> {
     let mut client = server.connect();
@@ -91,29 +137,20 @@ fn a_stopped_renewer_is_stood_in_for_by_the_backends_until_it_is_back() {
     });
     let pid = renewer_pids(&server)[0];
     let mut ids = take_ids(&mut server.connect(), 1_000, 1_000);
-    // Stop it between renewals (a renewer stopped in the middle of a write would hold its
-    // claim, and calls would rightly wait for it): no call has raised a demand for 2 s, and the
-    // last renewal took milliseconds.
-    std::thread::sleep(Duration::from_secs(2));
-    let signal = |name: &str| {
-        let status = std::process::Command::new("kill")
-            .args([&format!("-{name}"), &pid.to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{name} {pid}");
-    };
-    signal("STOP");
+    stop_between_renewals(&server, pid);
     let before = reservations(&server);
     // The renewer falls silent; after 3 s the calls stop waiting for it and renew themselves.
     let during = ids_for(&server, 6, "10s");
     let renewed = reservations(&server) - before;
-    signal("CONT");
+    signal(pid, "CONT");
     println!(
         "renewer stopped for 6 s: {} IDs, {renewed} reservations written by the backend",
         during.len()
     );
+    // 200 ms reservations renewed at half: about fifteen renewals in the last 3 s (fewer on a
+    // slow disk, where reservations grow with the time a write takes).
     assert!(
-        renewed >= 5,
+        renewed >= 3,
         "{renewed} reservations while the renewer was stopped"
     );
     assert!(server.log().contains(LOGGED));

@@ -119,7 +119,7 @@ SELECT snowflake_nextval_batch(100000001);
 
 -- The generator's state: what does not depend on the moment.
 SELECT node_id, layout, ids_issued > 0 AS issued, last_issued <= reserved_until AS reserved_ahead,
-       lead_ms >= 0 AS lead_ok, clock_regressions, time_field_ends
+       lead_ms >= 0 AS lead_ok, clock_regressions, time_field_ends, renewal_failures
 FROM snowflake_stats();
 
 -- The shape users declare.
