@@ -48,6 +48,9 @@ pub enum SnowflakeError {
     },
     /// pg_upgrade made this data directory and the old one's state file was not copied in.
     StateFileNotCarried { path: &'static str },
+    /// pg_upgrade loads the library into a new cluster that does not preload it, so nothing
+    /// would mark the new data directory as awaiting the old state file.
+    NotPreloadedForUpgrade,
     /// A WAL record of our resource manager that this version does not know.
     UnknownWalRecord,
     /// `snowflake_adopt` was given NULL for `argument`.
@@ -247,6 +250,20 @@ impl SnowflakeError {
                      and start the server again. If the old server never made snowflake IDs, \
                      delete this directory's \"{path}\" instead."
                 ),
+            ),
+            NotPreloadedForUpgrade => message(
+                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "pg_snowflake must be in shared_preload_libraries of the new cluster while \
+                 pg_upgrade runs",
+                Some(
+                    "Preloaded, pg_snowflake marks the new data directory as awaiting the old \
+                     server's state file; without the mark, the upgraded server would forget \
+                     every ID the old one issued."
+                        .into(),
+                ),
+                "Add pg_snowflake to shared_preload_libraries, and copy every pg_snowflake \
+                 setting of the old cluster, into the new cluster's postgresql.conf; then run \
+                 pg_upgrade again.",
             ),
             UnknownWalRecord => message(
                 ERRCODE_INTERNAL_ERROR,

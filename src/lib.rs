@@ -18,6 +18,7 @@
 //!   [`bounds`] (time → ID bounds), [`adopt`] (`snowflake_adopt`); [`timestamps`] converts
 //!   between the core's Unix milliseconds and timestamptz
 
+use error::SnowflakeError;
 use pgrx::prelude::*;
 use snowflake_core::clock::wall_now;
 
@@ -51,6 +52,11 @@ pub extern "C-unwind" fn _PG_init() {
         wal_redo::register();
         shmem::init();
         renewer::register();
+    } else if unsafe { pg_sys::IsBinaryUpgrade } {
+        // pg_upgrade's check LOADs every library the old cluster's functions use into the new
+        // cluster: refusing here stops pg_upgrade before it builds a data directory that would
+        // start without the old reservation and without the marker that says so.
+        SnowflakeError::NotPreloadedForUpgrade.report();
     }
 }
 

@@ -469,8 +469,23 @@ impl Server {
     /// Runs pg_upgrade from `old` (stopped) into this server (made by [`Server::init`] with the
     /// newer PostgreSQL, never started); returns what pg_upgrade printed, panicking on failure.
     pub fn upgrade_from(&self, old: &Server) -> String {
-        let out = pgserver(&["upgrade", &old.dir, &self.dir]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.try_upgrade_from(old)
+            .unwrap_or_else(|printed| panic!("pg_upgrade failed:\n{printed}"))
+    }
+
+    /// [`Server::upgrade_from`], returning what pg_upgrade printed also when it fails.
+    pub fn try_upgrade_from(&self, old: &Server) -> Result<String, String> {
+        let out = run_pgserver(&["upgrade", &old.dir, &self.dir], &[]);
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.success() {
+            Ok(printed)
+        } else {
+            Err(printed)
+        }
     }
 
     /// A file in the data directory, as seen by the `postgres` OS user.
@@ -485,6 +500,22 @@ impl Server {
             .status()
             .expect("sudo runs");
         assert!(status.success(), "{script}");
+    }
+
+    /// What a shell command run as the `postgres` OS user prints (e.g. a file in the server's
+    /// directory, which the test's user may not read); panics on failure.
+    pub fn output_as_postgres(&self, script: &str) -> String {
+        let output = Command::new("sudo")
+            .args(["-u", "postgres", "sh", "-c", script])
+            .output()
+            .expect("sudo runs");
+        assert!(output.status.success(), "{script}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The directory of the server (its data directory is `data/` in it).
+    pub fn dir(&self) -> &str {
+        &self.dir
     }
 
     /// A new connection to the `postgres` database as the superuser.

@@ -67,16 +67,20 @@ fn old_server_with_ids(tree: &str) -> (Server, i64) {
     (old, old_max)
 }
 
-/// pg_upgrade from `old` into a fresh server of `tree` whose postgresql.conf already preloads
-/// pg_snowflake with the same node id, running on a clock `clock` away from the real one.
-fn upgraded(old: &Server, tree: &str, clock: &str) -> Server {
-    let mut config = node_on(tree).fake_clock(clock);
+/// A new cluster of `tree` for pg_upgrade to fill, configured by `config`, not started.
+fn new_cluster(tree: &str, mut config: Config) -> Server {
     // initdb turns data checksums on by default from 18 on; pg_upgrade needs the old cluster's
     // setting (off).
     if pg_major_of(&pg_config_of(tree)) >= 18 {
         config = config.initdb_arg("--no-data-checksums");
     }
-    let new = Server::init("upnew", config);
+    Server::init("upnew", config)
+}
+
+/// pg_upgrade from `old` into a fresh server of `tree` whose postgresql.conf already preloads
+/// pg_snowflake with the same node id, running on a clock `clock` away from the real one.
+fn upgraded(old: &Server, tree: &str, clock: &str) -> Server {
+    let new = new_cluster(tree, node_on(tree).fake_clock(clock));
     let printed = new.upgrade_from(old);
     assert!(
         printed.contains("Upgrade Complete"),
@@ -224,6 +228,42 @@ fn across_majors_pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_
         assert!(
             first > old_max,
             "after the copy: first new ID {first} <= {old_max}"
+        );
+    }
+}
+
+/// The README's step 2 skipped: the new cluster does not preload pg_snowflake, so nothing would
+/// mark its data directory as awaiting the old state file. pg_upgrade LOADs every library the
+/// old cluster's functions use into the new one before it changes anything; pg_snowflake
+/// refuses to be loaded that way, and pg_upgrade stops with its reason.
+#[test]
+fn across_majors_pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_refused() {
+    for (old_tree, new_tree) in pairs() {
+        let (old, _) = old_server_with_ids(&old_tree);
+        let new = new_cluster(
+            &new_tree,
+            Config::default().postgres(pg_config_of(&new_tree)),
+        );
+        let printed = new
+            .try_upgrade_from(&old)
+            .expect_err("pg_upgrade into a cluster that does not preload pg_snowflake");
+        let report = new.output_as_postgres(&format!(
+            "cat $(find {} -name loadable_libraries.txt)",
+            new.dir()
+        ));
+        println!(
+            "{old_tree} → {new_tree}, the new cluster not preloading pg_snowflake: pg_upgrade stopped; loadable_libraries.txt:\n{report}"
+        );
+        assert!(
+            printed.contains("Checking for presence of required libraries"),
+            "{printed}"
+        );
+        assert!(
+            report.contains(
+                "ERROR:  pg_snowflake must be in shared_preload_libraries of the new cluster \
+                 while pg_upgrade runs"
+            ),
+            "pg_upgrade said:\n{printed}\nloadable_libraries.txt:\n{report}"
         );
     }
 }

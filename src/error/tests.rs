@@ -52,6 +52,7 @@ fn every_message_follows_the_postgres_style() {
         SnowflakeError::StateFileNotCarried {
             path: "pg_snowflake.state",
         },
+        SnowflakeError::NotPreloadedForUpgrade,
         SnowflakeError::UnknownWalRecord,
         CoreError::TimeExhausted { end_unix_ms: 0 }.into(),
         CoreError::NegativeId(-1).into(),
