@@ -71,6 +71,8 @@ fn meta_json_describes_what_cargo_toml_builds() {
 
 /// Debian's layout for an extension of PostgreSQL `major` (the postgresql-N packages of Debian
 /// and apt.postgresql.org): library directory and extension directory, relative to `/`.
+/// Written out here apart from scripts/lib.sh, which builds the packages, on purpose: the test's
+/// expectation must not come from the code under test.
 fn debian_layout(major: u32) -> (String, String) {
     (
         format!("usr/lib/postgresql/{major}/lib"),
