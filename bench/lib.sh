@@ -1,5 +1,5 @@
-# Shared by bench/instructions, bench/latency and bench/flood (sourced, not run), on top of
-# scripts/lib.sh: the result rows, throwaway servers and pgbench's per-transaction logs.
+# Shared by bench/run, bench/instructions, bench/latency and bench/flood (sourced, not run), on
+# top of scripts/lib.sh: the result rows, throwaway servers and pgbench's per-transaction logs.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,9 +24,10 @@ parse_args() {
 }
 
 # Appends one row `section candidate parameter round value` to OUT; a value that is not a
-# number means the measurement failed (its error went to stderr): stop there.
+# number (but in a `meta` row, which describes the run) means the measurement failed (its error
+# went to stderr): stop there.
 record() {
-    if ! [[ $5 =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+    if [ "$1" != meta ] && ! [[ $5 =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
         die "no number for $1 $2 $3 (round $4): '$5'"
     fi
     printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$OUT"
