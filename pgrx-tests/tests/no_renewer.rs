@@ -9,10 +9,12 @@ const LOGGED: &str = "the pg_snowflake renewer is not running: backends write th
                       reservations themselves";
 
 /// The server's renewer processes (a worker with no database connection is not in
-/// pg_stat_activity): the postmaster's children titled "pg_snowflake renewer".
+/// pg_stat_activity): the postmaster's children titled "pg_snowflake renewer". The data
+/// directory is the postgres user's, which the test's user may not be: read it as postgres.
 fn renewer_pids(server: &Server) -> Vec<u32> {
-    let pidfile = std::fs::read_to_string(server.data_file("postmaster.pid")).unwrap();
-    let postmaster = pidfile.lines().next().unwrap();
+    let pidfile =
+        server.output_as_postgres(&format!("head -n 1 {}", server.data_file("postmaster.pid")));
+    let postmaster = pidfile.trim();
     let out = std::process::Command::new("pgrep")
         .args(["-P", postmaster, "-f", "pg_snowflake renewer"])
         .output()
@@ -27,13 +29,9 @@ fn reservations(server: &Server) -> i64 {
     server.query_one("SELECT reservations FROM snowflake_stats()")
 }
 
-/// Sends `kill -NAME` to process `pid`.
-fn signal(pid: u32, name: &str) {
-    let status = std::process::Command::new("kill")
-        .args([&format!("-{name}"), &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{name} {pid}");
+/// Sends `kill -NAME` to the server's process `pid`, as the postgres user (whose process it is).
+fn signal(server: &Server, pid: u32, name: &str) {
+    server.as_postgres(&format!("kill -{name} {pid}"));
 }
 
 /// Stops the renewer `pid` (SIGSTOP) between two renewals. One stopped in the middle of a write
@@ -47,7 +45,7 @@ fn signal(pid: u32, name: &str) {
 fn stop_between_renewals(server: &Server, pid: u32) {
     for _ in 0..50 {
         let mut client = server.connect();
-        signal(pid, "STOP");
+        signal(server, pid, "STOP");
         let between = std::thread::scope(|scope| {
             let question = scope.spawn(move || {
                 let row = client.query_one("SELECT renewing FROM snowflake_stats()", &[]);
@@ -58,7 +56,7 @@ fn stop_between_renewals(server: &Server, pid: u32) {
                 std::thread::sleep(Duration::from_millis(5));
             }
             if !question.is_finished() {
-                signal(pid, "CONT");
+                signal(server, pid, "CONT");
                 question.join().unwrap();
                 return false;
             }
@@ -67,7 +65,7 @@ fn stop_between_renewals(server: &Server, pid: u32) {
         if between {
             return;
         }
-        signal(pid, "CONT");
+        signal(server, pid, "CONT");
         std::thread::sleep(Duration::from_millis(30));
     }
     panic!("the renewer was writing a reservation (or held the lock) at each of 50 stops");
@@ -142,7 +140,7 @@ fn a_stopped_renewer_is_stood_in_for_by_the_backends_until_it_is_back() {
     // The renewer falls silent; after 3 s the calls stop waiting for it and renew themselves.
     let during = ids_for(&server, 6, "10s");
     let renewed = reservations(&server) - before;
-    signal(pid, "CONT");
+    signal(&server, pid, "CONT");
     println!(
         "renewer stopped for 6 s: {} IDs, {renewed} reservations written by the backend",
         during.len()
