@@ -136,6 +136,18 @@ SELECT snowflake_adopt(NULL);
 SELECT snowflake_adopt('t_plain', repeat('x', 1048576));
 \echo :LAST_ERROR_SQLSTATE
 
+-- An error Postgres raises inside snowflake_adopt keeps its own SQLSTATE: a role that does not
+-- own the table is refused as it would be typing the DDL itself, and nothing changes.
+CREATE ROLE adopt_stranger;
+CREATE TABLE t_not_mine (id bigserial PRIMARY KEY);
+SET ROLE adopt_stranger;
+SELECT snowflake_adopt('t_not_mine');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SELECT * FROM show_key('t_not_mine', 'id');
+DROP TABLE t_not_mine;
+DROP ROLE adopt_stranger;
+
 -- Adopting twice: the second call says so and changes nothing.
 SELECT snowflake_adopt('bbase');
 SELECT snowflake_adopt('bbase');
