@@ -495,11 +495,7 @@ impl Server {
 
     /// Runs a shell command as the `postgres` OS user, e.g. to damage a file; panics on failure.
     pub fn as_postgres(&self, script: &str) {
-        let status = Command::new("sudo")
-            .args(["-u", "postgres", "sh", "-c", script])
-            .status()
-            .expect("sudo runs");
-        assert!(status.success(), "{script}");
+        self.output_as_postgres(script);
     }
 
     /// What a shell command run as the `postgres` OS user prints (e.g. a file in the server's
@@ -509,7 +505,11 @@ impl Server {
             .args(["-u", "postgres", "sh", "-c", script])
             .output()
             .expect("sudo runs");
-        assert!(output.status.success(), "{script}");
+        assert!(
+            output.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 

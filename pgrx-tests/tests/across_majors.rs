@@ -265,6 +265,14 @@ fn across_majors_pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_
             ),
             "pg_upgrade said:\n{printed}\nloadable_libraries.txt:\n{report}"
         );
+        assert!(
+            report.contains(
+                "HINT:  Add pg_snowflake to shared_preload_libraries, and copy every \
+                 pg_snowflake setting of the old cluster, into the new cluster's \
+                 postgresql.conf; then run pg_upgrade again."
+            ),
+            "{report}"
+        );
     }
 }
 
