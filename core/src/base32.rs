@@ -23,12 +23,18 @@ pub fn encode(id: i64) -> Result<String, Error> {
 
 /// Reads the text form back: case-insensitive, with Crockford's readings of I and L as 1 and
 /// O as 0, hyphens ignored; 1 to 13 digits whose value fits a positive `i64`.
+///
+/// 13 digits carry 65 bits, so a first digit past 7 is refused rather than shifted out: the
+/// value is built with checked arithmetic, which release builds keep (a plain shift would wrap
+/// and read `G000000000000` as 0, another ID's text).
 pub fn decode(text: &str) -> Result<i64, Error> {
     let invalid = |reason: &str| Error::InvalidBase32 {
         text: text.to_string(),
         reason: reason.to_string(),
     };
-    let mut value: u64 = 0;
+    // `None` once the value no longer fits; the text is still read to its end, so that a bad
+    // character or a 14th digit is the reason given when there is one.
+    let mut value: Option<i64> = Some(0);
     let mut digits = 0;
     for c in text.chars().filter(|&c| c != '-') {
         let digit = match c.to_ascii_uppercase() {
@@ -38,18 +44,19 @@ pub fn decode(text: &str) -> Result<i64, Error> {
                 .iter()
                 .position(|&a| a as char == c)
                 .ok_or_else(|| invalid(&format!("'{c}' is not a base-32 digit")))?
-                as u64,
+                as i64,
         };
         digits += 1;
         if digits > WIDTH {
             return Err(invalid("it has more than 13 digits"));
         }
-        value = (value << 5) | digit;
+        // A multiple of 32 that fits leaves room for any digit in its low 5 bits.
+        value = value.and_then(|v| v.checked_mul(32)).map(|v| v | digit);
     }
     if digits == 0 {
         return Err(invalid("it has no digits"));
     }
-    i64::try_from(value).map_err(|_| invalid("its value does not fit a positive bigint"))
+    value.ok_or_else(|| invalid("its value does not fit a positive bigint"))
 }
 
 #[cfg(test)]
