@@ -65,6 +65,7 @@ fn snowflake_stats() -> TableIterator<
         name!(reservation_waits, i64),
         name!(renewal_failures, i64),
         name!(renewing, bool),
+        name!(clock_jumps, i64),
     ),
 > {
     let generator = shmem::snapshot().or_report().generator;
@@ -88,6 +89,7 @@ fn snowflake_stats() -> TableIterator<
         stats.reservation_waits as i64,
         stats.renewal_failures as i64,
         generator.renewing(),
+        stats.clock_jumps as i64,
     ))
 }
 
@@ -98,7 +100,7 @@ COMMENT ON FUNCTION snowflake_nextval() IS
 COMMENT ON FUNCTION snowflake_nextval_batch(integer) IS
 'Returns n (1 to 100000000) new snowflake IDs, strictly increasing, taken from this server''s generator in as few lock acquisitions as the clock allows.';
 COMMENT ON FUNCTION snowflake_stats() IS
-'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, when the time field runs out, waits for and failures of reservation writes, and whether one is being written.';
+'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, when the time field runs out, waits for and failures of reservation writes, whether one is being written, and forward steps of the system clock held rather than followed.';
 "#,
     name = "generator_comments",
     requires = [snowflake_nextval, snowflake_nextval_batch, snowflake_stats],

@@ -27,15 +27,21 @@
 use crate::error::SnowflakeError;
 use pgrx::pg_sys;
 use snowflake_core::layout::Layout;
-use snowflake_core::state_file::{self, State};
+use snowflake_core::state_file::{self, History, Reservation, State};
 use snowflake_core::wal_record;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 
 /// The state file, relative to the data directory (every Postgres process's working directory).
 pub const STATE_FILE: &str = "pg_snowflake.state";
 const STATE_FILE_TMP: &str = "pg_snowflake.state.tmp";
+/// Where a binary-upgrade start moves a reservation the new cluster wrote itself (see [`load`]).
+const STATE_FILE_BEFORE_UPGRADE: &str = "pg_snowflake.state.before-upgrade";
+/// The directory pg_upgrade (PostgreSQL 15 and later) keeps in the *new* data directory while it
+/// runs, `--check` included.
+const PG_UPGRADE_OUTPUT_DIR: &str = "pg_upgrade_output.d";
 
 /// pg_snowflake's custom WAL resource manager id (128..255 are for extensions; 128 is the
 /// "experimental" id). A clash with another extension's id is reported by Postgres at start-up.
@@ -48,8 +54,9 @@ pub const XLOG_RESERVATION: u8 = 0x10;
 pub enum Start {
     /// No state file: a server that never issued an ID with this extension.
     Fresh,
-    /// Continue above this reservation (Unix ms).
-    After(i64),
+    /// Continue above `floor` (Unix ms; `i64::MIN`: a node id never used here), keeping the
+    /// node ids used before in `history`.
+    After { floor: i64, history: History },
     /// pg_upgrade made this directory and the old one's file was not copied in: refuse to
     /// issue until it is.
     AwaitingCarry,
@@ -66,19 +73,25 @@ pub enum Reserved {
     Interrupted,
 }
 
-/// Durably records that IDs of `layout` may be issued up to (not including) `until` (Unix ms):
-/// the state file, then the WAL record, flushed, then — with synchronous replication
+/// Durably records that IDs of `layout` and `node` may be issued up to (not including) `until`
+/// (Unix ms), with the node ids used here before (`history`): the state file, then the WAL
+/// record, flushed, then — with synchronous replication
 /// (`synchronous_standby_names`) — the wait until the synchronous standbys have flushed it too,
 /// so that an ID handed out under it is covered on a standby that may be promoted, even if it
 /// was only returned by a SELECT and never stored. Called by the renewer with no lock held;
 /// the caller has checked that the server is not in recovery, where WAL cannot be written.
-pub fn reserve(layout: &Layout, until: i64) -> Result<Reserved, std::io::Error> {
-    let mut buffer = [0u8; state_file::MAX_LEN];
-    replace_state_file(state_file::format(layout, until, &mut buffer))?;
-    let mut payload = wal_record::encode(until, layout);
+pub fn reserve(
+    layout: &Layout,
+    until: i64,
+    node: u32,
+    history: &History,
+) -> Result<Reserved, std::io::Error> {
+    replace_state_file(&state_line(layout, until, Some(node), history))?;
+    let mut payload = wal_record::encode(until, layout, node);
     // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. XLogFlush and
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
-    // only when the process is told to terminate (it warns and sets ProcDiePending); it waits
+    // when the process is told to terminate (it warns; the renewer and `renewal::renew_here`
+    // hold interrupts, so the warning cannot end the process inside it); it waits
     // only while synchronous_commit asks for a standby, which the renewer forces on and a
     // backend writing its own reservation sets for the write (`renewal::renew_here`); with
     // `commit = false` it waits for the standbys' flush (not apply).
@@ -133,21 +146,24 @@ unsafe fn register_data(payload: &mut [u8; wal_record::LEN]) {
     };
 }
 
-/// Where the generator starts, from the state file. A file written under another layout than
-/// `configured` is refused: IDs of two layouts do not mix.
+/// Where the generator of node id `node` (`None`: not set) starts, from the state file. A file
+/// written under another layout than `configured` is refused: IDs of two layouts do not mix. A
+/// file written for another node id gives the floor `state_file::resume` says (a node id never
+/// used here owes nothing to the others), and the change is logged.
 ///
-/// pg_upgrade builds a new data directory without our file. While it runs (binary-upgrade
-/// mode), a missing file is replaced by the core's upgrade marker, so that the upgraded server
+/// pg_upgrade builds a new data directory without our file. While it runs into this directory
+/// (binary-upgrade mode, its output directory here), a missing file is replaced by the core's
+/// upgrade marker, so that the upgraded server
 /// refuses to issue IDs until the old directory's file is copied over it, rather than forget
-/// every ID the old server issued.
-pub fn load(configured: &Layout) -> Result<Start, SnowflakeError> {
+/// every ID the old server issued. A file this new cluster wrote itself (started, and called,
+/// before pg_upgrade: its system identifier is this cluster's, and pg_upgrade's output
+/// directory is here) is no such record: it is moved aside and the marker written.
+pub fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeError> {
     let bytes = match fs::read(STATE_FILE) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => {
-            // SAFETY: a plain read of a flag the postmaster sets from its command line.
-            if unsafe { pg_sys::IsBinaryUpgrade } {
-                replace_state_file(state_file::UPGRADE_MARKER).map_err(|e| write_error(&e))?;
-                return Ok(Start::AwaitingCarry);
+            if upgrading_into_this_directory() {
+                return await_carry();
             }
             return Ok(Start::Fresh);
         }
@@ -159,23 +175,90 @@ pub fn load(configured: &Layout) -> Result<Start, SnowflakeError> {
             })
         }
     };
-    match state_file::parse(&bytes) {
-        Ok(State::Reservation { until, layout }) => {
-            state_file::check_layout(&layout, configured)?;
-            Ok(Start::After(until))
+    let recorded = match state_file::parse(&bytes) {
+        Ok(State::Reservation(recorded)) => recorded,
+        Ok(State::AwaitingCarry) => return Ok(Start::AwaitingCarry),
+        Err(reason) => {
+            return Err(SnowflakeError::StateFileDamaged {
+                path: STATE_FILE,
+                reason,
+            })
         }
-        Ok(State::AwaitingCarry) => Ok(Start::AwaitingCarry),
-        Err(reason) => Err(SnowflakeError::StateFileDamaged {
+    };
+    state_file::check_layout(&recorded.layout, configured)?;
+    if upgrading_into_this_directory() && recorded.system == Some(system_identifier()) {
+        fs::rename(STATE_FILE, STATE_FILE_BEFORE_UPGRADE).map_err(|e| write_error(&e))?;
+        SnowflakeError::OwnReservationMovedAside {
             path: STATE_FILE,
-            reason,
-        }),
+            aside: STATE_FILE_BEFORE_UPGRADE,
+        }
+        .report_log();
+        return await_carry();
     }
+    let Some(node) = node else {
+        // No IDs without a node id; whatever it is set to later resumes above everything here.
+        let mut history = recorded.history;
+        history.add(None, recorded.until);
+        return Ok(Start::After {
+            floor: history.until,
+            history,
+        });
+    };
+    let (floor, history) = state_file::resume(&recorded, node);
+    if recorded.node != Some(node) {
+        SnowflakeError::NodeSwitched {
+            from: recorded.node,
+            to: node,
+            lead_dropped: floor < recorded.until,
+        }
+        .report_log();
+    }
+    Ok(Start::After { floor, history })
 }
 
-/// Replaces the state file with a reservation until `until`, atomically and durably.
-pub fn write_state_file(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
+/// Writes the upgrade marker: the server refuses IDs until the old state file is copied in.
+fn await_carry() -> Result<Start, SnowflakeError> {
+    replace_state_file(state_file::UPGRADE_MARKER).map_err(|e| write_error(&e))?;
+    Ok(Start::AwaitingCarry)
+}
+
+/// Whether pg_upgrade runs with this data directory as its new one: binary-upgrade mode (the
+/// old cluster is started so too) and pg_upgrade's output directory here (only in the new one).
+/// So the old cluster, whatever it holds, is never marked: rolling back to it stays possible.
+fn upgrading_into_this_directory() -> bool {
+    // SAFETY: a plain read of a flag the postmaster sets from its command line.
+    let binary_upgrade = unsafe { pg_sys::IsBinaryUpgrade };
+    binary_upgrade && Path::new(PG_UPGRADE_OUTPUT_DIR).is_dir()
+}
+
+/// This cluster's system identifier (from its control file, read before shared memory is set
+/// up).
+fn system_identifier() -> u64 {
+    // SAFETY: reads the control file data, which every server process has from start-up.
+    unsafe { pg_sys::GetSystemIdentifier() }
+}
+
+/// The state line of a reservation written by this cluster.
+fn state_line(layout: &Layout, until: i64, node: Option<u32>, history: &History) -> Vec<u8> {
     let mut buffer = [0u8; state_file::MAX_LEN];
-    replace_state_file(state_file::format(layout, until, &mut buffer)).map_err(|e| write_error(&e))
+    let reservation = Reservation {
+        until,
+        layout: *layout,
+        node,
+        history: *history,
+        system: Some(system_identifier()),
+    };
+    state_file::format(&reservation, &mut buffer).to_vec()
+}
+
+/// Replaces the state file with a reservation until `until` for `node`, atomically and durably.
+pub fn write_state_file(
+    layout: &Layout,
+    until: i64,
+    node: Option<u32>,
+    history: &History,
+) -> Result<(), SnowflakeError> {
+    replace_state_file(&state_line(layout, until, node, history)).map_err(|e| write_error(&e))
 }
 
 /// Writes `contents` to a temporary file, fsyncs it, renames it over the state file and fsyncs

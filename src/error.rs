@@ -38,6 +38,25 @@ pub enum SnowflakeError {
     RenewerNotRunning,
     /// Not an error: the system clock stepped back (reported as a WARNING, rate-limited).
     ClockSteppedBack { ms: i64 },
+    /// Not an error: the system clock leapt ahead of the monotonic clock (WARNING): held.
+    ClockJumpHeld { ms: i64, confirm_s: i64 },
+    /// Not an error: a held forward step lasted; followed now (WARNING).
+    ClockJumpFollowed { ms: i64 },
+    /// Not an error: the server starts with another node id than its state file's (LOG).
+    NodeSwitched {
+        from: Option<u32>,
+        to: u32,
+        lead_dropped: bool,
+    },
+    /// Not an error: reservations cannot be written (WARNING from the renewer, at most one
+    /// every few seconds, with the count of those not logged).
+    ReservationsFailing { cause: String, not_logged: u64 },
+    /// pg_upgrade's binary-upgrade start found a reservation this new cluster wrote itself
+    /// before pg_upgrade (LOG): moved aside, the upgrade marker written in its place.
+    OwnReservationMovedAside {
+        path: &'static str,
+        aside: &'static str,
+    },
     /// The state file exists but does not hold a valid reservation.
     StateFileDamaged { path: &'static str, reason: String },
     /// The state file could not be read or written.
@@ -217,6 +236,81 @@ impl SnowflakeError {
                         .into(),
                 ),
                 "Check the server's time synchronisation.",
+            ),
+            ClockJumpHeld { ms, confirm_s } => message(
+                ERRCODE_WARNING,
+                format!("the system clock leapt {ms} ms ahead of the monotonic clock"),
+                Some(format!(
+                    "pg_snowflake keeps making IDs from the monotonic clock's account of time, \
+                     and follows the system clock only if it keeps the lead for {confirm_s} \
+                     seconds; IDs stay unique and increasing."
+                )),
+                "Check the server's time synchronisation and its hardware clock.",
+            ),
+            ClockJumpFollowed { ms } => message(
+                ERRCODE_WARNING,
+                format!("the system clock kept a lead of {ms} ms: pg_snowflake follows it now"),
+                Some(
+                    "IDs are stamped with the system clock's time again; a lead that was not \
+                     real stays in the IDs made since and in the durable reservation."
+                        .into(),
+                ),
+                "If the system clock is wrong, set it right; if IDs then run ahead of it, give \
+                 the server a node id it never used (see the README on forward clock steps).",
+            ),
+            NodeSwitched {
+                from,
+                to,
+                lead_dropped,
+            } => message(
+                ERRCODE_WARNING,
+                match from {
+                    Some(from) => format!("pg_snowflake's node id changed from {from} to {to}"),
+                    None => format!(
+                        "pg_snowflake's node id is {to}; the state file does not say which node \
+                         id its reservation was made for"
+                    ),
+                },
+                Some(if *lead_dropped {
+                    format!(
+                        "Node id {to} never issued IDs on this server, so it owes nothing to the \
+                         reservations of the node ids that did: any lead they had over the clock \
+                         is dropped. Their highest reservation is kept in the state file."
+                    )
+                } else {
+                    format!(
+                        "Node id {to} may have issued IDs on this server before: it resumes above \
+                         the highest reservation made here."
+                    )
+                }),
+                "Every server needs a node id no other server uses or used.",
+            ),
+            ReservationsFailing { cause, not_logged } => message(
+                ERRCODE_IO_ERROR,
+                format!("could not write pg_snowflake's reservation: {cause}"),
+                Some(format!(
+                    "Calls that need a new reservation fail until one is written; the renewer \
+                     tries again after at most half a second. {not_logged} more failures were \
+                     not logged since the last message."
+                )),
+                "Check that the disk has free space and the server's operating-system user can \
+                 write the data directory.",
+            ),
+            OwnReservationMovedAside { path, aside } => message(
+                ERRCODE_WARNING,
+                format!(
+                    "pg_upgrade: \"{path}\" was written by this new cluster before pg_upgrade, \
+                     moved to \"{aside}\""
+                ),
+                Some(
+                    "It holds the new cluster's own reservation, not the old server's: kept, it \
+                     would let the upgraded server issue IDs the old one issued."
+                        .into(),
+                ),
+                format!(
+                    "After pg_upgrade, copy \"{path}\" from the old data directory into this one \
+                     before the first snowflake ID is made."
+                ),
             ),
             StateFileDamaged { path, reason } => message(
                 ERRCODE_DATA_CORRUPTED,

@@ -13,7 +13,7 @@ use crate::{durable, gucs, renewal, shmem};
 use pgrx::prelude::*;
 use snowflake_core::clock::SystemClock;
 use snowflake_core::error::Error as CoreError;
-use snowflake_core::generator::{Allocation, Limits, Run};
+use snowflake_core::generator::{Allocation, ClockEvent, Limits, Run, FORWARD_CONFIRM_MS};
 use snowflake_core::layout::{Layout, Parts};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -46,7 +46,7 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
     // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
     if let Some(Ok(Allocation::Run {
         run,
-        clock_stepped_back_ms: None,
+        clock_event: None,
         wake_renewer: false,
     })) = allocation
     {
@@ -100,7 +100,7 @@ fn next_run_otherwise(
         match allocation? {
             Allocation::Run {
                 run,
-                clock_stepped_back_ms,
+                clock_event,
                 wake_renewer,
             } => {
                 shmem::stop_waiting(waited_on_renewal);
@@ -113,8 +113,8 @@ fn next_run_otherwise(
                         renewal::renew_here();
                     }
                 }
-                if let Some(ms) = clock_stepped_back_ms {
-                    SnowflakeError::ClockSteppedBack { ms }.report_warning();
+                if let Some(event) = clock_event {
+                    warn_of(event);
                 }
                 return Ok(run);
             }
@@ -152,6 +152,19 @@ fn next_run_otherwise(
             }
         }
     }
+}
+
+/// The warning about what the clock did.
+fn warn_of(event: ClockEvent) {
+    match event {
+        ClockEvent::SteppedBack { ms } => SnowflakeError::ClockSteppedBack { ms },
+        ClockEvent::JumpHeld { ms } => SnowflakeError::ClockJumpHeld {
+            ms,
+            confirm_s: FORWARD_CONFIRM_MS / 1_000,
+        },
+        ClockEvent::JumpFollowed { ms } => SnowflakeError::ClockJumpFollowed { ms },
+    }
+    .report_warning();
 }
 
 /// Waits `ms` milliseconds on the process latch, then raises a pending cancel as an ERROR.

@@ -14,34 +14,65 @@
 //! registered; the renewer stopped or restarting (`shmem::renewer_running`) — the call that
 //! needs a renewal claims and writes it itself ([`renew_here`]), as the renewer would; the claim
 //! keeps writers to one whichever process writes, so a renewer that comes back is never doubled.
+//!
+//! A claim is always released: reported by its writer ([`renew`]), reported abandoned when an
+//! ERROR unwinds past it ([`Claim`]'s drop), released when its process exits holding it
+//! ([`release_on_exit`]); a backend holds interrupts while it holds one, so a terminate ends it
+//! only after the report.
 
 use crate::durable::{self, Reserved};
 use crate::error::SnowflakeError;
 use crate::{gucs, shmem};
 use pgrx::prelude::*;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::state_file::History;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A claimed renewal: the reservation to write and the history to write with it. Whoever holds
+/// it must report it ([`renew`] does); dropped unreported — an ERROR or a panic unwinding past
+/// it — it is reported abandoned, so that the next renewer takes the demand up. A process that
+/// exits holding it (a FATAL: no unwinding) has it released by [`release_on_exit`].
+pub struct Claim {
+    until: i64,
+    history: History,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        report_renewal(Renewal::Abandoned);
+    }
+}
 
 /// Claims the due renewal for this process (the renewer, or a backend standing in for it), if
 /// one is due and none is running.
-pub fn claim_renewal(by_renewer: bool) -> Option<i64> {
+pub fn claim_renewal(by_renewer: bool) -> Option<Claim> {
+    release_on_exit();
+    // SAFETY: a plain read of this process's pid.
+    let pid = unsafe { pg_sys::MyProcPid };
     shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.claim_renewal(by_renewer)
+        let until = shared.generator.claim_renewal(by_renewer)?;
+        shared.claimant_pid = pid;
+        Some(Claim {
+            until,
+            history: shared.history,
+        })
     })
 }
 
 /// Keeps the reservation ahead of the clock between calls (`Generator::keep_ahead`: for a
-/// minute after the last call, and after the renewer started at `renewer_started_at`, a
-/// renewal falls due by the clock as it would by a call). Called by the renewer on every turn
-/// of its loop; returns how long it may sleep before the next turn: a quarter of the
-/// reservation, between 10 ms and a second.
+/// minute after the last call, and after the renewer started at `renewer_started_at` on a
+/// server that was in use just before, a renewal falls due by the clock as it would by a call).
+/// Called by the renewer on every turn of its loop; returns how long it may sleep before the
+/// next turn: a quarter of the reservation, between 10 ms and a second. Without a node id no ID
+/// can be made, and nothing is reserved.
 pub fn keep_ahead(renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
+    let node_set = gucs::node_id().is_ok();
     let now = wall_now();
     shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         // A data directory that awaits its state file after pg_upgrade keeps the marker file
         // until the old one is copied in: no reservation may replace it.
-        if !shared.awaiting_carry {
+        if !shared.awaiting_carry && node_set {
             shared
                 .generator
                 .keep_ahead(layout, &limits, now, renewer_started_at);
@@ -51,6 +82,7 @@ pub fn keep_ahead(renewer_started_at: i64) -> i64 {
 }
 
 /// How a claimed renewal ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Renewal {
     /// Durable (and confirmed by the synchronous standbys): IDs below `until` may be issued;
     /// the write took `took_ms` (slow writes lengthen the next reservations).
@@ -63,14 +95,17 @@ pub enum Renewal {
 }
 
 /// Reports a claimed renewal and wakes every caller waiting for one.
-pub fn report_renewal(renewal: Renewal) {
-    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| match renewal {
-        Renewal::Done { until, took_ms } => shared.generator.renewal_done(until, took_ms),
-        Renewal::Failed { errno } => {
-            shared.last_failure_errno = errno;
-            shared.generator.renewal_failed();
+fn report_renewal(renewal: Renewal) {
+    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        shared.claimant_pid = 0;
+        match renewal {
+            Renewal::Done { until, took_ms } => shared.generator.renewal_done(until, took_ms),
+            Renewal::Failed { errno } => {
+                shared.last_failure_errno = errno;
+                shared.generator.renewal_failed();
+            }
+            Renewal::Abandoned => shared.generator.renewal_abandoned(),
         }
-        Renewal::Abandoned => shared.generator.renewal_abandoned(),
     });
     shmem::broadcast_renewed();
 }
@@ -83,38 +118,55 @@ pub fn release_abandoned_claim() {
     });
 }
 
-/// Writes the claimed reservation `until` and reports how it went. If an ERROR (or a panic)
-/// interrupts it, the claim is reported abandoned on the way out, so the next renewer takes the
-/// demand up.
-pub fn renew(until: i64) {
-    struct Claim;
-    impl Drop for Claim {
-        fn drop(&mut self) {
-            report_renewal(Renewal::Abandoned);
+/// Makes sure this process, if it exits while holding a claim (a FATAL inside a write, which
+/// does not unwind), releases it on the way out: registered once per process, before its first
+/// claim.
+fn release_on_exit() {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    if REGISTERED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    #[pg_guard]
+    unsafe extern "C-unwind" fn release(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+        // SAFETY: a plain read of this process's pid.
+        let pid = unsafe { pg_sys::MyProcPid };
+        let released = shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            let mine = shared.generator.renewing() && shared.claimant_pid == pid;
+            if mine {
+                shared.claimant_pid = 0;
+                shared.generator.renewal_abandoned();
+            }
+            mine
+        });
+        if released {
+            shmem::broadcast_renewed();
         }
     }
-    let claim = Claim;
+    // SAFETY: registers a callback that runs while shared memory is still attached.
+    unsafe { pg_sys::before_shmem_exit(Some(release), pg_sys::Datum::from(0)) };
+}
+
+/// Writes the claimed reservation and reports how it went; returns that.
+pub fn renew(claim: Claim) -> Renewal {
     let started = SystemClock.monotonic();
-    let renewal = match durable::reserve(gucs::layout(), until) {
-        Ok(Reserved::Confirmed) => Renewal::Done {
-            until,
-            took_ms: SystemClock.monotonic() - started,
+    // Which node id the reservation is for: claims are only made with one set (calls need it;
+    // the renewer keeps ahead only with it).
+    let renewal = match gucs::node_id() {
+        Err(_) => Renewal::Failed { errno: 0 },
+        Ok(node) => match durable::reserve(gucs::layout(), claim.until, node, &claim.history) {
+            Ok(Reserved::Confirmed) => Renewal::Done {
+                until: claim.until,
+                took_ms: SystemClock.monotonic() - started,
+            },
+            Ok(Reserved::Interrupted) => Renewal::Abandoned,
+            Err(e) => Renewal::Failed {
+                errno: e.raw_os_error().unwrap_or(0),
+            },
         },
-        Ok(Reserved::Interrupted) => Renewal::Abandoned,
-        Err(e) => {
-            let errno = e.raw_os_error().unwrap_or(0);
-            // SAFETY: a plain read of a variable set at process start. (MyBackendType, not
-            // IsBackgroundWorker: PostgreSQL 17 removed that flag.)
-            if unsafe { pg_sys::MyBackendType == pg_sys::BackendType::B_BG_WORKER } {
-                // The callers that waited get the error; the server log gets it from here.
-                let error: SnowflakeError = durable::write_error_from_errno(errno);
-                error.report_warning();
-            }
-            Renewal::Failed { errno }
-        }
     };
     std::mem::forget(claim);
     report_renewal(renewal);
+    renewal
 }
 
 /// With no renewer running: claims the due renewal, if any and none is being written, and
@@ -122,15 +174,21 @@ pub fn renew(until: i64) {
 /// synchronous standbys as the renewer does: the session's `synchronous_commit` is set to `on`
 /// for the write (restored right after, or by the transaction's abort), and a cancel or
 /// statement timeout is held back until the write is over, because `SyncRepWaitForLSN` would
-/// give up its wait on one and the reservation would count unconfirmed. A cancel that came
-/// before is taken instead of the write (the caller raises it while waiting).
+/// give up its wait on one and the reservation would count unconfirmed. A cancel or terminate
+/// that came before is taken instead of the write (the caller raises it while waiting).
+///
+/// Interrupts are held from before the claim until it is reported: a terminate (or any
+/// interrupt that ends the process) cannot end it while it holds the claim — not inside the
+/// wait for the standbys, whose warning would otherwise process it, nor in the log line below —
+/// so the claim is always reported; the terminate is then processed at once, on the way out.
 pub fn renew_here() -> bool {
-    let _held = CancelsHeldBack::new();
-    // SAFETY: a plain read of a flag set by the SIGINT handler, which cannot run now.
-    if unsafe { pg_sys::QueryCancelPending } != 0 {
+    let held = InterruptsHeld::new();
+    let cancels = CancelsHeldBack::new();
+    // SAFETY: plain reads of flags set by signal handlers; SIGINT cannot run now.
+    if unsafe { pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0 } {
         return false;
     }
-    let Some(until) = claim_renewal(false) else {
+    let Some(claim) = claim_renewal(false) else {
         return false;
     };
     static LOGGED: AtomicBool = AtomicBool::new(false);
@@ -140,7 +198,7 @@ pub fn renew_here() -> bool {
     }
     // SAFETY: a GUC nest level opened and closed around one setting, inside the caller's
     // transaction (a SQL function's); an ERROR in between aborts the transaction, whose
-    // clean-up restores the setting.
+    // clean-up restores the setting (and the claim is reported abandoned as it unwinds).
     unsafe {
         let level = pg_sys::NewGUCNestLevel();
         pg_sys::set_config_option(
@@ -153,15 +211,43 @@ pub fn renew_here() -> bool {
             0,
             false,
         );
-        renew(until);
+        renew(claim);
         pg_sys::AtEOXact_GUC(true, level);
     }
+    drop(cancels);
+    drop(held);
+    // A terminate that came during the write ends the process now, its claim reported.
+    pg_sys::check_for_interrupts!();
     true
 }
 
+/// Interrupts held (`HOLD_INTERRUPTS`) while this lives: `CHECK_FOR_INTERRUPTS` does nothing,
+/// the interrupt stays pending. Restores the count it found (an ERROR resets it to 0 before
+/// unwinding, so restoring, not decrementing, is right on both ways out).
+struct InterruptsHeld {
+    saved: u32,
+}
+
+impl InterruptsHeld {
+    fn new() -> Self {
+        // SAFETY: the holdoff counter of this process's only thread.
+        unsafe {
+            let saved = pg_sys::InterruptHoldoffCount;
+            pg_sys::InterruptHoldoffCount = saved + 1;
+            InterruptsHeld { saved }
+        }
+    }
+}
+
+impl Drop for InterruptsHeld {
+    fn drop(&mut self) {
+        // SAFETY: as in new().
+        unsafe { pg_sys::InterruptHoldoffCount = self.saved };
+    }
+}
+
 /// SIGINT (query cancel; statement_timeout sends it too) blocked while this lives: it stays
-/// pending and is delivered when the mask is restored. SIGTERM still ends a wait for the
-/// standbys, and a renewal cut short by it does not count.
+/// pending and is delivered when the mask is restored.
 struct CancelsHeldBack {
     old: libc::sigset_t,
 }

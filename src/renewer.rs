@@ -12,6 +12,10 @@
 //! not wait. A caller waits only when the issued time has caught up with the reservation, and
 //! then on a condition variable, interruptibly.
 //!
+//! A write that fails (a full or unwritable disk) is retried after a pause that doubles from
+//! 10 ms to half a second, and logged at most once every ten seconds, with the count of the
+//! failures not logged: a full disk does not flood the log.
+//!
 //! The renewer starts once recovery is over (on a standby: when it is promoted), is restarted
 //! a second after it exits, and on start releases a claim its predecessor left. Its SIGTERM
 //! handler is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
@@ -25,12 +29,23 @@
 //! through `renewal::renew`, the same function this loop calls); a renewer that starts while
 //! such a call writes leaves its claim alone.
 
-use crate::{renewal, shmem};
+use crate::error::SnowflakeError;
+use crate::renewal::{self, Renewal};
+use crate::{durable, shmem};
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
 use pgrx::prelude::*;
-use snowflake_core::clock::wall_now;
+use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::retry::{Backoff, LogThrottle};
 use std::ffi::c_int;
 use std::time::Duration;
+
+/// After a failed write, the renewer waits this long before the next, doubling up to
+/// `RETRY_MAX_MS`: a full disk is not hammered, and IDs flow again within half a second of
+/// space returning.
+const RETRY_FIRST_MS: i64 = 10;
+const RETRY_MAX_MS: i64 = 500;
+/// The failure is logged at most once in this long (with the count of those not logged).
+const FAILURE_LOG_INTERVAL_MS: i64 = 10_000;
 
 /// Registers the renewer. Only valid from `_PG_init` while preloading.
 pub fn register() {
@@ -87,18 +102,50 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     }
     renewal::release_abandoned_claim();
     let started_at = wall_now();
+    let mut backoff = Backoff::new(RETRY_FIRST_MS, RETRY_MAX_MS);
+    let mut failure_log = LogThrottle::new(FAILURE_LOG_INTERVAL_MS);
     loop {
         pg_sys::check_for_interrupts!();
         reload_config_if_asked();
         shmem::renewer_is_alive();
         let next_turn_ms = renewal::keep_ahead(started_at);
         match renewal::claim_renewal(true) {
-            Some(until) => {
+            Some(claim) => {
                 shmem::stop_sleeping();
-                renewal::renew(until);
+                match renewal::renew(claim) {
+                    Renewal::Done { .. } => {
+                        backoff.succeeded();
+                        failure_log.reset();
+                    }
+                    Renewal::Failed { errno } => {
+                        if let Some(not_logged) = failure_log.due(SystemClock.monotonic()) {
+                            SnowflakeError::ReservationsFailing {
+                                cause: durable::write_error_from_errno(errno).message().text,
+                                not_logged,
+                            }
+                            .report_warning();
+                        }
+                        sleep_ms(backoff.failed());
+                    }
+                    Renewal::Abandoned => {}
+                }
             }
             None => shmem::sleep_until_renewal_due(next_turn_ms),
         }
+    }
+}
+
+/// Sleeps `ms` on the process latch (a SIGTERM sets it and ends the sleep).
+fn sleep_ms(ms: i64) {
+    // SAFETY: waiting on this process's own latch, with no lock held.
+    unsafe {
+        pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+            ms as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
     }
 }
 

@@ -50,7 +50,7 @@ use pgrx::{pg_shmem_init, PGRXSharedMemory};
 use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::generator::Generator;
 use snowflake_core::layout::Layout;
-use snowflake_core::state_file;
+use snowflake_core::state_file::{self, History};
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -65,6 +65,11 @@ pub struct Shared {
     /// The OS error number of the last failed renewal (0 when it had none), for the callers
     /// that waited for it.
     pub last_failure_errno: i32,
+    /// The process that holds the claim of the renewal in progress (0: none), so that its
+    /// claim is released if it exits without reporting it (`renewal::release_on_exit`).
+    pub claimant_pid: i32,
+    /// The node ids used here before this one, written with every reservation.
+    pub history: History,
 }
 
 // SAFETY: Shared is plain data (integers, booleans and options of integers): no pointers,
@@ -180,16 +185,19 @@ pub fn locked<R>(mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Shared) -> 
 pub fn init() {
     pg_shmem_init!(
         REGION = {
-            let (generator, awaiting_carry) = match durable::load(gucs::layout()) {
-                Ok(Start::Fresh) => (Generator::new(), false),
-                Ok(Start::After(floor)) => (Generator::resume(floor), false),
-                Ok(Start::AwaitingCarry) => (Generator::new(), true),
+            let node = gucs::node_id().ok();
+            let (generator, awaiting_carry, history) = match durable::load(gucs::layout(), node) {
+                Ok(Start::Fresh) => (Generator::new(), false, History::EMPTY),
+                Ok(Start::After { floor, history }) => (Generator::resume(floor), false, history),
+                Ok(Start::AwaitingCarry) => (Generator::new(), true, History::EMPTY),
                 Err(e) => e.report_fatal(),
             };
             Shared {
                 generator,
                 awaiting_carry,
                 last_failure_errno: 0,
+                claimant_pid: 0,
+                history,
             }
         }
     );
@@ -211,16 +219,27 @@ pub fn snapshot() -> Result<Shared, SnowflakeError> {
     Ok(locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared))
 }
 
-/// WAL redo of a reservation made under `layout`: raise the floor, and keep this server's state
-/// file up with it (written after releasing the lock; only the startup process replays, one
-/// record after another). A reservation of another layout than this server's stops the replay.
-pub fn replay_reservation(layout: &Layout, until: i64) -> Result<(), SnowflakeError> {
+/// WAL redo of a reservation made under `layout` and `node` (`None`: a record of 0.3.0): raise
+/// the floor, and keep this server's state file up with it (written after releasing the lock;
+/// only the startup process replays, one record after another). A reservation of another node
+/// id than this server's goes into its history as well. A reservation of another layout than
+/// this server's stops the replay.
+pub fn replay_reservation(
+    layout: &Layout,
+    until: i64,
+    node: Option<u32>,
+) -> Result<(), SnowflakeError> {
     state_file::check_layout(layout, gucs::layout())?;
+    let own = gucs::node_id().ok();
     let raised = locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.observe_reservation(until)
+        let raised = shared.generator.observe_reservation(until);
+        if node.is_none() || node != own {
+            shared.history.add(node, until);
+        }
+        raised.then_some(shared.history)
     });
-    if raised {
-        durable::write_state_file(layout, until)?;
+    if let Some(history) = raised {
+        durable::write_state_file(layout, until, own, &history)?;
     }
     Ok(())
 }

@@ -31,11 +31,14 @@ pub fn register() {
     unsafe { pg_sys::RegisterCustomRmgr(RMGR_ID, &raw mut RMGR) };
 }
 
-/// The reservation carried by one of our WAL records: until, and the layout it was made under.
+/// The reservation carried by one of our WAL records: until, and the layout and node id
+/// (`None` in a record of 0.3.0) it was made under.
 ///
 /// # Safety
 /// `record` is a decoded record of our resource manager, as Postgres passes to redo and desc.
-unsafe fn record_reservation(record: *mut pg_sys::XLogReaderState) -> Option<(i64, Layout)> {
+unsafe fn record_reservation(
+    record: *mut pg_sys::XLogReaderState,
+) -> Option<(i64, Layout, Option<u32>)> {
     let decoded = unsafe { &*(*record).record };
     let info = decoded.header.xl_info & !(pg_sys::XLR_INFO_MASK as u8);
     if info != XLOG_RESERVATION {
@@ -53,8 +56,8 @@ unsafe fn record_reservation(record: *mut pg_sys::XLogReaderState) -> Option<(i6
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     match unsafe { record_reservation(record) } {
-        Some((until, layout)) => {
-            shmem::replay_reservation(&layout, until).unwrap_or_else(|e| e.report_fatal())
+        Some((until, layout, node)) => {
+            shmem::replay_reservation(&layout, until, node).unwrap_or_else(|e| e.report_fatal())
         }
         None => SnowflakeError::UnknownWalRecord.report_fatal(),
     }
@@ -65,8 +68,9 @@ unsafe extern "C-unwind" fn describe(
     buf: pg_sys::StringInfo,
     record: *mut pg_sys::XLogReaderState,
 ) {
-    if let Some((until, layout)) = unsafe { record_reservation(record) } {
-        let text = format!("until {until}; layout {}\0", layout.describe());
+    if let Some((until, layout, node)) = unsafe { record_reservation(record) } {
+        let node = node.map_or_else(|| "not recorded".to_string(), |node| node.to_string());
+        let text = format!("until {until}; layout {}; node {node}\0", layout.describe());
         unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr().cast()) };
     }
 }

@@ -24,7 +24,17 @@
 //!    told to wait (outside the lock) for the steady clock to catch up.
 //!
 //! So IDs always increase, and a clock stepping back causes neither an error nor a wait: the
-//! steady clock simply keeps counting. Only sustained overload (more than 4096 IDs per ms with
+//! steady clock simply keeps counting.
+//!
+//! Forward steps: the steady clock follows the wall clock forwards at once, unless the wall
+//! clock has moved more than `FORWARD_STEP_MS` ahead of where the monotonic clock says it should
+//! be (a bad RTC, a broken time source, a mistyped `date`; also a VM resumed after a suspend,
+//! whose monotonic clock stood still). Such a step is *held*: the steady clock keeps counting
+//! real time on the monotonic clock, the step is counted (`clock_jumps`) and warned about, and
+//! only if the wall clock still leads by that much `FORWARD_CONFIRM_MS` later is the step
+//! followed. A glitch that comes and goes within that time leaves no trace in the IDs, and no
+//! reading — held or not, valid or not — is taken in when the call fails (a time past the field
+//! or before the epoch changes nothing, shared or durable). Only sustained overload (more than 4096 IDs per ms with
 //! the default layout) makes callers wait, and only once it has built up `max_borrow_ms`.
 //!
 //! Durability: no ID is issued unless a durable reservation covers it (its time is below
@@ -94,18 +104,31 @@ pub struct Stats {
     pub reservation_waits: u64,
     /// Renewals that failed: the reservation was not written, nothing it would cover was issued.
     pub renewal_failures: u64,
+    /// Forward steps of the wall clock held instead of followed (see the module's *Forward
+    /// steps*).
+    pub clock_jumps: u64,
+}
+
+/// Something about the clock that the caller should warn about (after releasing the lock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClockEvent {
+    /// The wall clock stepped back by `ms` (warned at most once a minute).
+    SteppedBack { ms: i64 },
+    /// The wall clock stepped `ms` ahead of the monotonic clock: held, not followed.
+    JumpHeld { ms: i64 },
+    /// A held step has lasted `FORWARD_CONFIRM_MS`: the steady clock follows it now.
+    JumpFollowed { ms: i64 },
 }
 
 /// The outcome of one call of [`Generator::allocate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Allocation {
-    /// IDs. `clock_stepped_back_ms` is set when this call saw the wall clock step back and a
-    /// warning about it is due (at most one a minute). `wake_renewer`: this call raised the
-    /// demand for a reservation and nobody has been told yet; wake the renewer (after releasing
-    /// the lock).
+    /// IDs. `clock_event` is set when this call saw the clock do something worth a warning (a
+    /// step back: at most one warning a minute). `wake_renewer`: this call raised the demand for
+    /// a reservation and nobody has been told yet; wake the renewer (after releasing the lock).
     Run {
         run: Run,
-        clock_stepped_back_ms: Option<i64>,
+        clock_event: Option<ClockEvent>,
         wake_renewer: bool,
     },
     /// Overloaded: release the lock, wait this long for the clock, and call again.
@@ -168,8 +191,24 @@ const SLEW_DIVISOR: i64 = 10;
 /// Minimum time between two clock-regression warnings, on the steady clock.
 const WARNING_INTERVAL_MS: i64 = 60_000;
 
-/// For this long after the last call (ms), the renewer keeps the reservation ahead of the clock.
+/// For this long after the last call (ms), the renewer keeps the reservation ahead of the clock;
+/// and after the server starts, if its last reservation is no older than this (a restart, not a
+/// cold start or a clock far ahead).
 pub const KEEP_AHEAD_MS: i64 = 60_000;
+
+/// A wall clock more than this far (ms) ahead of the monotonic clock's account of time is not
+/// followed at once. NTP corrects by slewing, or by steps well under a second; a VM paused for
+/// a live migration loses under a second. Ten seconds is far above those and far below the
+/// steps that do damage (hours, years: every later ID stamped in the future, the time field
+/// used up). A step below it is followed at once: its lead is at most ten seconds, gone in
+/// a hundred (see the slew).
+pub const FORWARD_STEP_MS: i64 = 10_000;
+
+/// A held forward step is followed once the wall clock has kept it this long (ms, on the
+/// monotonic clock): long enough for a glitch to pass unnoticed by the IDs, short enough that a
+/// VM resumed after a suspend stamps its IDs with the right time again within half a minute
+/// (until then, with the time the monotonic clock counted: earlier, never a duplicate).
+pub const FORWARD_CONFIRM_MS: i64 = 30_000;
 
 /// While renewals are slow, a reservation reaches this many times the last renewal's duration
 /// ahead (renewed at half of it: the next renewal has twice as long as the last one took)...
@@ -213,7 +252,28 @@ pub struct Generator {
     rotation: u32,
     /// Milliseconds of real time, fewer than `SLEW_DIVISOR`, not yet slowed by the slew.
     slew_remainder: i64,
+    /// The wall clock minus the monotonic clock at the last reading whose wall clock was
+    /// trusted: what the wall clock should read now is the monotonic clock plus this.
+    anchor: i64,
+    /// The monotonic clock when a forward step now held was first seen, or `None`.
+    held_since: Option<i64>,
+    /// A clock event seen by a call that issued nothing, for the next call that does to warn of.
+    pending_event: Option<ClockEvent>,
     stats: Stats,
+}
+
+/// A reading of the clocks, not yet taken in: [`Generator::allocate`] takes it in only when the
+/// call succeeds or waits, so that a reading that fails changes nothing.
+#[derive(Clone, Copy)]
+struct Reading {
+    steady: i64,
+    wall: i64,
+    monotonic: Option<i64>,
+    slew_remainder: i64,
+    anchor: i64,
+    held_since: Option<i64>,
+    regressed: bool,
+    event: Option<ClockEvent>,
 }
 
 impl Generator {
@@ -239,6 +299,9 @@ impl Generator {
             warned_at: None,
             rotation: 0,
             slew_remainder: 0,
+            anchor: 0,
+            held_since: None,
+            pending_event: None,
             stats: Stats {
                 issued: 0,
                 clock_regressions: 0,
@@ -247,6 +310,7 @@ impl Generator {
                 reservations: 0,
                 reservation_waits: 0,
                 renewal_failures: 0,
+                clock_jumps: 0,
             },
         }
     }
@@ -268,7 +332,8 @@ impl Generator {
     /// for a batch), before the durable reservation ends, or before the time field ends.
     ///
     /// On error, `Wait` or `AwaitReservation` no ID is issued and the position is unchanged, so a
-    /// failed call never skips or reuses an ID.
+    /// failed call never skips or reuses an ID. On error the clock reading is not taken in
+    /// either: a time past the field or before the epoch moves nothing.
     pub fn allocate(
         &mut self,
         layout: &Layout,
@@ -277,7 +342,8 @@ impl Generator {
         limits: &Limits,
         want: u64,
     ) -> Result<Allocation, Error> {
-        let (steady_ms, stepped_back) = self.read_clock(clock);
+        let reading = self.read_clock(clock);
+        let steady_ms = reading.steady;
         // The steady clock's tick; after a restart, no earlier than the first tick wholly past
         // the previous run's reservation.
         let mut steady = layout.tick_at(steady_ms);
@@ -308,15 +374,16 @@ impl Generator {
         if !borrowed {
             limit = limit.max(time);
         }
+        if time < 0 {
+            return Err(Error::ClockBeforeEpoch {
+                now_unix_ms: reading.wall,
+            });
+        }
         if time > limit {
+            self.take_in(reading);
             self.stats.overload_waits += 1;
             return Ok(Allocation::Wait {
                 ms: (time - limit) * layout.unit_ms,
-            });
-        }
-        if time < 0 {
-            return Err(Error::ClockBeforeEpoch {
-                now_unix_ms: self.wall,
             });
         }
         // The node and the first tick must fit their fields (the sequence always does; so does
@@ -339,6 +406,7 @@ impl Generator {
             // before the durable reservation ends.
             let at = layout.unix_ms(time as u64);
             if at >= self.durable_until {
+                self.take_in(reading);
                 return Ok(self.await_reservation(layout, time + ahead_ticks(ahead_ms)));
             }
             let wake_renewer = 2 * (self.durable_until - at) < ahead_ms
@@ -355,6 +423,7 @@ impl Generator {
                 covered_end
             };
             if time >= usable_end {
+                self.take_in(reading);
                 return Ok(self.await_reservation(layout, time + ahead));
             }
             let per_tick = u64::from(max_seq) + 1;
@@ -371,23 +440,45 @@ impl Generator {
         if fresh {
             self.rotation = self.rotation.wrapping_add(1);
         }
+        self.take_in(reading);
         self.last = Some((end_time, end_seq));
         self.stats.issued += count;
         self.stats.exhausted_ms += (end_time - time) as u64 + u64::from(borrowed);
-        let warn = stepped_back.filter(|_| {
-            let due = self
-                .warned_at
-                .is_none_or(|at| steady_ms - at >= WARNING_INTERVAL_MS);
-            if due {
-                self.warned_at = Some(steady_ms);
-            }
-            due
-        });
+        let clock_event = match self.pending_event.take() {
+            event @ Some(ClockEvent::SteppedBack { .. }) => event.filter(|_| {
+                let due = self
+                    .warned_at
+                    .is_none_or(|at| steady_ms - at >= WARNING_INTERVAL_MS);
+                if due {
+                    self.warned_at = Some(steady_ms);
+                }
+                due
+            }),
+            event => event,
+        };
         Ok(Allocation::Run {
             run: Run { time, seq, count },
-            clock_stepped_back_ms: warn,
+            clock_event,
             wake_renewer,
         })
+    }
+
+    /// Takes in a clock reading of a call that did not fail.
+    #[inline(always)]
+    fn take_in(&mut self, reading: Reading) {
+        self.steady = Some(reading.steady);
+        self.wall = reading.wall;
+        self.monotonic = reading.monotonic;
+        self.slew_remainder = reading.slew_remainder;
+        self.anchor = reading.anchor;
+        self.held_since = reading.held_since;
+        self.stats.clock_regressions += u64::from(reading.regressed);
+        if reading.event.is_some() {
+            if let Some(ClockEvent::JumpHeld { .. }) = reading.event {
+                self.stats.clock_jumps += 1;
+            }
+            self.pending_event = reading.event;
+        }
     }
 
     /// Tells the caller to wait for a reservation reaching tick `until_tick`.
@@ -438,11 +529,15 @@ impl Generator {
         Some(self.wanted_until)
     }
 
-    /// Keeps the reservation ahead of the wall clock `now` between calls: if a call came, or the
-    /// generator became `active_since` (the renewer's start: a server that just started is about
-    /// to be used), within `KEEP_AHEAD_MS`, and less than half of the reservation is left above
-    /// `now` (or above the generator's clock or floor, when they lead), raises the demand as a
-    /// call would. Returns whether a renewal is due and unclaimed (the renewer then claims it).
+    /// Keeps the reservation ahead of the wall clock `now` between calls: if a call came within
+    /// `KEEP_AHEAD_MS`, or the generator became `active_since` (the renewer's start) within it
+    /// on a server whose last reservation is no older than that (a restart: the server was in
+    /// use and is about to be again), and less than half of the reservation is left above `now`
+    /// (or above the generator's clock or floor, when they lead), raises the demand as a call
+    /// would. So a reservation never reaches more than `KEEP_AHEAD_MS` plus a reservation past
+    /// the last call's steady clock (or, after a restart, past the last reservation): a server
+    /// that never issued an ID reserves nothing, and a wall clock far ahead reserves nothing
+    /// for it. Returns whether a renewal is due and unclaimed (the renewer then claims it).
     pub fn keep_ahead(
         &mut self,
         layout: &Layout,
@@ -451,7 +546,13 @@ impl Generator {
         active_since: i64,
     ) -> bool {
         let last_call = self.steady.unwrap_or(i64::MIN);
-        if now.saturating_sub(last_call.max(active_since)) > KEEP_AHEAD_MS {
+        let restarted = self.floor > i64::MIN && now.saturating_sub(self.floor) <= KEEP_AHEAD_MS;
+        let since = if restarted {
+            last_call.max(active_since)
+        } else {
+            last_call
+        };
+        if now.saturating_sub(since) > KEEP_AHEAD_MS {
             return false;
         }
         let at = now.max(last_call).max(self.floor);
@@ -512,40 +613,91 @@ impl Generator {
         }
     }
 
-    /// Advances the steady clock to a reading of `clock`; returns the steady clock and, if the
-    /// wall clock stepped back since the previous reading, by how much. Reads the monotonic
-    /// clock only while the wall clock is behind the steady clock; real time that passed before
-    /// the first such reading is not counted, so the steady clock stands still across the call
-    /// that sees a step back.
-    fn read_clock(&mut self, clock: &mut impl Clock) -> (i64, Option<i64>) {
+    /// Reads `clock` and works out the steady clock from it, without taking the reading in (see
+    /// [`Reading`]). On the normal path (the wall clock at or ahead of the steady clock by at
+    /// most `FORWARD_STEP_MS`) only the wall clock is read. The monotonic clock is read when the
+    /// wall clock is behind the steady clock (a step back: the steady clock counts on, slowed;
+    /// real time that passed before the first such reading is not counted, so the steady clock
+    /// stands still across the call that sees the step), and when it is further ahead (a pause
+    /// between calls, followed at once if the monotonic clock counted as much, or a forward step,
+    /// held: see the module's *Forward steps*).
+    #[inline(always)]
+    fn read_clock(&self, clock: &mut impl Clock) -> Reading {
         let wall = clock.wall();
-        let (steady, stepped_back) = match self.steady {
-            None => (wall, None),
+        let mut reading = Reading {
+            steady: wall,
+            wall,
+            monotonic: None,
+            slew_remainder: 0,
+            anchor: self.anchor,
+            held_since: None,
+            regressed: false,
+            event: None,
+        };
+        match self.steady {
+            // The first reading: nothing to compare it with. It anchors the wall clock to the
+            // monotonic one.
+            None => reading.anchor = wall - clock.monotonic(),
             Some(steady) => {
-                let stepped_back = (wall < self.wall).then(|| self.wall - wall);
-                if stepped_back.is_some() {
-                    self.stats.clock_regressions += 1;
+                if wall < self.wall {
+                    reading.regressed = true;
+                    reading.event = Some(ClockEvent::SteppedBack {
+                        ms: self.wall - wall,
+                    });
                 }
-                if wall >= steady {
-                    self.monotonic = None;
-                    self.slew_remainder = 0;
-                    (wall, stepped_back)
-                } else {
+                if wall >= steady && wall - steady <= FORWARD_STEP_MS && self.held_since.is_none() {
+                    // The normal path: follow the wall clock.
+                } else if wall < steady {
                     let now = clock.monotonic();
                     // A monotonic clock that went backwards (a faked one) counts as standing
                     // still.
                     let elapsed = self.monotonic.map_or(0, |before| (now - before).max(0));
-                    self.monotonic = Some(now);
                     let slewed = self.slew_remainder + elapsed;
-                    self.slew_remainder = slewed % SLEW_DIVISOR;
-                    (steady + elapsed - slewed / SLEW_DIVISOR, stepped_back)
+                    reading.monotonic = Some(now);
+                    reading.slew_remainder = slewed % SLEW_DIVISOR;
+                    reading.steady = steady + elapsed - slewed / SLEW_DIVISOR;
+                    // The wall clock behind is trusted (a step back is a correction).
+                    reading.anchor = wall - now;
+                } else {
+                    self.read_far_ahead(clock, steady, &mut reading);
                 }
             }
-        };
-        let steady = steady.max(self.floor);
-        self.steady = Some(steady);
-        self.wall = wall;
-        (steady, stepped_back)
+        }
+        reading.steady = reading.steady.max(self.floor);
+        reading
+    }
+
+    /// The wall clock reads more than `FORWARD_STEP_MS` past the steady clock, or a forward step
+    /// is held: a pause between calls (the monotonic clock counted as much: follow), or a step
+    /// of the wall clock (hold it, follow it once it has lasted `FORWARD_CONFIRM_MS`).
+    #[inline(never)]
+    fn read_far_ahead(&self, clock: &mut impl Clock, steady: i64, reading: &mut Reading) {
+        let wall = reading.wall;
+        let now = clock.monotonic();
+        // What the wall clock should read now, by the monotonic clock.
+        let expected = now.saturating_add(self.anchor);
+        let step = wall.saturating_sub(expected);
+        if step <= FORWARD_STEP_MS {
+            reading.anchor = wall - now;
+            return;
+        }
+        let since = self.held_since.unwrap_or(now);
+        if now - since >= FORWARD_CONFIRM_MS {
+            reading.anchor = wall - now;
+            reading.event = Some(ClockEvent::JumpFollowed { ms: step });
+            return;
+        }
+        // Held: count real time from the last reading, never less than the expected wall clock.
+        let elapsed = self.monotonic.map_or(0, |before| (now - before).max(0));
+        reading.steady = steady.saturating_add(elapsed).max(expected.min(wall));
+        reading.monotonic = Some(now);
+        // The wall clock to compare the next reading with: the one expected, so that the end of
+        // the step is not taken for a step back.
+        reading.wall = expected.min(wall);
+        reading.held_since = Some(since);
+        if self.held_since.is_none() {
+            reading.event = Some(ClockEvent::JumpHeld { ms: step });
+        }
     }
 
     pub const fn stats(&self) -> Stats {

@@ -20,7 +20,7 @@ use snowflake_core::base32;
 use snowflake_core::calendar::{format_rfc3339, format_unix_ms, parse_epoch};
 use snowflake_core::error::Error;
 use snowflake_core::layout::{Layout, LATEST_END_UNIX_MS};
-use snowflake_core::state_file::{self, State};
+use snowflake_core::state_file::{self, History, Reservation, State};
 use snowflake_core::wal_record;
 use std::panic::catch_unwind;
 use std::time::Instant;
@@ -253,9 +253,25 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
-fn formatted_state(layout: &Layout, until: i64) -> Vec<u8> {
+fn formatted_state(reservation: &Reservation) -> Vec<u8> {
     let mut buffer = [0u8; state_file::MAX_LEN];
-    state_file::format(layout, until, &mut buffer).to_vec()
+    state_file::format(reservation, &mut buffer).to_vec()
+}
+
+/// A reservation as a server may write it: any time, layout, node id, history and system.
+fn reservation(rng: &mut Rng) -> Reservation {
+    let mut history = History::EMPTY;
+    for _ in 0..rng.below(20) {
+        let node = (!rng.chance(10)).then(|| rng.next() as u32 % 4096);
+        history.add(node, rng.in_range(i64::MIN..=i64::MAX));
+    }
+    Reservation {
+        until: rng.in_range(i64::MIN..=i64::MAX),
+        layout: layout(rng),
+        node: (!rng.chance(5)).then(|| rng.next() as u32 % 4096),
+        history,
+        system: (!rng.chance(5)).then(|| rng.next()),
+    }
 }
 
 /// Bytes for the state file parser: random bytes, or a written line (or the upgrade marker)
@@ -267,8 +283,7 @@ fn state_input(rng: &mut Rng) -> Vec<u8> {
     let line = if rng.chance(10) {
         state_file::UPGRADE_MARKER.to_vec()
     } else {
-        let layout = layout(rng);
-        formatted_state(&layout, rng.in_range(i64::MIN..=i64::MAX))
+        formatted_state(&reservation(rng))
     };
     if rng.chance(4) {
         return line;
@@ -294,7 +309,8 @@ fn check_state(bytes: &[u8]) -> Result<bool, String> {
     match state_file::parse(bytes) {
         Ok(State::AwaitingCarry) if bytes == state_file::UPGRADE_MARKER => Ok(true),
         Ok(State::AwaitingCarry) => Err("read as the upgrade marker".into()),
-        Ok(State::Reservation { until, layout }) => {
+        Ok(State::Reservation(read)) => {
+            let layout = read.layout;
             let rebuilt = Layout::from_parts(
                 layout.epoch_unix_ms,
                 layout.unit_ms,
@@ -304,11 +320,11 @@ fn check_state(bytes: &[u8]) -> Result<bool, String> {
             if rebuilt != Ok(layout) {
                 return Err(format!("read with an invalid layout {layout:?}"));
             }
-            let again = state_file::parse(&formatted_state(&layout, until));
-            (again == Ok(State::Reservation { until, layout }))
+            let again = state_file::parse(&formatted_state(&read));
+            (again == Ok(State::Reservation(read)))
                 .then_some(true)
                 .ok_or(format!(
-                    "read as until={until} {layout:?}, which does not round-trip: {again:?}"
+                    "read as {read:?}, which does not round-trip: {again:?}"
                 ))
         }
         Err(_) => Ok(false),
@@ -322,7 +338,15 @@ fn wal_input(rng: &mut Rng) -> Vec<u8> {
         return rng.any_bytes(wal_record::LEN as u64 + 4);
     }
     let layout = layout(rng);
-    let mut record = wal_record::encode(rng.in_range(i64::MIN..=i64::MAX), &layout).to_vec();
+    let mut record = wal_record::encode(
+        rng.in_range(i64::MIN..=i64::MAX),
+        &layout,
+        rng.next() as u32,
+    )
+    .to_vec();
+    if rng.chance(4) {
+        record.truncate(32); // a record of 0.3.0, without the node id
+    }
     for _ in 0..rng.below(3) {
         let at = rng.below(record.len() as u64) as usize;
         record[at] = rng.next() as u8;
@@ -334,7 +358,7 @@ fn wal_input(rng: &mut Rng) -> Vec<u8> {
 /// the very bytes it was read from.
 fn check_wal(bytes: &[u8]) -> Result<bool, String> {
     match wal_record::decode(bytes) {
-        Some((until, layout)) => {
+        Some((until, layout, node)) => {
             let rebuilt = Layout::from_parts(
                 layout.epoch_unix_ms,
                 layout.unit_ms,
@@ -344,11 +368,15 @@ fn check_wal(bytes: &[u8]) -> Result<bool, String> {
             if rebuilt != Ok(layout) {
                 return Err(format!("read with an invalid layout {layout:?}"));
             }
-            (wal_record::encode(until, &layout)[..] == *bytes)
-                .then_some(true)
-                .ok_or(format!(
-                    "read as until={until} {layout:?}, which encodes otherwise"
-                ))
+            let encoded = wal_record::encode(until, &layout, node.unwrap_or(0));
+            let written = if node.is_some() {
+                &encoded[..]
+            } else {
+                &encoded[..32]
+            };
+            (written == bytes).then_some(true).ok_or(format!(
+                "read as until={until} {layout:?}, which encodes otherwise"
+            ))
         }
         None => Ok(false),
     }

@@ -182,6 +182,9 @@ pub struct Config {
     pub fake_clock: Option<String>,
     /// Run on a slow disk (the fsync-delay shim), its delay starting at 0 ms.
     pub slow_disk: bool,
+    /// Put the data directory on a disk of its own of this many MiB (a tmpfs), which a test can
+    /// fill.
+    pub small_disk_mb: Option<u32>,
 
     /// The PostgreSQL to run (its pg_config); None: the one under test, [`pg_config`].
     pub pg_config: Option<PathBuf>,
@@ -214,6 +217,12 @@ impl Config {
         self
     }
 
+    /// The data directory on a disk of its own of `mb` MiB, which a test can fill.
+    pub fn small_disk(mut self, mb: u32) -> Self {
+        self.small_disk_mb = Some(mb);
+        self
+    }
+
     /// Runs the PostgreSQL of this pg_config instead of the one under test.
     pub fn postgres(mut self, pg_config: PathBuf) -> Self {
         self.pg_config = Some(pg_config);
@@ -228,10 +237,14 @@ impl Config {
 
     fn pg_config_env(&self) -> Vec<(&'static str, String)> {
         let pg_config = self.pg_config.clone().unwrap_or_else(pg_config);
-        vec![
+        let mut env = vec![
             ("PG_CONFIG", pg_config.to_string_lossy().into_owned()),
             ("PGSERVER_INITDB_ARGS", self.initdb_args.join(" ")),
-        ]
+        ];
+        if let Some(mb) = self.small_disk_mb {
+            env.push(("PGSERVER_DATA_DISK_MB", mb.to_string()));
+        }
+        env
     }
 
     fn conf_lines(&self) -> Vec<String> {

@@ -53,7 +53,12 @@ fn version(server: &Server) -> String {
 /// An old server of `tree` that made `OLD_IDS` IDs into `orders`, stopped; returns it and the
 /// largest ID it made.
 fn old_server_with_ids(tree: &str) -> (Server, i64) {
-    let old = Server::start("upold", node_on(tree));
+    old_server_with_ids_as(node_on(tree))
+}
+
+/// [`old_server_with_ids`], configured by `config`.
+fn old_server_with_ids_as(config: Config) -> (Server, i64) {
+    let old = Server::start("upold", config);
     old.execute(&format!(
         "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), item text);
          INSERT INTO orders (item) SELECT 'old ' || g FROM generate_series(1, {OLD_IDS}) g;"
@@ -229,6 +234,84 @@ fn across_majors_pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_
             first > old_max,
             "after the copy: first new ID {first} <= {old_max}"
         );
+    }
+}
+
+/// Whether the file `name` is in `server`'s data directory.
+fn has_file(server: &Server, name: &str) -> bool {
+    server
+        .output_as_postgres(&format!(
+            "test -e {} && echo yes || echo no",
+            server.data_file(name)
+        ))
+        .trim()
+        == "yes"
+}
+
+/// The operator starts the new cluster before pg_upgrade (to check the preload, or to apply
+/// settings with ALTER SYSTEM), and even makes a test ID there; then runs pg_upgrade and forgets
+/// to copy the old state file. The old server's IDs lie an hour ahead of the real clock (its
+/// clock ran fast). 0.3.0 trusted the new cluster's own reservation there, and the upgraded
+/// server issued IDs below the old maximum. Now: a start with no call reserves nothing, and a
+/// reservation the new cluster wrote itself is moved aside by pg_upgrade's start, so the
+/// upgraded server refuses IDs until the old file is copied in.
+#[test]
+fn across_majors_pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file() {
+    for (old_tree, new_tree) in pairs() {
+        let (old, old_max) = old_server_with_ids_as(node_on(&old_tree).fake_clock("+1h"));
+        let new = new_cluster(&new_tree, node_on(&new_tree));
+        new.start_again();
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        assert!(
+            !has_file(&new, STATE),
+            "a start with no call wrote a reservation"
+        );
+        new.execute("CREATE EXTENSION pg_snowflake");
+        let test_id: i64 = new.query_one("SELECT snowflake_nextval()");
+        assert!(has_file(&new, STATE));
+        new.execute("DROP EXTENSION pg_snowflake");
+        new.stop();
+
+        let printed = new.upgrade_from(&old);
+        assert!(printed.contains("Upgrade Complete"), "{printed}");
+        assert!(
+            has_file(&new, "pg_snowflake.state.before-upgrade"),
+            "the new cluster's own reservation was not moved aside"
+        );
+        new.start_again(); // the old state file NOT copied; the real clock, an hour behind
+        let mut client = new.connect();
+        let refused = client.query_one("SELECT snowflake_nextval()", &[]);
+        let err = match refused {
+            Ok(row) => panic!(
+                "{old_tree} → {new_tree}: ID {} issued without the old state file (old maximum \
+                 {old_max}, the test ID before pg_upgrade {test_id})",
+                row.get::<_, i64>(0)
+            ),
+            Err(err) => err,
+        };
+        let db = err.as_db_error().unwrap_or_else(|| panic!("{err}"));
+        assert_eq!(db.code().code(), "55000");
+        assert_eq!(
+            db.message(),
+            "this data directory was made by pg_upgrade without its pg_snowflake state file"
+        );
+        assert!(db.hint().unwrap().starts_with("Stop the server, copy"));
+        drop(client);
+        println!(
+            "{old_tree} → {new_tree}, new cluster started and used before pg_upgrade, state \
+             file not copied: refused ({})",
+            db.message()
+        );
+        // The hint followed: IDs above the old ones, though the clock is an hour behind them.
+        new.stop();
+        new.as_postgres(&format!(
+            "cp {} {}",
+            old.data_file(STATE),
+            new.data_file(STATE)
+        ));
+        new.start_again();
+        let first: i64 = new.query_one("SELECT snowflake_nextval()");
+        assert!(first > old_max, "{first} <= old maximum {old_max}");
     }
 }
 

@@ -156,3 +156,104 @@ fn a_stopped_renewer_is_stood_in_for_by_the_backends_until_it_is_back() {
     ids.extend(take_ids(&mut server.connect(), 1_000, 1_000));
     assert!(strictly_increasing(&ids));
 }
+
+/// Whether the backend `pid` is still there.
+fn backend_alive(server: &Server, pid: i32) -> bool {
+    server.query_one(&format!(
+        "SELECT count(*) > 0 FROM pg_stat_activity WHERE pid = {pid}"
+    ))
+}
+
+/// A backend writing the reservation itself waits for a synchronous standby that never answers,
+/// and is terminated there. It holds the renewal's claim; were it to exit without releasing it
+/// (a FATAL raised inside the wait, as 0.3.0 did), no reservation could ever be written again
+/// and every call would wait until a restart.
+#[test]
+fn terminating_a_backend_that_waits_for_the_standby_on_its_reservation_stalls_nothing() {
+    let server = Server::start(
+        "termsync",
+        Config::node(10)
+            .setting("max_worker_processes = 0")
+            .setting("pg_snowflake.reservation_ms = 100"),
+    );
+    let _: i64 = server.query_one("SELECT snowflake_nextval()");
+    server.execute("ALTER SYSTEM SET synchronous_standby_names = 'ghost'");
+    server.execute("SELECT pg_reload_conf()");
+    // The reservation runs out: the next call must write one and wait for 'ghost'.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut a = server.connect();
+    let pid: i32 = a.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    let call = std::thread::spawn(move || a.query_one("SELECT snowflake_nextval()", &[]));
+    wait_until(
+        Duration::from_secs(20),
+        "the call waits for the standby",
+        || {
+            server.query_one(&format!(
+                "SELECT coalesce(bool_or(wait_event = 'SyncRep'), false) FROM pg_stat_activity \
+                 WHERE pid = {pid}"
+            ))
+        },
+    );
+    assert!(server.query_one::<bool>("SELECT renewing FROM snowflake_stats()"));
+    let gone: bool = server.query_one(&format!("SELECT pg_terminate_backend({pid}, 10000)"));
+    assert!(
+        gone,
+        "the backend did not exit within 10 s of its terminate"
+    );
+    let answer = call.join().unwrap();
+    assert!(answer.is_err(), "the terminated call returned {answer:?}");
+    // Its claim is released: no renewal in progress, and IDs again once the standby question
+    // is gone.
+    let renewing: bool = server.query_one("SELECT renewing FROM snowflake_stats()");
+    assert!(!renewing, "the terminated backend's claim is still held");
+    server.execute("ALTER SYSTEM RESET synchronous_standby_names");
+    server.execute("SELECT pg_reload_conf()");
+    std::thread::sleep(Duration::from_secs(1));
+    let mut c = server.connect();
+    c.batch_execute("SET statement_timeout = '5s'").unwrap();
+    let id = c.query_one("SELECT snowflake_nextval()", &[]);
+    assert!(id.is_ok(), "no ID after the terminate: {:?}", id.err());
+    let log = server.log();
+    assert!(
+        log.contains("terminating connection due to administrator command"),
+        "the server log does not show the terminate"
+    );
+}
+
+/// A backend writing the reservation itself on a slow disk (every fsync 2 s), with no
+/// synchronous standby, is terminated during the write. 0.3.0 went straight back to write
+/// again, and again, never processing the terminate (a state file and a WAL record per turn;
+/// `pg_ctl stop -m fast` hung). It must end as soon as the write in progress is over.
+#[test]
+fn terminating_a_backend_while_it_writes_a_reservation_ends_it() {
+    let server = Server::start(
+        "termwrite",
+        Config::node(11)
+            .slow_disk()
+            .setting("max_worker_processes = 0")
+            .setting("pg_snowflake.reservation_ms = 100"),
+    );
+    let mut a = server.connect();
+    let pid: i32 = a.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    a.query_one("SELECT snowflake_nextval()", &[]).unwrap();
+    std::thread::sleep(Duration::from_millis(500)); // the reservation runs out
+    server.set_fsync_delay_ms(2_000);
+    let call = std::thread::spawn(move || a.query_one("SELECT snowflake_nextval()", &[]));
+    // Inside the write: the state file's fsyncs, then the WAL flush.
+    std::thread::sleep(Duration::from_millis(700));
+    let asked = Instant::now();
+    let gone: bool = server.query_one(&format!("SELECT pg_terminate_backend({pid}, 20000)"));
+    let took = asked.elapsed();
+    server.set_fsync_delay_ms(0);
+    assert!(
+        gone,
+        "the backend did not exit within 20 s of its terminate"
+    );
+    assert!(call.join().unwrap().is_err());
+    println!("terminated during a 2 s-per-fsync write: gone after {took:?}");
+    // Its claim is released and the server goes on making IDs.
+    assert!(!server.query_one::<bool>("SELECT renewing FROM snowflake_stats()"));
+    let ids = take_ids(&mut server.connect(), 1_000, 100);
+    assert!(strictly_increasing(&ids));
+    assert!(!backend_alive(&server, pid));
+}

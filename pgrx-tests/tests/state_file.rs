@@ -99,3 +99,51 @@ fn a_failed_reservation_write_refuses_the_id() {
     server.as_postgres(&format!("rmdir {}.tmp", server.data_file(STATE)));
     assert_eq!(ids(&server, 10).len(), 10);
 }
+
+/// FNV-1a, the state line's check value.
+fn check_value(body: &str) -> u64 {
+    body.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// A data directory of 0.3.0 — its state file names no node id — upgraded in place to this
+/// version: the server resumes above the old reservation (an hour ahead of the clock here), for
+/// its node id and for any other it is given, since the old file cannot say which node id made
+/// its IDs. Its next reservation records the node id.
+#[test]
+fn a_state_file_of_0_3_0_is_read_and_kept_for_every_node_id() {
+    let server = Server::start("v1file", Config::node(3));
+    ids(&server, 10);
+    server.execute("ALTER SYSTEM SET pg_snowflake.node_id = 4");
+    server.stop();
+    let until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + 3_600_000;
+    let body = format!("pg_snowflake reservation v1 until={until} layout=1704067200000/1/10/12");
+    let line = format!("{body} check={:016x}", check_value(&body));
+    server.as_postgres(&format!(
+        "printf '%s\\n' '{line}' > {}",
+        server.data_file(STATE)
+    ));
+    server.start_again();
+    let first: i64 = server.query_one("SELECT snowflake_nextval()");
+    let stamped: i64 = server.query_one(&format!(
+        "SELECT (extract(epoch FROM snowflake_timestamp({first})) * 1000)::bigint"
+    ));
+    assert!(
+        stamped >= until,
+        "node 4 started below the old file's reservation"
+    );
+    assert!(server
+        .log()
+        .contains("the state file does not say which node id its reservation was made for"));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let written = server.output_as_postgres(&format!("cat {}", server.data_file(STATE)));
+    assert!(
+        written.starts_with("pg_snowflake reservation v2 ") && written.contains(" node=4 used=*/"),
+        "{written}"
+    );
+}

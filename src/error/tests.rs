@@ -48,6 +48,29 @@ fn every_message_follows_the_postgres_style() {
         SnowflakeError::NodeUnset { max: 1023 },
         SnowflakeError::InRecovery,
         SnowflakeError::ClockSteppedBack { ms: 5 },
+        SnowflakeError::ClockJumpHeld {
+            ms: 5,
+            confirm_s: 30,
+        },
+        SnowflakeError::ClockJumpFollowed { ms: 5 },
+        SnowflakeError::NodeSwitched {
+            from: Some(1),
+            to: 2,
+            lead_dropped: true,
+        },
+        SnowflakeError::NodeSwitched {
+            from: None,
+            to: 2,
+            lead_dropped: false,
+        },
+        SnowflakeError::ReservationsFailing {
+            cause: "No space left on device (os error 28)".into(),
+            not_logged: 7,
+        },
+        SnowflakeError::OwnReservationMovedAside {
+            path: "pg_snowflake.state",
+            aside: "pg_snowflake.state.before-upgrade",
+        },
         SnowflakeError::RenewerNotRunning,
         SnowflakeError::StateFileNotCarried {
             path: "pg_snowflake.state",

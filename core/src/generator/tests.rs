@@ -66,12 +66,13 @@ fn next(
 ) -> Result<Next, Error> {
     Ok(match drive(g, layout, node, now, limits, 1, reserve)? {
         Allocation::Run {
-            run,
-            clock_stepped_back_ms,
-            ..
+            run, clock_event, ..
         } => Next::Id {
             id: run.ids(*layout, node).next().unwrap(),
-            clock_stepped_back_ms,
+            clock_stepped_back_ms: match clock_event {
+                Some(ClockEvent::SteppedBack { ms }) => Some(ms),
+                _ => None,
+            },
         },
         Allocation::Wait { ms } => Next::Wait { ms },
         Allocation::AwaitReservation { .. } => unreachable!("drive writes reservations"),
@@ -713,11 +714,13 @@ fn the_normal_path_reads_one_clock_and_the_monotonic_one_only_while_behind() {
             wait => panic!("{wait:?}"),
         }
     };
+    // The first reading anchors the wall clock to the monotonic one; after it, none.
     for ms in 0..10_000 {
         clock.now = Clocks::at(T0 + ms / 3);
         call(&mut g, &mut clock);
     }
-    assert_eq!(clock.monotonic_reads, 0);
+    assert_eq!(clock.monotonic_reads, 1);
+    clock.monotonic_reads = 0;
     // The wall clock steps back 1 s: every call reads the monotonic clock until the wall clock
     // is ahead of the generator again.
     for ms in 0..100 {
@@ -1216,4 +1219,187 @@ proptest! {
             }
         }
     }
+}
+
+/// The first allocation's outcome at `now`, with a renewer that writes at once before it.
+fn call_at(g: &mut Generator, now: Clocks) -> Result<Allocation, Error> {
+    let mut clock = now;
+    loop {
+        match g.allocate(&L, NODE, &mut clock, &LIMITS, 1)? {
+            Allocation::AwaitReservation { .. } => {
+                let until = g.claim_renewal(true).expect("a renewal is due");
+                g.renewal_done(until, 0);
+            }
+            other => {
+                if let Some(until) = g.claim_renewal(true) {
+                    g.renewal_done(until, 0);
+                }
+                return Ok(other);
+            }
+        }
+    }
+}
+
+fn run_of(allocation: Allocation) -> (i64, Option<ClockEvent>) {
+    match allocation {
+        Allocation::Run {
+            run, clock_event, ..
+        } => (run.ids(L, NODE).next().unwrap(), clock_event),
+        other => panic!("no ID: {other:?}"),
+    }
+}
+
+const YEAR: i64 = 365 * 24 * HOUR;
+
+#[test]
+fn a_reading_past_the_time_field_changes_nothing_and_ids_resume_when_the_clock_is_right() {
+    let mut g = Generator::new();
+    let first = id(&mut g, T0);
+    let before = (g.reserved_until(), g.stats());
+    // 70 years ahead, the monotonic clock 1 ms on: past the end of the field (2093).
+    let far = Clocks {
+        wall: T0 + 70 * YEAR,
+        monotonic: T0 + 1,
+    };
+    // Held, not followed: the ID is stamped at the monotonic clock's time.
+    let (held, event) = run_of(call_at(&mut g, far).unwrap());
+    assert!(
+        held > first && unix_ms(held) < T0 + 1_000,
+        "{}",
+        unix_ms(held) - T0
+    );
+    assert!(matches!(event, Some(ClockEvent::JumpHeld { ms }) if ms > 69 * YEAR));
+    // Still there after FORWARD_CONFIRM_MS: followed, and it fails for the field...
+    let later = Clocks {
+        wall: T0 + 70 * YEAR + FORWARD_CONFIRM_MS,
+        monotonic: T0 + FORWARD_CONFIRM_MS + 1,
+    };
+    let stats = g.stats();
+    let steady = g.steady;
+    assert!(matches!(
+        call_at(&mut g, later),
+        Err(Error::TimeExhausted { .. })
+    ));
+    // ...and that failed reading took nothing in: not the clock, not a reservation.
+    assert_eq!(g.steady, steady);
+    assert_eq!(g.stats(), stats);
+    assert!(g.reserved_until() <= before.0 + 2 * LIMITS.reserve_ahead_ms);
+    // The renewer keeps ahead of the real clock only.
+    g.keep_ahead(&L, &LIMITS, T0 + FORWARD_CONFIRM_MS + 2, i64::MIN);
+    if let Some(until) = g.claim_renewal(true) {
+        g.renewal_done(until, 0);
+    }
+    assert!(g.reserved_until() < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reserve_ahead_ms);
+    // The clock set right: IDs at once, at the right time.
+    let (next, _) = run_of(call_at(&mut g, Clocks::at(T0 + FORWARD_CONFIRM_MS + 2)).unwrap());
+    assert!(next > held);
+    assert!((unix_ms(next) - (T0 + FORWARD_CONFIRM_MS + 2)).abs() < 1_000);
+    assert_eq!(g.stats().clock_jumps, 1);
+}
+
+#[test]
+fn a_glitch_ten_years_ahead_for_one_call_leaves_no_trace_in_the_ids_or_the_reservation() {
+    let mut g = Generator::new();
+    let first = id(&mut g, T0);
+    let glitch = Clocks {
+        wall: T0 + 10 * YEAR,
+        monotonic: T0 + 5,
+    };
+    let (during, event) = run_of(call_at(&mut g, glitch).unwrap());
+    assert!(matches!(event, Some(ClockEvent::JumpHeld { .. })));
+    assert!(during > first && unix_ms(during) <= T0 + 5);
+    // The renewer, reading the glitch too, reserves nothing for it.
+    g.keep_ahead(&L, &LIMITS, T0 + 10 * YEAR, i64::MIN);
+    if let Some(until) = g.claim_renewal(true) {
+        assert!(until < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reserve_ahead_ms);
+        g.renewal_done(until, 0);
+    }
+    // The clock is back: no lead, no warning of a step back, IDs go on from the real time.
+    let (after, event) = run_of(call_at(&mut g, Clocks::at(T0 + 10)).unwrap());
+    assert!(after > during && unix_ms(after) == T0 + 10);
+    assert_eq!(event, None);
+    assert_eq!(g.lead_ms(&L, T0 + 10), 0);
+    assert!(g.reserved_until() < T0 + 10 + 2 * LIMITS.reserve_ahead_ms);
+}
+
+#[test]
+fn a_step_that_lasts_like_a_vm_resumed_after_a_suspend_is_followed_after_the_confirmation() {
+    let mut g = Generator::new();
+    id(&mut g, T0);
+    // Suspended for a day: the monotonic clock stood still, the wall clock did not.
+    let mut last = 0;
+    let mut events = vec![];
+    for ms in (1..=FORWARD_CONFIRM_MS + 2_000).step_by(500) {
+        let now = Clocks {
+            wall: T0 + 24 * HOUR + ms,
+            monotonic: T0 + ms,
+        };
+        let (id, event) = run_of(call_at(&mut g, now).unwrap());
+        assert!(id > last);
+        last = id;
+        events.extend(event);
+        if ms < FORWARD_CONFIRM_MS {
+            // Held: stamped with the time the monotonic clock counted.
+            assert_eq!(unix_ms(id), T0 + ms, "at {ms}");
+        } else {
+            assert_eq!(unix_ms(id), T0 + 24 * HOUR + ms, "at {ms}");
+        }
+    }
+    assert_eq!(
+        events,
+        [
+            ClockEvent::JumpHeld { ms: 24 * HOUR },
+            ClockEvent::JumpFollowed { ms: 24 * HOUR }
+        ]
+    );
+    assert_eq!(g.stats().clock_jumps, 1);
+}
+
+#[test]
+fn a_pause_between_calls_is_no_step() {
+    let mut g = Generator::new();
+    id(&mut g, T0);
+    // An hour with no call, counted by both clocks: followed at once, nothing held.
+    let (id, event) = run_of(call_at(&mut g, Clocks::at(T0 + HOUR)).unwrap());
+    assert_eq!((unix_ms(id), event), (T0 + HOUR, None));
+    // Steps under FORWARD_STEP_MS are followed at once too.
+    let small = Clocks {
+        wall: T0 + HOUR + FORWARD_STEP_MS,
+        monotonic: T0 + HOUR,
+    };
+    let (id, event) = run_of(call_at(&mut g, small).unwrap());
+    assert_eq!((unix_ms(id), event), (T0 + HOUR + FORWARD_STEP_MS, None));
+    assert_eq!(g.stats().clock_jumps, 0);
+}
+
+#[test]
+fn a_clock_before_the_epoch_changes_nothing() {
+    let mut g = Generator::new();
+    let steady = g.steady;
+    assert!(g
+        .allocate(
+            &L,
+            NODE,
+            &mut Clocks::at(DEFAULT_EPOCH_UNIX_MS - 1),
+            &LIMITS,
+            1
+        )
+        .is_err());
+    assert_eq!((g.steady, g.stats()), (steady, Stats::default()));
+}
+
+#[test]
+fn a_server_that_never_issued_or_was_down_long_reserves_nothing_at_start() {
+    // Never issued an ID (no state file): the renewer's start asks for nothing.
+    let mut fresh = Generator::new();
+    assert!(!fresh.keep_ahead(&L, &LIMITS, T0, T0));
+    assert_eq!(fresh.claim_renewal(true), None);
+    // Its last reservation an hour old (a cold start, or a clock an hour ahead): nothing either;
+    // the first call waits for one write.
+    let mut cold = Generator::resume(T0 - HOUR);
+    assert!(!cold.keep_ahead(&L, &LIMITS, T0, T0));
+    // A clock 10 years ahead at start: nothing.
+    let mut ahead = Generator::resume(T0);
+    assert!(!ahead.keep_ahead(&L, &LIMITS, T0 + 10 * YEAR, T0 + 10 * YEAR));
+    assert_eq!(ahead.claim_renewal(true), None);
 }

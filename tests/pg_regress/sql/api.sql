@@ -67,6 +67,9 @@ SELECT snowflake_from_base32('snowflake-42U');
 \echo :LAST_ERROR_SQLSTATE
 SELECT snowflake_from_base32('ZZZZZZZZZZZZZ');
 \echo :LAST_ERROR_SQLSTATE
+-- 13 digits whose first is G..Q: 65 bits, no wrap into a smaller ID.
+SELECT snowflake_from_base32('G000000000000');
+\echo :LAST_ERROR_SQLSTATE
 -- Text of a megabyte is shown as a bounded prefix with its length, never echoed whole.
 SELECT snowflake_from_base32(repeat('0', 1048576));
 \echo :LAST_ERROR_SQLSTATE
@@ -119,7 +122,7 @@ SELECT snowflake_nextval_batch(100000001);
 
 -- The generator's state: what does not depend on the moment.
 SELECT node_id, layout, ids_issued > 0 AS issued, last_issued <= reserved_until AS reserved_ahead,
-       lead_ms >= 0 AS lead_ok, clock_regressions, time_field_ends, renewal_failures
+       lead_ms >= 0 AS lead_ok, clock_regressions, time_field_ends, renewal_failures, clock_jumps
 FROM snowflake_stats();
 
 -- The shape users declare.

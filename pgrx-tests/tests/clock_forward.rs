@@ -1,0 +1,224 @@
+//! Forward steps of the clock: a wall clock that leaps ahead — a glitch, a bad hardware clock,
+//! a VM resumed after a suspend — never stamps IDs in the future for years, never reserves the
+//! rest of the time field, and never leaves a node unable to make IDs. A step is held (IDs go
+//! on with the monotonic clock's account of time) and followed only once it has lasted 30 s. A
+//! lead that did happen is dropped by giving the server a node id it never used. Real servers,
+//! libfaketime for the wall clock (the monotonic clock stays real).
+
+use snowflake_it::{describe, strictly_increasing, take_ids, Config, Server};
+use std::time::{Duration, Instant};
+
+/// The real time, Unix ms.
+fn real_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// The time an ID is stamped with, Unix ms.
+fn stamped_ms(server: &Server, id: i64) -> i64 {
+    server.query_one(&format!(
+        "SELECT (extract(epoch FROM snowflake_timestamp({id})) * 1000)::bigint"
+    ))
+}
+
+fn stats_i64(server: &Server, column: &str) -> i64 {
+    server.query_one(&format!("SELECT {column} FROM snowflake_stats()"))
+}
+
+/// How far (ms) the durable reservation reaches past the real time.
+fn reserved_ahead_ms(server: &Server) -> i64 {
+    let until: i64 = server.query_one(
+        "SELECT coalesce((extract(epoch FROM reserved_until) * 1000)::bigint, 0) \
+         FROM snowflake_stats()",
+    );
+    until - real_now_ms()
+}
+
+/// The steps the server log warns of holding, in ms.
+fn held_steps_ms(server: &Server) -> Vec<i64> {
+    server
+        .log()
+        .lines()
+        .filter_map(|line| line.split("WARNING:  the system clock leapt ").nth(1))
+        .map(|rest| rest.split(' ').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+/// Waits until the server's backends see the fake clock set last (it is reread every second).
+fn settle() {
+    std::thread::sleep(Duration::from_millis(2_200));
+}
+
+#[test]
+fn a_clock_70_years_ahead_for_a_moment_does_not_exhaust_the_time_field() {
+    let server = Server::start("jump70", Config::node(4).fake_clock("+0"));
+    let mut ids = take_ids(&mut server.connect(), 1_000, 100);
+    server.set_clock("+25600d"); // past the end of the default layout's field (2093)
+    settle();
+    // Held: the call is served with the real time, not refused, and nothing is reserved for
+    // the far future.
+    let during: i64 = server.query_one("SELECT snowflake_nextval()");
+    let off_ms = stamped_ms(&server, during) - real_now_ms();
+    assert!(
+        off_ms.abs() < 10_000,
+        "stamped {off_ms} ms off the real time"
+    );
+    assert_eq!(stats_i64(&server, "clock_jumps"), 1);
+    std::thread::sleep(Duration::from_secs(2)); // the renewer's turns
+    let ahead = reserved_ahead_ms(&server);
+    assert!(
+        ahead < 120_000,
+        "reserved {ahead} ms ahead of the real time"
+    );
+    ids.push(during);
+    // The clock set right, the server restarted: IDs at once, at the real time.
+    server.set_clock("+0");
+    settle();
+    server.stop();
+    server.start_again();
+    let after = take_ids(&mut server.connect(), 1_000, 100);
+    let off_ms = stamped_ms(&server, after[0]) - real_now_ms();
+    assert!(
+        off_ms.abs() < 10_000,
+        "stamped {off_ms} ms off after the restart"
+    );
+    ids.extend(after);
+    assert!(strictly_increasing(&ids));
+    let steps = held_steps_ms(&server);
+    assert!(
+        steps.len() == 1 && (steps[0] - 25_600 * 86_400_000).abs() < 5_000,
+        "the warnings of held steps: {steps:?}"
+    );
+}
+
+#[test]
+fn a_glitch_ten_years_ahead_leaves_no_lead_behind() {
+    let server = Server::start("glitch10", Config::node(5).fake_clock("+0"));
+    let mut ids = take_ids(&mut server.connect(), 1_000, 100);
+    server.set_clock("+3650d");
+    settle();
+    ids.extend(take_ids(&mut server.connect(), 100, 10));
+    server.set_clock("+0");
+    settle();
+    ids.extend(take_ids(&mut server.connect(), 1_000, 100));
+    assert!(strictly_increasing(&ids));
+    let lead = stats_i64(&server, "lead_ms");
+    assert!(lead < 1_000, "a lead of {lead} ms after the glitch");
+    for id in [ids[1_050], ids[ids.len() - 1]] {
+        let off_ms = stamped_ms(&server, id) - real_now_ms();
+        assert!(
+            off_ms.abs() < 10_000,
+            "stamped {off_ms} ms off the real time"
+        );
+    }
+    assert!(reserved_ahead_ms(&server) < 120_000);
+}
+
+/// Like a VM resumed after a day's suspend: the wall clock jumps a day, the monotonic clock
+/// does not, and the step stays. IDs keep the monotonic clock's time for 30 s, then follow.
+#[test]
+fn a_step_that_lasts_is_followed_after_thirty_seconds() {
+    let server = Server::start("resume", Config::node(6).fake_clock("+0"));
+    let mut client = server.connect();
+    let _ = take_ids(&mut client, 100, 10);
+    server.set_clock("+1d");
+    settle();
+    let statement = client.prepare("SELECT snowflake_nextval()").unwrap();
+    let started = Instant::now();
+    let (mut held, mut followed, mut ids) = (0, 0, vec![]);
+    while started.elapsed() < Duration::from_secs(40) {
+        let id: i64 = client.query_one(&statement, &[]).unwrap().get(0);
+        let off_ms = stamped_ms(&server, id) - real_now_ms();
+        if off_ms.abs() < 10_000 {
+            held += 1;
+            assert!(
+                followed == 0,
+                "back to the real time after following the step"
+            );
+        } else {
+            assert!(
+                (off_ms - 86_400_000).abs() < 10_000,
+                "stamped {off_ms} ms off"
+            );
+            followed += 1;
+        }
+        ids.push(id);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!("a day's step: {held} IDs held at the real time, then {followed} at the new one");
+    assert!(
+        held >= 200 && followed >= 50,
+        "{held} held, {followed} followed"
+    );
+    assert!(strictly_increasing(&ids));
+    let steps = held_steps_ms(&server);
+    assert!(
+        steps.len() == 1 && (steps[0] - 86_400_000).abs() < 5_000,
+        "the warnings of held steps: {steps:?}"
+    );
+    assert!(server.log().contains("pg_snowflake follows it now"));
+}
+
+#[test]
+fn a_server_started_with_its_clock_past_the_field_reserves_nothing_and_recovers() {
+    let server = Server::start("bootahead", Config::node(7).fake_clock("+25600d"));
+    std::thread::sleep(Duration::from_secs(2));
+    let reserved: Option<String> =
+        server.query_one("SELECT reserved_until::text FROM snowflake_stats()");
+    assert_eq!(reserved, None, "reserved with no call");
+    let err = server
+        .connect()
+        .query_one("SELECT snowflake_nextval()", &[])
+        .expect_err("a clock past the field");
+    let said = describe(&err);
+    assert!(said.contains("time field is exhausted"), "{said}");
+    std::thread::sleep(Duration::from_secs(2));
+    server.set_clock("+0");
+    settle();
+    let id: i64 = server.query_one("SELECT snowflake_nextval()");
+    assert!((stamped_ms(&server, id) - real_now_ms()).abs() < 10_000);
+    server.stop();
+    server.start_again();
+    let _: i64 = server.query_one("SELECT snowflake_nextval()");
+}
+
+/// The remedy for a lead that did happen: a node id the server never used owes nothing to the
+/// old one's IDs; switched back, the old one resumes above its own.
+#[test]
+fn a_fresh_node_id_drops_a_lead_and_an_old_one_resumes_above_its_ids() {
+    let server = Server::start("switch", Config::node(8).fake_clock("+1h"));
+    let on_8 = take_ids(&mut server.connect(), 1_000, 100);
+    server.set_clock("+0");
+    settle();
+    let lead = stats_i64(&server, "lead_ms");
+    assert!(
+        lead > 3_000_000,
+        "a lead of {lead} ms after stepping back an hour"
+    );
+    server.execute("ALTER SYSTEM SET pg_snowflake.node_id = 9");
+    server.stop();
+    server.start_again();
+    let on_9: i64 = server.query_one("SELECT snowflake_nextval()");
+    assert_eq!(
+        server.query_one::<i32>(&format!("SELECT snowflake_node_id({on_9})")),
+        9
+    );
+    let off_ms = stamped_ms(&server, on_9) - real_now_ms();
+    assert!(
+        off_ms.abs() < 10_000,
+        "node 9 stamped {off_ms} ms off: the lead was kept"
+    );
+    assert!(server.log().contains("node id changed from 8 to 9"));
+    // Back to 8: above every ID node 8 made, though the clock is an hour behind them.
+    server.execute("ALTER SYSTEM SET pg_snowflake.node_id = 8");
+    server.stop();
+    server.start_again();
+    let again: i64 = server.query_one("SELECT snowflake_nextval()");
+    assert!(
+        again > *on_8.last().unwrap(),
+        "node 8 again: {again} <= its old {}",
+        on_8.last().unwrap()
+    );
+}
