@@ -227,8 +227,13 @@ const BULK_COVER_MARGIN_DIVISOR: i64 = 4;
 pub struct Generator {
     /// The last issued ID's time and sequence, or `None` before the first ID.
     last: Option<(i64, u32)>,
-    /// The steady clock at the previous reading, or `None` before the first reading.
-    steady: Option<i64>,
+    /// The steady clock at the previous reading, or `i64::MIN` before the first reading.
+    steady: i64,
+    /// The next reading takes the normal path if the wall clock reads at most this much (ms)
+    /// past the steady clock, and less than this: `FORWARD_STEP_MS + 1` normally, 0 (never)
+    /// while the previous reading was off the normal path (before the first one, behind the
+    /// steady clock, a step held), so that the normal path has nothing to reset.
+    normal_window: u64,
     /// The wall clock at the previous reading.
     wall: i64,
     /// The monotonic clock at the previous reading, if that reading needed it (the wall clock
@@ -259,15 +264,27 @@ pub struct Generator {
     held_since: Option<i64>,
     /// A clock event seen by a call that issued nothing, for the next call that does to warn of.
     pending_event: Option<ClockEvent>,
+    /// The off-path part of the reading in progress (see [`Reading`]): scratch, meaningful only
+    /// while a call runs.
+    staged: OffPath,
     stats: Stats,
 }
 
 /// A reading of the clocks, not yet taken in: [`Generator::allocate`] takes it in only when the
-/// call succeeds or waits, so that a reading that fails changes nothing.
+/// call succeeds or waits, so that a reading that fails changes nothing. On the normal path it
+/// is the steady clock and the wall clock alone; off it (`off_path`), the rest is staged in the
+/// generator's `staged`, taken in with it.
 #[derive(Clone, Copy)]
 struct Reading {
     steady: i64,
     wall: i64,
+    off_path: bool,
+}
+
+/// What a reading off the normal path changes besides the steady and the wall clock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+struct OffPath {
     monotonic: Option<i64>,
     slew_remainder: i64,
     anchor: i64,
@@ -287,7 +304,8 @@ impl Generator {
     pub const fn resume(floor: i64) -> Self {
         Self {
             last: None,
-            steady: None,
+            steady: i64::MIN,
+            normal_window: 0,
             wall: i64::MIN,
             monotonic: None,
             floor,
@@ -302,6 +320,14 @@ impl Generator {
             anchor: 0,
             held_since: None,
             pending_event: None,
+            staged: OffPath {
+                monotonic: None,
+                slew_remainder: 0,
+                anchor: 0,
+                held_since: None,
+                regressed: false,
+                event: None,
+            },
             stats: Stats {
                 issued: 0,
                 clock_regressions: 0,
@@ -444,7 +470,23 @@ impl Generator {
         self.last = Some((end_time, end_seq));
         self.stats.issued += count;
         self.stats.exhausted_ms += (end_time - time) as u64 + u64::from(borrowed);
-        let clock_event = match self.pending_event.take() {
+        let clock_event = if self.pending_event.is_none() {
+            None
+        } else {
+            self.event_to_warn_of(steady_ms)
+        };
+        Ok(Allocation::Run {
+            run: Run { time, seq, count },
+            clock_event,
+            wake_renewer,
+        })
+    }
+
+    /// The clock event to warn of with this call's IDs, if any: a step back at most once every
+    /// `WARNING_INTERVAL_MS` of the steady clock (`steady_ms` now), the others each time.
+    #[inline(never)]
+    fn event_to_warn_of(&mut self, steady_ms: i64) -> Option<ClockEvent> {
+        match self.pending_event.take() {
             event @ Some(ClockEvent::SteppedBack { .. }) => event.filter(|_| {
                 let due = self
                     .warned_at
@@ -455,29 +497,38 @@ impl Generator {
                 due
             }),
             event => event,
-        };
-        Ok(Allocation::Run {
-            run: Run { time, seq, count },
-            clock_event,
-            wake_renewer,
-        })
+        }
     }
 
     /// Takes in a clock reading of a call that did not fail.
     #[inline(always)]
     fn take_in(&mut self, reading: Reading) {
-        self.steady = Some(reading.steady);
+        self.steady = reading.steady;
         self.wall = reading.wall;
-        self.monotonic = reading.monotonic;
-        self.slew_remainder = reading.slew_remainder;
-        self.anchor = reading.anchor;
-        self.held_since = reading.held_since;
-        self.stats.clock_regressions += u64::from(reading.regressed);
-        if reading.event.is_some() {
-            if let Some(ClockEvent::JumpHeld { .. }) = reading.event {
+        if reading.off_path {
+            self.take_in_off_path();
+        }
+    }
+
+    #[inline(never)]
+    fn take_in_off_path(&mut self) {
+        let rest = self.staged;
+        // Back on the normal path only once a reading has had nothing to count or hold.
+        self.normal_window = if rest.monotonic.is_none() && rest.held_since.is_none() {
+            FORWARD_STEP_MS as u64 + 1
+        } else {
+            0
+        };
+        self.monotonic = rest.monotonic;
+        self.slew_remainder = rest.slew_remainder;
+        self.anchor = rest.anchor;
+        self.held_since = rest.held_since;
+        self.stats.clock_regressions += u64::from(rest.regressed);
+        if rest.event.is_some() {
+            if let Some(ClockEvent::JumpHeld { .. }) = rest.event {
                 self.stats.clock_jumps += 1;
             }
-            self.pending_event = reading.event;
+            self.pending_event = rest.event;
         }
     }
 
@@ -545,7 +596,7 @@ impl Generator {
         now: i64,
         active_since: i64,
     ) -> bool {
-        let last_call = self.steady.unwrap_or(i64::MIN);
+        let last_call = self.steady;
         let restarted = self.floor > i64::MIN && now.saturating_sub(self.floor) <= KEEP_AHEAD_MS;
         let since = if restarted {
             last_call.max(active_since)
@@ -615,88 +666,98 @@ impl Generator {
 
     /// Reads `clock` and works out the steady clock from it, without taking the reading in (see
     /// [`Reading`]). On the normal path (the wall clock at or ahead of the steady clock by at
-    /// most `FORWARD_STEP_MS`) only the wall clock is read. The monotonic clock is read when the
-    /// wall clock is behind the steady clock (a step back: the steady clock counts on, slowed;
-    /// real time that passed before the first such reading is not counted, so the steady clock
-    /// stands still across the call that sees the step), and when it is further ahead (a pause
-    /// between calls, followed at once if the monotonic clock counted as much, or a forward step,
-    /// held: see the module's *Forward steps*).
+    /// most `FORWARD_STEP_MS`, no step held) only the wall clock is read; the rest is
+    /// [`Generator::read_off_path`].
     #[inline(always)]
-    fn read_clock(&self, clock: &mut impl Clock) -> Reading {
+    fn read_clock(&mut self, clock: &mut impl Clock) -> Reading {
         let wall = clock.wall();
-        let mut reading = Reading {
-            steady: wall,
-            wall,
+        // One comparison: a wall clock behind the steady clock wraps to a huge distance.
+        if (wall.wrapping_sub(self.steady) as u64) < self.normal_window {
+            Reading {
+                steady: wall.max(self.floor),
+                wall,
+                off_path: false,
+            }
+        } else {
+            self.read_off_path(clock, wall)
+        }
+    }
+
+    /// A reading off the normal path. The monotonic clock is read: on the first reading, to
+    /// anchor the wall clock to it; when the wall clock is behind the steady clock (a step back:
+    /// the steady clock counts on, slowed; real time that passed before the first such reading
+    /// is not counted, so the steady clock stands still across the call that sees the step); and
+    /// when it is further ahead than `FORWARD_STEP_MS`, or a step is held (a pause between
+    /// calls, followed at once if the monotonic clock counted as much; or a forward step, held
+    /// until it has lasted `FORWARD_CONFIRM_MS`: see the module's *Forward steps*).
+    #[inline(never)]
+    #[cold]
+    fn read_off_path(&mut self, clock: &mut impl Clock, wall: i64) -> Reading {
+        let now = clock.monotonic();
+        let mut rest = OffPath {
             monotonic: None,
             slew_remainder: 0,
-            anchor: self.anchor,
+            anchor: wall - now,
             held_since: None,
             regressed: false,
             event: None,
         };
-        match self.steady {
-            // The first reading: nothing to compare it with. It anchors the wall clock to the
-            // monotonic one.
-            None => reading.anchor = wall - clock.monotonic(),
-            Some(steady) => {
+        let mut reading_wall = wall;
+        let steady = match self.steady {
+            // The first reading: nothing to compare it with.
+            i64::MIN => wall,
+            steady => {
                 if wall < self.wall {
-                    reading.regressed = true;
-                    reading.event = Some(ClockEvent::SteppedBack {
+                    rest.regressed = true;
+                    rest.event = Some(ClockEvent::SteppedBack {
                         ms: self.wall - wall,
                     });
                 }
-                if wall >= steady && wall - steady <= FORWARD_STEP_MS && self.held_since.is_none() {
-                    // The normal path: follow the wall clock.
-                } else if wall < steady {
-                    let now = clock.monotonic();
+                if wall < steady {
                     // A monotonic clock that went backwards (a faked one) counts as standing
                     // still.
                     let elapsed = self.monotonic.map_or(0, |before| (now - before).max(0));
                     let slewed = self.slew_remainder + elapsed;
-                    reading.monotonic = Some(now);
-                    reading.slew_remainder = slewed % SLEW_DIVISOR;
-                    reading.steady = steady + elapsed - slewed / SLEW_DIVISOR;
-                    // The wall clock behind is trusted (a step back is a correction).
-                    reading.anchor = wall - now;
+                    rest.monotonic = Some(now);
+                    rest.slew_remainder = slewed % SLEW_DIVISOR;
+                    // (The wall clock behind is trusted: a step back is a correction.)
+                    steady + elapsed - slewed / SLEW_DIVISOR
+                } else if wall - steady <= FORWARD_STEP_MS {
+                    // At most a step's length past the steady clock (back from behind it, or
+                    // from a held step that went away): followed.
+                    wall
                 } else {
-                    self.read_far_ahead(clock, steady, &mut reading);
+                    // What the wall clock should read now, by the monotonic clock.
+                    let expected = now.saturating_add(self.anchor);
+                    let step = wall.saturating_sub(expected);
+                    let since = self.held_since.unwrap_or(now);
+                    if step <= FORWARD_STEP_MS {
+                        wall
+                    } else if now - since >= FORWARD_CONFIRM_MS {
+                        rest.event = Some(ClockEvent::JumpFollowed { ms: step });
+                        wall
+                    } else {
+                        // Held: real time counted from the last reading, never less than the
+                        // expected wall clock; the next reading is compared with that one, so
+                        // that the end of the step is not taken for a step back.
+                        let elapsed = self.monotonic.map_or(0, |before| (now - before).max(0));
+                        rest.monotonic = Some(now);
+                        rest.anchor = self.anchor;
+                        rest.held_since = Some(since);
+                        if self.held_since.is_none() {
+                            rest.event = Some(ClockEvent::JumpHeld { ms: step });
+                        }
+                        reading_wall = expected.min(wall);
+                        steady.saturating_add(elapsed).max(reading_wall)
+                    }
                 }
             }
-        }
-        reading.steady = reading.steady.max(self.floor);
-        reading
-    }
-
-    /// The wall clock reads more than `FORWARD_STEP_MS` past the steady clock, or a forward step
-    /// is held: a pause between calls (the monotonic clock counted as much: follow), or a step
-    /// of the wall clock (hold it, follow it once it has lasted `FORWARD_CONFIRM_MS`).
-    #[inline(never)]
-    fn read_far_ahead(&self, clock: &mut impl Clock, steady: i64, reading: &mut Reading) {
-        let wall = reading.wall;
-        let now = clock.monotonic();
-        // What the wall clock should read now, by the monotonic clock.
-        let expected = now.saturating_add(self.anchor);
-        let step = wall.saturating_sub(expected);
-        if step <= FORWARD_STEP_MS {
-            reading.anchor = wall - now;
-            return;
-        }
-        let since = self.held_since.unwrap_or(now);
-        if now - since >= FORWARD_CONFIRM_MS {
-            reading.anchor = wall - now;
-            reading.event = Some(ClockEvent::JumpFollowed { ms: step });
-            return;
-        }
-        // Held: count real time from the last reading, never less than the expected wall clock.
-        let elapsed = self.monotonic.map_or(0, |before| (now - before).max(0));
-        reading.steady = steady.saturating_add(elapsed).max(expected.min(wall));
-        reading.monotonic = Some(now);
-        // The wall clock to compare the next reading with: the one expected, so that the end of
-        // the step is not taken for a step back.
-        reading.wall = expected.min(wall);
-        reading.held_since = Some(since);
-        if self.held_since.is_none() {
-            reading.event = Some(ClockEvent::JumpHeld { ms: step });
+        };
+        self.staged = rest;
+        Reading {
+            steady: steady.max(self.floor),
+            wall: reading_wall,
+            off_path: true,
         }
     }
 
@@ -722,8 +783,8 @@ impl Generator {
 
     /// How far (ms) the logical clock leads the steady clock through borrowing under overload.
     pub fn borrowed_ms(&self, layout: &Layout) -> i64 {
-        match (self.last_issued(layout), self.steady) {
-            (Some(time), Some(steady)) => (time - steady).max(0),
+        match self.last_issued(layout) {
+            Some(time) if self.steady > i64::MIN => (time - self.steady).max(0),
             _ => 0,
         }
     }
