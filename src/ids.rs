@@ -169,16 +169,7 @@ fn warn_of(event: ClockEvent) {
 
 /// Waits `ms` milliseconds on the process latch, then raises a pending cancel as an ERROR.
 fn sleep_ms(ms: i64) {
-    // SAFETY: waiting on this process's own latch, with no lock held.
-    unsafe {
-        pg_sys::WaitLatch(
-            pg_sys::MyLatch,
-            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
-            ms as std::ffi::c_long,
-            pg_sys::PG_WAIT_EXTENSION,
-        );
-        pg_sys::ResetLatch(pg_sys::MyLatch);
-    }
+    shmem::sleep_on_latch(ms);
     pg_sys::check_for_interrupts!();
 }
 

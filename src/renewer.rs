@@ -125,27 +125,13 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
                             }
                             .report_warning();
                         }
-                        sleep_ms(backoff.failed());
+                        shmem::sleep_on_latch(backoff.failed());
                     }
                     Renewal::Abandoned => {}
                 }
             }
             None => shmem::sleep_until_renewal_due(next_turn_ms),
         }
-    }
-}
-
-/// Sleeps `ms` on the process latch (a SIGTERM sets it and ends the sleep).
-fn sleep_ms(ms: i64) {
-    // SAFETY: waiting on this process's own latch, with no lock held.
-    unsafe {
-        pg_sys::WaitLatch(
-            pg_sys::MyLatch,
-            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
-            ms as std::ffi::c_long,
-            pg_sys::PG_WAIT_EXTENSION,
-        );
-        pg_sys::ResetLatch(pg_sys::MyLatch);
     }
 }
 

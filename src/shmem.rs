@@ -289,6 +289,21 @@ fn sleep_on(cv: &pg_sys::ConditionVariable, timeout_ms: i64) {
     }
 }
 
+/// Sleeps `ms` milliseconds on this process's latch (a signal that sets it — SIGTERM, a cancel —
+/// ends the sleep early); interrupts are the caller's to raise. No lock may be held.
+pub fn sleep_on_latch(ms: i64) {
+    // SAFETY: waiting on this process's own latch, with no lock held.
+    unsafe {
+        pg_sys::WaitLatch(
+            pg_sys::MyLatch,
+            (pg_sys::WL_LATCH_SET | pg_sys::WL_TIMEOUT | pg_sys::WL_EXIT_ON_PM_DEATH) as i32,
+            ms as std::ffi::c_long,
+            pg_sys::PG_WAIT_EXTENSION,
+        );
+        pg_sys::ResetLatch(pg_sys::MyLatch);
+    }
+}
+
 /// Leaves the wait list of the condition variable this process last slept on, if `waited`.
 #[inline(always)]
 pub fn stop_waiting(waited: bool) {

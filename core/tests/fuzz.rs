@@ -303,6 +303,21 @@ fn state_input(rng: &mut Rng) -> Vec<u8> {
     }
 }
 
+/// A layout read back must be one the layout's own validation accepts.
+fn valid(layout: &Layout) -> Result<(), String> {
+    let rebuilt = Layout::from_parts(
+        layout.epoch_unix_ms,
+        layout.unit_ms,
+        layout.node_bits,
+        layout.seq_bits,
+    );
+    if rebuilt == Ok(*layout) {
+        Ok(())
+    } else {
+        Err(format!("read with an invalid layout {layout:?}"))
+    }
+}
+
 /// `state_file::parse`'s promise: a reservation read back has a valid layout and is what
 /// `format` writes for it again.
 fn check_state(bytes: &[u8]) -> Result<bool, String> {
@@ -311,15 +326,7 @@ fn check_state(bytes: &[u8]) -> Result<bool, String> {
         Ok(State::AwaitingCarry) => Err("read as the upgrade marker".into()),
         Ok(State::Reservation(read)) => {
             let layout = read.layout;
-            let rebuilt = Layout::from_parts(
-                layout.epoch_unix_ms,
-                layout.unit_ms,
-                layout.node_bits,
-                layout.seq_bits,
-            );
-            if rebuilt != Ok(layout) {
-                return Err(format!("read with an invalid layout {layout:?}"));
-            }
+            valid(&layout)?;
             let again = state_file::parse(&formatted_state(&read));
             (again == Ok(State::Reservation(read)))
                 .then_some(true)
@@ -359,15 +366,7 @@ fn wal_input(rng: &mut Rng) -> Vec<u8> {
 fn check_wal(bytes: &[u8]) -> Result<bool, String> {
     match wal_record::decode(bytes) {
         Some((until, layout, node)) => {
-            let rebuilt = Layout::from_parts(
-                layout.epoch_unix_ms,
-                layout.unit_ms,
-                layout.node_bits,
-                layout.seq_bits,
-            );
-            if rebuilt != Ok(layout) {
-                return Err(format!("read with an invalid layout {layout:?}"));
-            }
+            valid(&layout)?;
             let encoded = wal_record::encode(until, &layout, node.unwrap_or(0));
             let written = if node.is_some() {
                 &encoded[..]

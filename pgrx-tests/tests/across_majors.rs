@@ -221,20 +221,25 @@ fn across_majors_pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_
         assert_eq!(rows, OLD_IDS, "nothing was inserted");
         drop(client);
 
-        // Following the hint: stop, copy, start.
-        new.stop();
-        new.as_postgres(&format!(
-            "cp {} {}",
-            old.data_file(STATE),
-            new.data_file(STATE)
-        ));
-        new.start_again();
-        let first: i64 = new.query_one("SELECT snowflake_nextval()");
-        assert!(
-            first > old_max,
-            "after the copy: first new ID {first} <= {old_max}"
-        );
+        follow_the_hint(&old, &new, old_max);
     }
+}
+
+/// The refusal's HINT followed: stop the new server, copy the old state file in, start; the
+/// first new ID is above the old maximum, whatever the new server's clock says.
+fn follow_the_hint(old: &Server, new: &Server, old_max: i64) {
+    new.stop();
+    new.as_postgres(&format!(
+        "cp {} {}",
+        old.data_file(STATE),
+        new.data_file(STATE)
+    ));
+    new.start_again();
+    let first: i64 = new.query_one("SELECT snowflake_nextval()");
+    assert!(
+        first > old_max,
+        "after the copy: first new ID {first} <= {old_max}"
+    );
 }
 
 /// Whether the file `name` is in `server`'s data directory.
@@ -302,16 +307,7 @@ fn across_majors_pg_upgrade_into_a_cluster_started_before_still_refuses_without_
              file not copied: refused ({})",
             db.message()
         );
-        // The hint followed: IDs above the old ones, though the clock is an hour behind them.
-        new.stop();
-        new.as_postgres(&format!(
-            "cp {} {}",
-            old.data_file(STATE),
-            new.data_file(STATE)
-        ));
-        new.start_again();
-        let first: i64 = new.query_one("SELECT snowflake_nextval()");
-        assert!(first > old_max, "{first} <= old maximum {old_max}");
+        follow_the_hint(&old, &new, old_max);
     }
 }
 
