@@ -90,8 +90,9 @@ pub fn reserve(
     let mut payload = wal_record::encode(until, layout, node);
     // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. XLogFlush and
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
-    // when the process is told to terminate (it warns; the renewer and `renewal::renew_here`
-    // hold interrupts, so the warning cannot end the process inside it); it waits
+    // when the process is told to terminate (it warns; a backend writing for itself holds
+    // interrupts, `renewal::renew_here`, so the warning cannot end it inside; the renewer may end
+    // there, and its claim is released on its way out); it waits
     // only while synchronous_commit asks for a standby, which the renewer forces on and a
     // backend writing its own reservation sets for the write (`renewal::renew_here`); with
     // `commit = false` it waits for the standbys' flush (not apply).

@@ -6,8 +6,10 @@
 //! - The lock, an LWLock of its own tranche named "pg_snowflake", guards [`Shared`]: the
 //!   [`Generator`] (the last issued tick and sequence, the clocks it last read, the durable
 //!   reservation, the demand for the next one and the flag of the renewal in progress, the
-//!   counters), the cause of the last failed renewal, and whether the data directory awaits its
-//!   state file after pg_upgrade. Every access goes through [`locked`].
+//!   counters), the cause of the last failed renewal, the process holding the renewal's claim,
+//!   the node ids this server used before its current one (written with every reservation), and
+//!   whether the data directory awaits its state file after pg_upgrade. Every access goes
+//!   through [`locked`].
 //! - `ids::next_run` takes it in exclusive mode for one call of `Generator::allocate`;
 //!   `renewal.rs` in exclusive mode to claim a renewal and again to report it;
 //!   [`replay_reservation`] (WAL redo, in the startup process) in exclusive mode to raise the
