@@ -117,7 +117,6 @@ fn define_layout(now_unix_ms: i64) -> Result<Layout, SnowflakeError> {
         GucContext::Postmaster,
         GucFlags::default(),
     );
-    let mut ints = vec![];
     for (name, short, setting, min, max) in [
         (
             c"pg_snowflake.time_unit_ms",
@@ -157,7 +156,6 @@ fn define_layout(now_unix_ms: i64) -> Result<Layout, SnowflakeError> {
         check_int(name, configured, setting.get(), || {
             format!("It must be a whole number from {min} to {max}.")
         })?;
-        ints.push(setting.get());
     }
 
     let epoch_text = EPOCH.get().map_or_else(
@@ -169,11 +167,13 @@ fn define_layout(now_unix_ms: i64) -> Result<Layout, SnowflakeError> {
         value: configured_epoch.unwrap_or_else(|| epoch_text.clone()),
         reason,
     })?;
+    let (time_unit_ms, node_bits, sequence_bits) =
+        (TIME_UNIT_MS.get(), NODE_BITS.get(), SEQUENCE_BITS.get());
     Ok(Layout::new(
         epoch,
-        i64::from(ints[0]),
-        ints[1] as u32,
-        ints[2] as u32,
+        i64::from(time_unit_ms),
+        node_bits as u32,
+        sequence_bits as u32,
         now_unix_ms,
     )?)
 }
@@ -226,7 +226,7 @@ pub fn layout() -> &'static Layout {
 pub fn limits() -> Limits {
     Limits {
         max_borrow_ms: i64::from(read(&MAX_BORROW_MS)),
-        reserve_ahead_ms: i64::from(read(&RESERVATION_MS)),
+        reservation_ms: i64::from(read(&RESERVATION_MS)),
         sequence_spread: read(&SEQUENCE_SPREAD) as u32,
     }
 }

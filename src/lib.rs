@@ -1,40 +1,29 @@
 //! pg_snowflake: Snowflake IDs for PostgreSQL.
 //!
 //! The pure core — the crate `snowflake_core` in `core/`: layout, calendar, generator (clock
-//! passed in), base 32, the bytes of the state file and WAL record — cannot call Postgres: it
-//! does not depend on pgrx. This crate is the thin layer around it:
+//! passed in), the reservation protocol, base 32, the bytes of the state file and WAL record —
+//! cannot call Postgres: it does not depend on pgrx. This crate is the thin layer around it:
 //!
+//! - [`sql`]: the SQL face, every function a user calls
+//! - [`allocate`]: the hot path: the next IDs from the shared generator, and the waits
+//! - [`reservation`]: the durable reservation: renewing it (by the renewer, a background
+//!   worker, or a backend standing in), its state file and WAL record, their replay
+//! - [`shmem`]: the generator in shared memory, its lock and condition variables (no I/O)
 //! - [`gucs`]: every setting, and the layout built from them at start-up
-//! - [`shmem`]: the server's one generator in shared memory, behind its lock, and the condition
-//!   variables processes wait on
-//! - [`ids`]: the hot path: the next IDs from that generator, and the waits that come with them
-//! - [`renewal`]: claiming, writing and reporting a durable reservation, by the renewer or, with
-//!   none running, by the backend that needs it; [`renewer`]: the background worker that renews
-//!   it ahead of need
-//! - [`durable`]: writing the reservation that survives restarts and failovers (state file and
-//!   WAL record) and reading it at start-up; [`wal_redo`]: replaying the WAL record
 //! - [`error`]: the one error type; every message, NOTICE and WARNING is worded there
-//! - the SQL functions: [`api`] (making IDs, stats), [`decode`] (IDs → parts, JSON, base 32),
-//!   [`bounds`] (time → ID bounds), [`adopt`] (`snowflake_adopt`); [`timestamps`] converts
-//!   between the core's Unix milliseconds and timestamptz
+//! - [`pg`]: the server's functions pgrx does not give as needed, and per-major differences
 
 use error::SnowflakeError;
 use pgrx::prelude::*;
 use snowflake_core::clock::wall_now;
 
-pub mod adopt;
-pub mod api;
-pub mod bounds;
-pub mod decode;
-pub mod durable;
-pub mod error;
-pub mod gucs;
-pub mod ids;
-pub mod renewal;
-pub mod renewer;
-pub mod shmem;
-pub mod timestamps;
-pub mod wal_redo;
+mod allocate;
+mod error;
+mod gucs;
+mod pg;
+mod reservation;
+mod shmem;
+mod sql;
 
 #[cfg(any(test, feature = "pg_test"))]
 mod in_server_tests;
@@ -49,9 +38,9 @@ pub extern "C-unwind" fn _PG_init() {
     // preload it.
     if unsafe { pg_sys::process_shared_preload_libraries_in_progress } {
         gucs::init(wall_now()).unwrap_or_else(|e| e.report_fatal());
-        wal_redo::register();
-        shmem::init();
-        renewer::register();
+        reservation::redo::register();
+        shmem::init(reservation::store::start_state);
+        reservation::worker::register();
     } else if unsafe { pg_sys::IsBinaryUpgrade } {
         // pg_upgrade's check LOADs every library the old cluster's functions use into the new
         // cluster: refusing here stops pg_upgrade before it builds a data directory that would

@@ -1,74 +1,46 @@
-//! The server's one generator, in shared memory behind one LWLock, and the few things next to
-//! it that processes use to wait for each other. Nothing here decides an ID or writes a
-//! reservation: `ids.rs` runs the generator (the hot path), `renewal.rs` writes reservations.
+//! The server's one generator in shared memory, its lock, and the condition variables processes
+//! wait on. No I/O here: what the region starts with comes from the reservation's store
+//! (`reservation::store::start_state`, through the callback [`init`] takes), and everything that
+//! writes a reservation lives in `reservation/`.
 //!
-//! Lock protocol:
-//! - The lock, an LWLock of its own tranche named "pg_snowflake", guards [`Shared`]: the
-//!   [`Generator`] (the last issued tick and sequence, the clocks it last read, the durable
-//!   reservation, the demand for the next one and the flag of the renewal in progress, the
-//!   counters), the cause of the last failed renewal, the process holding the renewal's claim,
-//!   the node ids this server used before its current one (written with every reservation), and
-//!   whether the data directory awaits its state file after pg_upgrade. Every access goes
-//!   through [`locked`].
-//! - `ids::next_run` takes it in exclusive mode for one call of `Generator::allocate`;
-//!   `renewal.rs` in exclusive mode to claim a renewal and again to report it;
-//!   [`replay_reservation`] (WAL redo, in the startup process) in exclusive mode to raise the
-//!   floor; [`snapshot`] in shared mode to copy the state out.
-//! - While it is held, only one clock read (two after the wall clock stepped back) and integer
-//!   arithmetic happen. No allocation, no logging, no SPI, no sleeping, no file or WAL write:
-//!   the durable reservation is written with no lock held, and only counts once it has been
-//!   reported. Errors are returned as values and raised after the lock is released; every wait
-//!   (for the clock under overload, for a reservation) happens after releasing it.
-//! - The clock is read inside the lock so that the readings the generator sees are in the order
-//!   the calls are served; a reading taken before waiting for the lock would look like a clock
-//!   regression.
-//! - The lock is taken and released with `LWLockAcquire` / `LWLockRelease` called directly, not
-//!   through pgrx's per-call guard (a thread check and a `sigsetjmp` around each FFI call, about
-//!   a quarter of the instructions of an ID). That is sound because nothing between them can
-//!   raise an ERROR: `LWLockAcquire` on a valid lock raises only when a backend already holds
-//!   `MAX_SIMUL_LWLOCKS` (200) LWLocks, which no caller of a SQL function does, and
-//!   `LWLockRelease` only for a lock not held; the code in between is the core's arithmetic,
-//!   which returns errors as values. Were a Rust panic to happen there anyway, pgrx turns it
-//!   into an ERROR, and Postgres' error recovery releases every LWLock the backend holds
-//!   (`LWLockReleaseAll`), exactly as for C code.
+//! Lock rules (one LWLock, tranche "pg_snowflake", guards [`Shared`]):
+//! - every access goes through [`Handle::locked`]: exclusive to allocate (`allocate.rs`), to
+//!   claim or report a renewal (`reservation/renew.rs`) and to replay one
+//!   (`reservation/redo.rs`); shared only to copy the state out ([`Handle::snapshot`]);
+//! - while it is held: one clock read (two after a step) and integer arithmetic. No allocation,
+//!   logging, SPI, sleep, file or WAL write; errors are values, raised after the release;
+//! - the clock is read inside the lock, so readings reach the generator in the order the calls
+//!   are served;
+//! - it is taken with `LWLockAcquire`/`LWLockRelease` unguarded (see [`Handle::locked`]).
 //!
-//! Next to the locked state, outside it, live two condition variables: `renewed`, broadcast
-//! after every renewal (done or failed), on which callers whose next ID is not covered yet wait
-//! — interruptibly: a cancel or `statement_timeout` ends the wait at once —, and `renewal_due`,
-//! on which the renewer sleeps until a call raises the demand for a reservation; and an atomic,
-//! `renewer_seen_at`, that the renewer sets on every turn of its loop (at least once a second).
-//! A renewer counts as running while it has shown life within `RENEWER_SILENCE_MS`.
-//!
-//! The shared memory only exists when the library is loaded through `shared_preload_libraries`;
-//! [`ensure_available`] says whether it is, so that callers never touch an uninitialised lock.
-//! The layout is read from `gucs::layout()` where it is needed, never passed in.
+//! The region exists only when the library is preloaded: [`get`] says so once and hands out a
+//! [`Handle`], the only way in.
 
-use crate::durable::{self, Start};
 use crate::error::SnowflakeError;
-use crate::gucs;
+use crate::pg::{unguarded, ADDIN_SHMEM_INIT_LOCK};
 use pgrx::prelude::*;
 use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
 use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::generator::Generator;
-use snowflake_core::layout::Layout;
-use snowflake_core::state_file::{self, History};
+use snowflake_core::state_file::History;
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::OnceLock;
 
-/// The locked state.
+/// The locked state: every field is read and written under the lock only.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Shared {
     pub generator: Generator,
     /// pg_upgrade made the data directory and its old state file has not been copied in.
-    pub awaiting_carry: bool,
-    /// The OS error number of the last failed renewal (0 when it had none), for the callers
-    /// that waited for it.
+    pub awaiting_old_state_file: bool,
+    /// The OS error number of the last failed renewal (0: none known), for the callers that
+    /// waited for it.
     pub last_failure_errno: i32,
-    /// The process that holds the claim of the renewal in progress (0: none), so that its
-    /// claim is released if it exits without reporting it (`renewal::release_on_exit`).
+    /// The process holding the claim of the renewal in progress (0: none), so that the claim is
+    /// released if it exits without reporting it.
     pub claimant_pid: i32,
     /// The node ids used here before this one, written with every reservation.
     pub history: History,
@@ -78,14 +50,19 @@ pub struct Shared {
 // nothing process-local, valid when copied between processes.
 unsafe impl PGRXSharedMemory for Shared {}
 
-/// The shared-memory region: the lock, the state it guards, and the condition variables.
+/// The shared-memory region.
 #[repr(C)]
 struct Region {
     lock: *mut pg_sys::LWLock,
+    /// Guarded by `lock`.
     state: UnsafeCell<Shared>,
+    /// Broadcast after every renewal (done or failed); callers whose next ID is not covered yet
+    /// wait on it, interruptibly. No lock.
     renewed: pg_sys::ConditionVariable,
+    /// Signalled when a call raises the demand for a reservation; the renewer sleeps on it. No
+    /// lock.
     renewal_due: pg_sys::ConditionVariable,
-    /// The renewer's last turn of its loop (monotonic ms), or `NEVER_SEEN`.
+    /// The renewer's last turn of its loop (monotonic ms), or `NEVER_SEEN`. Atomic, no lock.
     renewer_seen_at: AtomicI64,
 }
 
@@ -111,8 +88,8 @@ static REGION: SharedRegion = SharedRegion {
     region: UnsafeCell::new(std::ptr::null_mut()),
 };
 
-/// Set in the postmaster when the shared memory is requested; backends inherit it by fork.
-static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// What the region starts with, each time it is created: set by [`init`].
+static START_STATE: OnceLock<fn() -> Shared> = OnceLock::new();
 
 impl PgSharedMemoryInitialization for SharedRegion {
     type Value = Shared;
@@ -127,8 +104,7 @@ impl PgSharedMemoryInitialization for SharedRegion {
 
     unsafe fn on_shmem_startup(&'static self, value: Shared) {
         unsafe {
-            // AddinShmemInitLock, as pgrx finds it: the 22nd of the main LWLocks.
-            let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(21)).lock;
+            let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
             pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
             let mut found = false;
             let region = pg_sys::ShmemInitStruct(NAME.as_ptr(), size_of::<Region>(), &mut found)
@@ -150,133 +126,109 @@ impl PgSharedMemoryInitialization for SharedRegion {
     }
 }
 
-/// `LWLockAcquire` and `LWLockRelease` themselves, without pgrx's guard (see the lock protocol
-/// above for why no ERROR can cross them).
-mod unguarded {
-    use pgrx::pg_sys::{LWLock, LWLockMode};
-    unsafe extern "C-unwind" {
-        pub fn LWLockAcquire(lock: *mut LWLock, mode: LWLockMode::Type) -> bool;
-        pub fn LWLockRelease(lock: *mut LWLock);
-    }
-}
-
-fn region() -> &'static Region {
-    // SAFETY: only called after ensure_available(), i.e. in a process forked from a postmaster
-    // that created the region; it lives as long as the process.
-    unsafe { &**REGION.region.get() }
-}
-
-/// Runs `f` on the state under the lock in `mode` (see the lock protocol above).
-#[inline]
-pub fn locked<R>(mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Shared) -> R) -> R {
-    let region = region();
-    // SAFETY: a valid LWLock of our tranche; the state is only touched while it is held, and
-    // shared mode only ever reads (snapshot).
-    unsafe {
-        unguarded::LWLockAcquire(region.lock, mode);
-        let result = f(&mut *region.state.get());
-        unguarded::LWLockRelease(region.lock);
-        result
-    }
-}
-
-/// Requests the shared memory and the lock. Only valid from `_PG_init` during
-/// `shared_preload_libraries` processing. When the shared memory is created (postmaster start,
-/// and again after a crash), the generator resumes from the state file; if that cannot be read,
-/// the server does not start.
-pub fn init() {
+/// Requests the shared memory and the lock, to be filled with `start_state()` each time it is
+/// created (postmaster start, and again after a crash; `start_state` stops the server when it
+/// cannot say). Only valid from `_PG_init` during `shared_preload_libraries` processing.
+pub fn init(start_state: fn() -> Shared) {
+    START_STATE.get_or_init(|| start_state);
     pg_shmem_init!(
-        REGION = {
-            let node = gucs::node_id().ok();
-            let (generator, awaiting_carry, history) = match durable::load(gucs::layout(), node) {
-                Ok(Start::Fresh) => (Generator::new(), false, History::EMPTY),
-                Ok(Start::After { floor, history }) => (Generator::resume(floor), false, history),
-                Ok(Start::AwaitingCarry) => (Generator::new(), true, History::EMPTY),
-                Err(e) => e.report_fatal(),
-            };
-            Shared {
-                generator,
-                awaiting_carry,
-                last_failure_errno: 0,
-                claimant_pid: 0,
-                history,
-            }
-        }
+        REGION = START_STATE.get().map_or_else(
+            || unreachable!("shmem::init sets START_STATE before requesting the region"),
+            |start| start()
+        )
     );
-    REQUESTED.store(true, Ordering::Relaxed);
 }
 
-/// Whether the shared generator exists, i.e. the library was preloaded.
-pub fn ensure_available() -> Result<(), SnowflakeError> {
-    if REQUESTED.load(Ordering::Relaxed) {
-        Ok(())
-    } else {
+/// The region, for a process of a server that preloaded the library: the one check of that
+/// precondition, after which every use goes through the handle.
+#[inline]
+pub fn get() -> Result<Handle, SnowflakeError> {
+    // SAFETY: written once in the postmaster before any backend exists, read-only after.
+    let region = unsafe { *REGION.region.get() };
+    if region.is_null() {
         Err(SnowflakeError::NotPreloaded)
+    } else {
+        // SAFETY: the region lives as long as the process.
+        Ok(Handle(unsafe { &*region }))
     }
 }
 
-/// A copy of the shared state, for reporting.
-pub fn snapshot() -> Result<Shared, SnowflakeError> {
-    ensure_available()?;
-    Ok(locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared))
-}
+/// The region of a process that has it: made only by [`get`].
+#[derive(Clone, Copy)]
+pub struct Handle(&'static Region);
 
-/// WAL redo of a reservation made under `layout` and `node` (`None`: a record of 0.3.0): raise
-/// the floor, and keep this server's state file up with it (written after releasing the lock;
-/// only the startup process replays, one record after another). A reservation of another node
-/// id than this server's goes into its history as well. A reservation of another layout than
-/// this server's stops the replay.
-pub fn replay_reservation(
-    layout: &Layout,
-    until: i64,
-    node: Option<u32>,
-) -> Result<(), SnowflakeError> {
-    state_file::check_layout(layout, gucs::layout())?;
-    let own = gucs::node_id().ok();
-    let raised = locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        let raised = shared.generator.observe_reservation(until);
-        if node.is_none() || node != own {
-            shared.history.add(node, until);
+impl Handle {
+    /// Runs `f` on the state under the lock in `mode` (see the lock rules above).
+    ///
+    /// The lock is taken and released unguarded: pgrx's guard costs about a quarter of an ID's
+    /// instructions, and no ERROR can cross these calls — `LWLockAcquire` on a valid lock raises
+    /// only when a backend already holds `MAX_SIMUL_LWLOCKS` (200) LWLocks, which no caller of a
+    /// SQL function does, `LWLockRelease` only for a lock not held, and `f` is the core's
+    /// arithmetic, which returns errors as values. Were a Rust panic to happen in `f` anyway,
+    /// pgrx turns it into an ERROR, and Postgres' error recovery releases every LWLock the
+    /// backend holds (`LWLockReleaseAll`), exactly as for C code.
+    #[inline]
+    pub fn locked<R>(self, mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Shared) -> R) -> R {
+        // SAFETY: a valid LWLock of our tranche; the state is only touched while it is held,
+        // and shared mode only ever reads (snapshot).
+        unsafe {
+            unguarded::LWLockAcquire(self.0.lock, mode);
+            let result = f(&mut *self.0.state.get());
+            unguarded::LWLockRelease(self.0.lock);
+            result
         }
-        raised.then_some(shared.history)
-    });
-    if let Some(history) = raised {
-        durable::write_state_file(layout, until, own, &history)?;
     }
-    Ok(())
-}
 
-/// Tells the renewer that a renewal is due.
-pub fn wake_the_renewer() {
-    // SAFETY: a condition variable in our shared memory.
-    unsafe { pg_sys::ConditionVariableSignal(&raw const region().renewal_due as *mut _) };
-}
+    /// A copy of the shared state, for reporting.
+    pub fn snapshot(self) -> Shared {
+        self.locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared)
+    }
 
-/// Sleeps until a call signals that a renewal is due, or `timeout_ms` pass; raises interrupts
-/// (the renewer's SIGTERM) as they come. The first call in a loop only registers the process on
-/// the condition variable (see `ConditionVariableTimedSleep`), so the caller checks for a due
-/// renewal between calls without missing a signal.
-pub fn sleep_until_renewal_due(timeout_ms: i64) {
-    sleep_on(&region().renewal_due, timeout_ms);
-}
+    /// Tells the renewer that a renewal is due.
+    pub fn wake_the_renewer(self) {
+        // SAFETY: a condition variable in our shared memory.
+        unsafe { pg_sys::ConditionVariableSignal(&raw const self.0.renewal_due as *mut _) };
+    }
 
-/// Ends a sleep begun by [`sleep_until_renewal_due`], before a renewal is written.
-pub fn stop_sleeping() {
-    stop_waiting(true);
-}
+    /// Sleeps until a call signals that a renewal is due, or `timeout_ms` pass; raises
+    /// interrupts (the renewer's SIGTERM) as they come. The first call in a loop only registers
+    /// the process on the condition variable (see `ConditionVariableTimedSleep`), so the caller
+    /// checks for a due renewal between calls without missing a signal.
+    pub fn sleep_until_renewal_due(self, timeout_ms: i64) {
+        sleep_on(&self.0.renewal_due, timeout_ms);
+    }
 
-/// Wakes every caller waiting for a renewal (after one was reported, done or failed).
-pub fn broadcast_renewed() {
-    // SAFETY: a condition variable in our shared memory.
-    unsafe { pg_sys::ConditionVariableBroadcast(&raw const region().renewed as *mut _) };
-}
+    /// Wakes every caller waiting for a renewal (after one was reported, done or failed).
+    pub fn broadcast_renewed(self) {
+        // SAFETY: a condition variable in our shared memory.
+        unsafe { pg_sys::ConditionVariableBroadcast(&raw const self.0.renewed as *mut _) };
+    }
 
-/// Sleeps until a renewal is reported, or `timeout_ms` pass; raises a cancel or statement
-/// timeout as an ERROR. The first call in a loop only registers the process on the condition
-/// variable, so a broadcast between it and the caller's next check is not missed. No lock may be
-/// held.
-pub fn sleep_until_renewed(timeout_ms: i64) {
-    sleep_on(&region().renewed, timeout_ms);
+    /// Sleeps until a renewal is reported, or `timeout_ms` pass; raises a cancel or statement
+    /// timeout as an ERROR. The first call in a loop only registers the process on the
+    /// condition variable, so a broadcast between it and the caller's next check is not missed.
+    /// No lock may be held.
+    pub fn sleep_until_renewed(self, timeout_ms: i64) {
+        sleep_on(&self.0.renewed, timeout_ms);
+    }
+
+    /// The renewer's sign of life, once per turn of its loop.
+    pub fn renewer_is_alive(self) {
+        self.0
+            .renewer_seen_at
+            .store(SystemClock.monotonic(), Ordering::Relaxed);
+    }
+
+    /// Whether a renewer process is running: it has shown life within `RENEWER_SILENCE_MS`.
+    /// Never in single-user mode (`postgres --single`), which runs no background workers.
+    pub fn renewer_running(self) -> bool {
+        // SAFETY: a plain read of a flag set at process start.
+        if !unsafe { pg_sys::IsUnderPostmaster } {
+            return false;
+        }
+        let seen = self.0.renewer_seen_at.load(Ordering::Relaxed);
+        seen != NEVER_SEEN && SystemClock.monotonic() - seen < RENEWER_SILENCE_MS
+    }
 }
 
 /// One timed sleep on one of our condition variables (the callers say what for).
@@ -288,6 +240,18 @@ fn sleep_on(cv: &pg_sys::ConditionVariable, timeout_ms: i64) {
             timeout_ms as std::ffi::c_long,
             pg_sys::PG_WAIT_EXTENSION,
         );
+    }
+}
+
+/// Leaves the wait list of the condition variable this process last slept on, if `waited`
+/// (before a renewal is written, or once the wait is over).
+#[inline(always)]
+pub fn stop_waiting(waited: bool) {
+    if waited {
+        // SAFETY: ends a sleep prepared by ConditionVariableTimedSleep in this process.
+        unsafe {
+            pg_sys::ConditionVariableCancelSleep();
+        }
     }
 }
 
@@ -304,33 +268,4 @@ pub fn sleep_on_latch(ms: i64) {
         );
         pg_sys::ResetLatch(pg_sys::MyLatch);
     }
-}
-
-/// Leaves the wait list of the condition variable this process last slept on, if `waited`.
-#[inline(always)]
-pub fn stop_waiting(waited: bool) {
-    if waited {
-        // SAFETY: ends a sleep prepared by ConditionVariableTimedSleep in this process.
-        unsafe {
-            pg_sys::ConditionVariableCancelSleep();
-        }
-    }
-}
-
-/// The renewer's sign of life, once per turn of its loop.
-pub fn renewer_is_alive() {
-    region()
-        .renewer_seen_at
-        .store(SystemClock.monotonic(), Ordering::Relaxed);
-}
-
-/// Whether a renewer process is running: it has shown life within `RENEWER_SILENCE_MS`. Never
-/// in single-user mode (`postgres --single`), which runs no background workers.
-pub fn renewer_running() -> bool {
-    // SAFETY: a plain read of a flag set at process start.
-    if !unsafe { pg_sys::IsUnderPostmaster } {
-        return false;
-    }
-    let seen = region().renewer_seen_at.load(Ordering::Relaxed);
-    seen != NEVER_SEEN && SystemClock.monotonic() - seen < RENEWER_SILENCE_MS
 }

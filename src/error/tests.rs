@@ -1,3 +1,4 @@
+use super::report::{quoted, SHOWN_CHARS};
 use super::*;
 use snowflake_core::layout::DEFAULT_LAYOUT;
 
@@ -27,10 +28,10 @@ fn a_message_echoing_a_megabyte_of_input_stays_small() {
         text: huge.clone(),
         reason: "it has more than 13 digits".into(),
     });
-    let adopt = SnowflakeError::AdoptNoSuchColumn {
+    let adopt = SnowflakeError::from(AdoptError::NoSuchColumn {
         table: "t".into(),
         column: huge,
-    };
+    });
     for error in [core, adopt] {
         let m = error.message();
         let size = m.text.len() + m.detail.map_or(0, |d| d.len()) + m.hint.len();
@@ -38,15 +39,166 @@ fn a_message_echoing_a_megabyte_of_input_stays_small() {
     }
 }
 
-/// Postgres' style: messages start in lower case and end without a period; hints and details
-/// are sentences.
-#[test]
-fn every_message_follows_the_postgres_style() {
-    let layout = DEFAULT_LAYOUT;
-    let errors = vec![
+/// Which variant `error` is, as a number from 0 to `VARIANTS - 1`. The match is exhaustive: a
+/// new variant does not compile until it has a number here (the next one; raise `VARIANTS`) and
+/// an example in [`one_of_every_variant`].
+fn variant(error: &SnowflakeError) -> usize {
+    use AdoptError as A;
+    use CoreError as C;
+    use SnowflakeError as S;
+    match error {
+        S::Core(core) => match core {
+            C::InvalidLayout { .. } => 0,
+            C::LayoutChanged { .. } => 1,
+            C::IdBeyondTimeField { .. } => 2,
+            C::NodeOutOfRange { .. } => 3,
+            C::SequenceOutOfRange { .. } => 4,
+            C::InvalidBase32 { .. } => 5,
+            C::BatchSizeOutOfRange { .. } => 6,
+            C::NegativeId(_) => 7,
+            C::TimeExhausted { .. } => 8,
+            C::ClockBeforeEpoch { .. } => 9,
+            C::TimestampBeforeEpoch { .. } => 10,
+            C::TimestampAfterEnd { .. } => 11,
+        },
+        S::NotPreloaded => 12,
+        S::NodeUnset { .. } => 13,
+        S::InvalidSetting { .. } => 14,
+        S::InRecovery => 15,
+        S::RenewerNotRunning => 16,
+        S::ClockSteppedBack { .. } => 17,
+        S::ClockJumpHeld { .. } => 18,
+        S::ClockJumpFollowed { .. } => 19,
+        S::NodeSwitched { .. } => 20,
+        S::ReservationsFailing { .. } => 21,
+        S::OwnReservationMovedAside { .. } => 22,
+        S::StateFileDamaged { .. } => 23,
+        S::StateFileIo { .. } => 24,
+        S::StateFileNotCopied { .. } => 25,
+        S::NotPreloadedForUpgrade => 26,
+        S::UnknownWalRecord => 27,
+        S::Internal { .. } => 28,
+        S::Adopt(adopt) => match adopt {
+            A::NullArgument { .. } => 29,
+            A::NoSuchRelation { .. } => 30,
+            A::NotATable { .. } => 31,
+            A::GeneratedColumn { .. } => 32,
+            A::NoSequence { .. } => 33,
+            A::AlreadyAdopted { .. } => 34,
+            A::NoSuchColumn { .. } => 35,
+            A::NotInteger { .. } => 36,
+            A::WouldCollide { .. } => 37,
+            A::IdentitySequenceDropped { .. } => 38,
+            A::SequenceKept { .. } => 39,
+            A::NarrowReferences { .. } => 40,
+        },
+    }
+}
+
+const VARIANTS: usize = 41;
+
+/// At least one example of every variant (both forms of those whose wording branches).
+fn one_of_every_variant() -> Vec<SnowflakeError> {
+    let field = || DEFAULT_LAYOUT.time_field();
+    let (t, c) = (|| "t".to_string(), || "id".to_string());
+    let core = [
+        CoreError::InvalidLayout { reason: "x".into() },
+        CoreError::LayoutChanged {
+            recorded: "a".into(),
+            configured: "b".into(),
+        },
+        CoreError::IdBeyondTimeField {
+            id: 1,
+            field: field(),
+        },
+        CoreError::NodeOutOfRange {
+            node: 2000,
+            max: 1023,
+        },
+        CoreError::SequenceOutOfRange {
+            seq: 5000,
+            max: 4095,
+        },
+        CoreError::InvalidBase32 {
+            text: "!".into(),
+            reason: "it has a character outside the alphabet".into(),
+        },
+        CoreError::BatchSizeOutOfRange { n: 0, max: 100 },
+        CoreError::NegativeId(-1),
+        CoreError::TimeExhausted { end_unix_ms: 0 },
+        CoreError::ClockBeforeEpoch { now_unix_ms: 0 },
+        CoreError::TimestampBeforeEpoch {
+            unix_ms: 0,
+            field: field(),
+        },
+        CoreError::TimestampAfterEnd {
+            unix_ms: i64::MAX,
+            field: field(),
+        },
+    ];
+    let adopt = [
+        AdoptError::NullArgument { argument: "tbl" },
+        AdoptError::NoSuchRelation { oid: 999_999 },
+        AdoptError::NotATable {
+            relation: "v".into(),
+            kind: "view",
+        },
+        AdoptError::GeneratedColumn {
+            table: t(),
+            column: c(),
+        },
+        AdoptError::NoSequence {
+            table: t(),
+            column: c(),
+            default: Some("0".into()),
+        },
+        AdoptError::NoSequence {
+            table: t(),
+            column: c(),
+            default: None,
+        },
+        AdoptError::AlreadyAdopted {
+            table: t(),
+            column: c(),
+        },
+        AdoptError::NoSuchColumn {
+            table: t(),
+            column: c(),
+        },
+        AdoptError::NotInteger {
+            table: t(),
+            column: c(),
+            type_name: "text".into(),
+        },
+        AdoptError::WouldCollide {
+            table: t(),
+            column: c(),
+            max: 1 << 62,
+        },
+        AdoptError::IdentitySequenceDropped {
+            sequence: "t_id_seq".into(),
+            column: c(),
+            last_value: None,
+        },
+        AdoptError::SequenceKept {
+            sequences: "t_id_seq".into(),
+            column: c(),
+        },
+        AdoptError::NarrowReferences {
+            column: c(),
+            columns: "u.t_id (integer)".into(),
+        },
+    ];
+    let server = [
         SnowflakeError::NotPreloaded,
         SnowflakeError::NodeUnset { max: 1023 },
+        SnowflakeError::InvalidSetting {
+            name: "pg_snowflake.epoch",
+            value: "x".into(),
+            reason: "It is not a date.".into(),
+        },
         SnowflakeError::InRecovery,
+        SnowflakeError::RenewerNotRunning,
         SnowflakeError::ClockSteppedBack { ms: 5 },
         SnowflakeError::ClockJumpHeld {
             ms: 5,
@@ -68,25 +220,48 @@ fn every_message_follows_the_postgres_style() {
             not_logged: 7,
         },
         SnowflakeError::OwnReservationMovedAside {
-            path: "pg_snowflake.state",
+            path: STATE_FILE,
             aside: "pg_snowflake.state.before-upgrade",
         },
-        SnowflakeError::RenewerNotRunning,
-        SnowflakeError::StateFileNotCarried {
-            path: "pg_snowflake.state",
+        SnowflakeError::StateFileDamaged {
+            path: STATE_FILE,
+            reason: "its checksum does not match".into(),
         },
+        SnowflakeError::state_file_write(28),
+        SnowflakeError::state_file_write(0),
+        SnowflakeError::StateFileNotCopied { path: STATE_FILE },
         SnowflakeError::NotPreloadedForUpgrade,
         SnowflakeError::UnknownWalRecord,
-        CoreError::TimeExhausted { end_unix_ms: 0 }.into(),
-        CoreError::NegativeId(-1).into(),
-        CoreError::TimestampAfterEnd {
-            unix_ms: i64::MAX,
-            field: layout.time_field(),
-        }
-        .into(),
-        CoreError::InvalidLayout { reason: "x".into() }.into(),
+        SnowflakeError::Internal {
+            context: "snowflake_adopt",
+            cause: "x".into(),
+        },
     ];
-    for error in errors {
+    core.into_iter()
+        .map(SnowflakeError::from)
+        .chain(adopt.into_iter().map(SnowflakeError::from))
+        .chain(server)
+        .collect()
+}
+
+#[test]
+fn the_examples_cover_every_variant() {
+    let mut seen = [false; VARIANTS];
+    for error in one_of_every_variant() {
+        seen[variant(&error)] = true;
+    }
+    let missing: Vec<usize> = (0..VARIANTS).filter(|&i| !seen[i]).collect();
+    assert!(
+        missing.is_empty(),
+        "variants without an example: {missing:?}"
+    );
+}
+
+/// Postgres' style, for every variant: messages start in lower case and end without a period;
+/// hints and details are sentences.
+#[test]
+fn every_message_follows_the_postgres_style() {
+    for error in one_of_every_variant() {
         let m = error.message();
         let first = m.text.chars().next().unwrap();
         assert!(!first.is_uppercase(), "{}", m.text);

@@ -10,9 +10,9 @@
 //!   sequence_bits)` and friends, decode IDs of any layout; IMMUTABLE everywhere. Use them for
 //!   IDs made elsewhere, or in definitions that must mean the same on every server.
 
+use super::timestamps::{timestamptz, unix_ms};
 use crate::error::OrReport;
 use crate::gucs;
-use crate::timestamps::{timestamptz, unix_ms};
 use pgrx::prelude::*;
 use serde::Serialize;
 use snowflake_core::base32;

@@ -1,12 +1,13 @@
-//! Replaying pg_snowflake's WAL records: the custom resource manager's registration and its
+//! Replaying pg_snowflake's WAL record: the custom resource manager's registration and its
 //! redo, desc and identify callbacks. A replayed reservation raises the generator's floor in
-//! shared memory and this server's state file (`shmem::replay_reservation`), so a standby, once
-//! promoted, issues only IDs above everything its primary reserved. The records are written by
-//! `durable.rs`; their bytes are the core's `wal_record`.
+//! shared memory and this server's state file ([`replay_reservation`]), so a standby, once
+//! promoted, issues only IDs above everything its primary reserved. The record is written by
+//! `store.rs`; its bytes are the core's `wal_record`.
 
-use crate::durable::{RMGR_ID, XLOG_RESERVATION};
+use super::store::{self, RMGR_ID, XLOG_RESERVATION};
 use crate::error::SnowflakeError;
-use crate::shmem;
+use crate::gucs;
+use crate::shmem::{self, Handle};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
 use snowflake_core::layout::Layout;
@@ -57,7 +58,9 @@ unsafe fn record_reservation(
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     match unsafe { record_reservation(record) } {
         Some((until, layout, node)) => {
-            shmem::replay_reservation(&layout, until, node).unwrap_or_else(|e| e.report_fatal())
+            // Redo runs only where the resource manager is registered: a preloaded library.
+            let shm = shmem::get().unwrap_or_else(|e| e.report_fatal());
+            replay_reservation(shm, &layout, until, node).unwrap_or_else(|e| e.report_fatal())
         }
         None => SnowflakeError::UnknownWalRecord.report_fatal(),
     }
@@ -82,4 +85,30 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     } else {
         std::ptr::null()
     }
+}
+
+/// The redo of a reservation made under `layout` and `node` (`None`: a record of 0.3.0): raise
+/// the floor, and keep this server's state file up with it (written after releasing the lock;
+/// only the startup process replays, one record after another). A reservation of another node
+/// id than this server's goes into its history as well. A reservation of another layout than
+/// this server's stops the replay.
+fn replay_reservation(
+    shm: Handle,
+    layout: &Layout,
+    until: i64,
+    node: Option<u32>,
+) -> Result<(), SnowflakeError> {
+    layout.check_same(gucs::layout())?;
+    let own = gucs::node_id().ok();
+    let raised = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        let raised = shared.generator.observe_reservation(until);
+        if node.is_none() || node != own {
+            shared.history.add(node, until);
+        }
+        raised.then_some(shared.history)
+    });
+    if let Some(history) = raised {
+        store::write_state_file(layout, until, own, &history)?;
+    }
+    Ok(())
 }

@@ -2,9 +2,9 @@
 //! "rows made yesterday" is a range scan on the primary key and day partitions of a
 //! Snowflake-keyed table can be bounded by timestamps.
 
+use super::timestamps::unix_ms;
 use crate::error::OrReport;
 use crate::gucs;
-use crate::timestamps::unix_ms;
 use pgrx::prelude::*;
 
 /// The smallest ID any node can issue at `ts` (node 0, sequence 0), with this server's layout.

@@ -4,12 +4,15 @@
 //! [`next_run`] takes the lock once and returns at once in the common case (IDs under the
 //! durable reservation, nothing to wake, nothing to warn). Anything else goes to
 //! `next_run_otherwise`: waking the renewer (or, with none running, writing the reservation
-//! itself: `renewal::renew_here`), the clock-step warning, and the waits — for the clock under
-//! overload, on the process latch; for a reservation, on the `renewed` condition variable —,
-//! both interruptible. Its cost is counted by `bench/instructions` (callgrind): keep it small.
+//! itself: `reservation::renew::renew_here`), the clock-step warning, and the waits — for the
+//! clock under overload, on the process latch; for a reservation, on the `renewed` condition
+//! variable —, both interruptible. Its cost is counted by `bench/instructions` (callgrind):
+//! keep it small.
 
-use crate::error::SnowflakeError;
-use crate::{durable, gucs, renewal, shmem};
+use crate::error::{SnowflakeError, STATE_FILE};
+use crate::gucs;
+use crate::reservation::renew;
+use crate::shmem::{self, Handle};
 use pgrx::prelude::*;
 use snowflake_core::clock::SystemClock;
 use snowflake_core::error::Error as CoreError;
@@ -19,30 +22,31 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The next ID from the server's generator.
 pub fn next_id() -> Result<i64, SnowflakeError> {
-    let node = node()?;
-    let run = next_run(node, 1)?;
-    Ok(gucs::layout().pack(Parts {
+    let (shm, node) = generator()?;
+    let layout = gucs::layout();
+    let run = next_run(shm, layout, node, 1)?;
+    Ok(layout.pack(Parts {
         time: run.time as u64,
         node,
         seq: run.seq,
     }))
 }
 
-/// This server's node id, checking first that there is a generator at all (without
-/// preloading, the node id setting does not even exist).
-pub fn node() -> Result<u32, SnowflakeError> {
-    shmem::ensure_available()?;
-    gucs::node_id()
+/// The server's generator and this server's node id, checking first that there is a generator
+/// at all (without preloading, the node id setting does not even exist).
+#[inline]
+pub fn generator() -> Result<(Handle, u32), SnowflakeError> {
+    let shm = shmem::get()?;
+    Ok((shm, gucs::node_id()?))
 }
 
-/// The next IDs for `node`, up to `want` of them, from one acquisition of the lock. Waits,
+/// The next IDs of `layout` (this server's) for `node`, up to `want` of them, from one acquisition of the lock. Waits,
 /// outside the lock and interruptibly, under sustained overload (for the clock) and when the
 /// issued time has caught up with the durable reservation (for the renewer).
-pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
-    shmem::ensure_available()?;
+pub fn next_run(shm: Handle, layout: &Layout, node: u32, want: u64) -> Result<Run, SnowflakeError> {
     ensure_not_in_recovery()?;
-    let (layout, limits) = (gucs::layout(), gucs::limits());
-    let allocation = allocate(layout, &limits, node, want);
+    let limits = gucs::limits();
+    let allocation = allocate(shm, layout, &limits, node, want);
     // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
     if let Some(Ok(Allocation::Run {
         run,
@@ -52,20 +56,21 @@ pub fn next_run(node: u32, want: u64) -> Result<Run, SnowflakeError> {
     {
         return Ok(run);
     }
-    next_run_otherwise(layout, &limits, node, want, allocation)
+    next_run_otherwise(shm, layout, &limits, node, want, allocation)
 }
 
 /// One call of the generator under the lock; `None` while the data directory awaits its state
 /// file after pg_upgrade.
 #[inline(always)]
 fn allocate(
+    shm: Handle,
     layout: &Layout,
     limits: &Limits,
     node: u32,
     want: u64,
 ) -> Option<Result<Allocation, CoreError>> {
-    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        (!shared.awaiting_carry).then(|| {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        (!shared.awaiting_old_state_file).then(|| {
             shared
                 .generator
                 .allocate(layout, node, &mut SystemClock, limits, want)
@@ -77,6 +82,7 @@ fn allocate(
 /// allocates again, as the allocation says.
 #[inline(never)]
 fn next_run_otherwise(
+    shm: Handle,
     layout: &Layout,
     limits: &Limits,
     node: u32,
@@ -90,12 +96,10 @@ fn next_run_otherwise(
     loop {
         let allocation = match next.take() {
             Some(first) => first,
-            None => allocate(layout, limits, node, want),
+            None => allocate(shm, layout, limits, node, want),
         };
         let Some(allocation) = allocation else {
-            return Err(SnowflakeError::StateFileNotCarried {
-                path: durable::STATE_FILE,
-            });
+            return Err(SnowflakeError::StateFileNotCopied { path: STATE_FILE });
         };
         match allocation? {
             Allocation::Run {
@@ -105,12 +109,12 @@ fn next_run_otherwise(
             } => {
                 shmem::stop_waiting(waited_on_renewal);
                 if wake_renewer {
-                    if shmem::renewer_running() {
-                        shmem::wake_the_renewer();
+                    if shm.renewer_running() {
+                        shm.wake_the_renewer();
                     } else {
                         // This call's ID is covered already; it writes the next reservation
                         // before returning it.
-                        renewal::renew_here();
+                        renew::renew_here(shm);
                     }
                 }
                 if let Some(event) = clock_event {
@@ -130,17 +134,17 @@ fn next_run_otherwise(
                 if failures_seen.is_some_and(|seen| failures > seen) {
                     // The renewal this call waited for failed: its error, as the renewer saw it.
                     shmem::stop_waiting(waited_on_renewal);
-                    let errno = shmem::locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
+                    let errno = shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
                         shared.last_failure_errno
                     });
-                    return Err(durable::write_error_from_errno(errno));
+                    return Err(SnowflakeError::state_file_write(errno));
                 }
                 failures_seen.get_or_insert(failures);
-                if shmem::renewer_running() {
+                if shm.renewer_running() {
                     if wake_renewer {
-                        shmem::wake_the_renewer();
+                        shm.wake_the_renewer();
                     }
-                } else if renewal::renew_here() {
+                } else if renew::renew_here(shm) {
                     continue;
                 }
                 // The first call only registers this process on the condition variable, so a
@@ -148,7 +152,7 @@ fn next_run_otherwise(
                 // sleeps until a renewal is reported (or a second passes), and raises a cancel
                 // or statement timeout as an ERROR, with no lock held.
                 waited_on_renewal = true;
-                shmem::sleep_until_renewed(1_000);
+                shm.sleep_until_renewed(1_000);
             }
         }
     }

@@ -1,31 +1,16 @@
-//! Durable reservations: the generator's high-water mark, written ahead of use so that no
-//! restart, crash or failover can make the server issue an ID twice. This module writes them
-//! (state file and WAL record) and reads the state file at start-up; replaying the WAL record
-//! is `wal_redo.rs`'s, the bytes of both are the core's (`state_file`, `wal_record`).
-//!
-//! A reservation "until T" promises that no ID at time T or later has been issued. It is kept in
-//! two places, both written before any ID it covers is handed out:
-//!
-//! - the state file `pg_snowflake.state` in the data directory, replaced atomically (write a
-//!   temporary file, fsync it, rename it over the old one, fsync the directory). On start-up the
-//!   generator resumes from it: this covers clean restarts and crashes. pg_basebackup copies it;
-//!   pg_upgrade does not (see [`load`]).
-//! - a WAL record of pg_snowflake's own resource manager (custom WAL resource managers, id
-//!   [`RMGR_ID`]). Its redo raises the generator's floor and rewrites the state file, so a
-//!   streaming standby tracks the primary's reservations and, once promoted, issues only IDs
-//!   above them. The record is flushed, and with synchronous replication waited for on the
-//!   synchronous standbys, before the reservation counts: so every ID handed out, even one only
-//!   returned by a SELECT and never stored, is covered on a standby that may be promoted.
-//!
-//! Both are written by the renewer (`renewer.rs`) ahead of need and with no lock held; see
-//! `snowflake_core::generator` for when.
-//!
-//! The file is the authority at start-up; the WAL raises it during recovery. A damaged or
-//! unreadable file stops the server with an error saying how to recover: it never silently
-//! resets the generator.
+//! Where a reservation is kept: written by [`reserve`] (the state file, then the WAL record,
+//! flushed and confirmed by the synchronous standbys) and read at start-up ([`start_state`]:
+//! the file is the authority then; WAL redo raises it during recovery, `redo.rs`). The bytes of
+//! both are the core's (`state_file`, `wal_record`). A damaged or unreadable file stops the
+//! server with an error saying how to recover: it never silently resets the generator.
+//! pg_basebackup copies the file; pg_upgrade does not (see [`load`]).
 
-use crate::error::SnowflakeError;
+use crate::error::{SnowflakeError, STATE_FILE};
+use crate::gucs;
+use crate::pg::xlog_register_data;
+use crate::shmem::Shared;
 use pgrx::pg_sys;
+use snowflake_core::generator::Generator;
 use snowflake_core::layout::Layout;
 use snowflake_core::state_file::{self, History, Reservation, State};
 use snowflake_core::wal_record;
@@ -34,8 +19,6 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// The state file, relative to the data directory (every Postgres process's working directory).
-pub const STATE_FILE: &str = "pg_snowflake.state";
 const STATE_FILE_TMP: &str = "pg_snowflake.state.tmp";
 /// Where a binary-upgrade start moves a reservation the new cluster wrote itself (see [`load`]).
 const STATE_FILE_BEFORE_UPGRADE: &str = "pg_snowflake.state.before-upgrade";
@@ -45,13 +28,16 @@ const PG_UPGRADE_OUTPUT_DIR: &str = "pg_upgrade_output.d";
 
 /// pg_snowflake's custom WAL resource manager id (128..255 are for extensions; 128 is the
 /// "experimental" id). A clash with another extension's id is reported by Postgres at start-up.
+/// Not yet entered on the PostgreSQL wiki's list of custom resource managers
+/// (https://wiki.postgresql.org/wiki/CustomWALResourceManagers): to do at the first release
+/// outside this repository.
 pub const RMGR_ID: u8 = 191;
 /// The one record type: "reservation" (payload: `snowflake_core::wal_record`).
 pub const XLOG_RESERVATION: u8 = 0x10;
 
 /// Where the generator starts, according to the data directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Start {
+enum Start {
     /// No state file: a server that never issued an ID with this extension.
     Fresh,
     /// Continue above `floor` (Unix ms; `i64::MIN`: a node id never used here), keeping the
@@ -59,7 +45,7 @@ pub enum Start {
     After { floor: i64, history: History },
     /// pg_upgrade made this directory and the old one's file was not copied in: refuse to
     /// issue until it is.
-    AwaitingCarry,
+    AwaitingOldStateFile,
 }
 
 /// How a reservation written by [`reserve`] ended.
@@ -91,14 +77,14 @@ pub fn reserve(
     // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. XLogFlush and
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
     // when the process is told to terminate (it warns; a backend writing for itself holds
-    // interrupts, `renewal::renew_here`, so the warning cannot end it inside; the renewer may end
+    // interrupts, `renew::renew_here`, so the warning cannot end it inside; the renewer may end
     // there, and its claim is released on its way out); it waits
     // only while synchronous_commit asks for a standby, which the renewer forces on and a
-    // backend writing its own reservation sets for the write (`renewal::renew_here`); with
+    // backend writing its own reservation sets for the write (`renew::renew_here`); with
     // `commit = false` it waits for the standbys' flush (not apply).
     unsafe {
         pg_sys::XLogBeginInsert();
-        register_data(&mut payload);
+        xlog_register_data(&mut payload);
         let end = pg_sys::XLogInsert(RMGR_ID, XLOG_RESERVATION);
         pg_sys::XLogFlush(end);
         pg_sys::SyncRepWaitForLSN(end, false);
@@ -109,42 +95,28 @@ pub fn reserve(
     Ok(Reserved::Confirmed)
 }
 
-/// The error of a failed state-file write, from its OS error number (0: unknown).
-pub fn write_error_from_errno(errno: i32) -> SnowflakeError {
-    write_error(&if errno == 0 {
-        std::io::Error::other("unknown error")
-    } else {
-        std::io::Error::from_raw_os_error(errno)
-    })
-}
-
 fn write_error(e: &std::io::Error) -> SnowflakeError {
-    SnowflakeError::StateFileIo {
-        action: "write",
-        path: STATE_FILE,
-        cause: e.to_string(),
-    }
+    SnowflakeError::state_file_write(e.raw_os_error().unwrap_or(0))
 }
 
-/// Hands the record's payload to the WAL insertion in progress. The one place that knows how the
-/// signature of `XLogRegisterData` differs between PostgreSQL majors: `(char *, int)` in 15,
-/// `(char *, uint32)` in 16 and 17, `(const void *, uint32)` in 18.
-///
-/// # Safety
-/// Between `XLogBeginInsert` and `XLogInsert`; `payload` outlives the `XLogInsert`.
-unsafe fn register_data(payload: &mut [u8; wal_record::LEN]) {
-    // `as _`: the length's type is the major's, int or uint32; the record's length fits either.
-    #[cfg(not(feature = "pg18"))]
-    unsafe {
-        pg_sys::XLogRegisterData(
-            payload.as_mut_ptr().cast::<std::ffi::c_char>(),
-            wal_record::LEN as _,
-        )
+/// What the shared region starts with (`shmem::init`'s callback): the generator resumed from
+/// the state file, for this server's layout and node id. Stops the server when the file cannot
+/// say.
+pub fn start_state() -> Shared {
+    let node = gucs::node_id().ok();
+    let (generator, awaiting_old_state_file, history) = match load(gucs::layout(), node) {
+        Ok(Start::Fresh) => (Generator::new(), false, History::EMPTY),
+        Ok(Start::After { floor, history }) => (Generator::resume(floor), false, history),
+        Ok(Start::AwaitingOldStateFile) => (Generator::new(), true, History::EMPTY),
+        Err(e) => e.report_fatal(),
     };
-    #[cfg(feature = "pg18")]
-    unsafe {
-        pg_sys::XLogRegisterData(payload.as_ptr().cast(), wal_record::LEN as u32)
-    };
+    Shared {
+        generator,
+        awaiting_old_state_file,
+        last_failure_errno: 0,
+        claimant_pid: 0,
+        history,
+    }
 }
 
 /// Where the generator of node id `node` (`None`: not set) starts, from the state file. A file
@@ -159,12 +131,12 @@ unsafe fn register_data(payload: &mut [u8; wal_record::LEN]) {
 /// every ID the old server issued. A file this new cluster wrote itself (started, and called,
 /// before pg_upgrade: its system identifier is this cluster's, and pg_upgrade's output
 /// directory is here) is no such record: it is moved aside and the marker written.
-pub fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeError> {
+fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeError> {
     let bytes = match fs::read(STATE_FILE) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => {
             if upgrading_into_this_directory() {
-                return await_carry();
+                return await_old_state_file();
             }
             return Ok(Start::Fresh);
         }
@@ -178,7 +150,7 @@ pub fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeEr
     };
     let recorded = match state_file::parse(&bytes) {
         Ok(State::Reservation(recorded)) => recorded,
-        Ok(State::AwaitingCarry) => return Ok(Start::AwaitingCarry),
+        Ok(State::AwaitingOldStateFile) => return Ok(Start::AwaitingOldStateFile),
         Err(reason) => {
             return Err(SnowflakeError::StateFileDamaged {
                 path: STATE_FILE,
@@ -186,7 +158,7 @@ pub fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeEr
             })
         }
     };
-    state_file::check_layout(&recorded.layout, configured)?;
+    recorded.layout.check_same(configured)?;
     if upgrading_into_this_directory() && recorded.system == Some(system_identifier()) {
         fs::rename(STATE_FILE, STATE_FILE_BEFORE_UPGRADE).map_err(|e| write_error(&e))?;
         SnowflakeError::OwnReservationMovedAside {
@@ -194,7 +166,7 @@ pub fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeEr
             aside: STATE_FILE_BEFORE_UPGRADE,
         }
         .report_log();
-        return await_carry();
+        return await_old_state_file();
     }
     let Some(node) = node else {
         // No IDs without a node id; whatever it is set to later resumes above everything here.
@@ -218,9 +190,9 @@ pub fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeEr
 }
 
 /// Writes the upgrade marker: the server refuses IDs until the old state file is copied in.
-fn await_carry() -> Result<Start, SnowflakeError> {
+fn await_old_state_file() -> Result<Start, SnowflakeError> {
     replace_state_file(state_file::UPGRADE_MARKER).map_err(|e| write_error(&e))?;
-    Ok(Start::AwaitingCarry)
+    Ok(Start::AwaitingOldStateFile)
 }
 
 /// Whether pg_upgrade runs with this data directory as its new one: binary-upgrade mode (the

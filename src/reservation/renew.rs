@@ -1,28 +1,15 @@
-//! Writing the durable reservations: claiming a renewal, writing it with no lock held, and
-//! reporting it, whichever process writes it.
-//!
-//! The renewer (`renewer.rs`, a background worker) normally writes every reservation, those
-//! calls ask for and, for a minute after the last call, those the clock makes due
-//! ([`keep_ahead`], so that a call after a pause does not wait for a write): it claims
-//! the due renewal under the generator's lock ([`claim_renewal`]; the claim keeps writers to
-//! one), writes it with [`renew`] — state file, WAL record, flush, and the wait for the
-//! synchronous standbys (`durable::reserve`) — and reports it ([`report_renewal`], with the
-//! time the write took: slow writes lengthen the next reservations); only then may IDs under it
-//! be issued, and every caller waiting for it is woken.
-//!
-//! Without a renewer — single-user mode; `max_worker_processes` too small for it to be
-//! registered; the renewer stopped or restarting (`shmem::renewer_running`) — the call that
-//! needs a renewal claims and writes it itself ([`renew_here`]), as the renewer would; the claim
-//! keeps writers to one whichever process writes, so a renewer that comes back is never doubled.
-//!
-//! A claim is always released: reported by its writer ([`renew`]), reported abandoned when an
-//! ERROR unwinds past it ([`Claim`]'s drop), released when its process exits holding it
-//! ([`release_on_exit`]); a backend holds interrupts while it holds one, so a terminate ends it
-//! only after the report.
+//! One renewal, whichever process writes it: claim it under the lock ([`claim_renewal`]), write
+//! it with no lock held ([`renew`] → `store::reserve`), report it ([`report_renewal`]) and wake
+//! the callers waiting for it. The renewer (`worker.rs`) normally writes every reservation;
+//! with none running, the call that needs one writes it itself ([`renew_here`]). A claim is
+//! always released: reported, reported abandoned when an ERROR unwinds past it ([`Claim`]'s
+//! drop), or released when its process exits holding it ([`release_on_exit`]). The protocol
+//! itself is told once, in the core (`snowflake_core::reservation`).
 
-use crate::durable::{self, Reserved};
+use super::store::{self, Reserved};
 use crate::error::SnowflakeError;
-use crate::{gucs, shmem};
+use crate::gucs;
+use crate::shmem::{self, Handle};
 use pgrx::prelude::*;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::state_file::History;
@@ -33,26 +20,28 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// it — it is reported abandoned, so that the next renewer takes the demand up. A process that
 /// exits holding it (a FATAL: no unwinding) has it released by [`release_on_exit`].
 pub struct Claim {
+    shm: Handle,
     until: i64,
     history: History,
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        report_renewal(Renewal::Abandoned);
+        report_renewal(self.shm, Renewal::Abandoned);
     }
 }
 
 /// Claims the due renewal for this process (the renewer, or a backend standing in for it), if
 /// one is due and none is running.
-pub fn claim_renewal(by_renewer: bool) -> Option<Claim> {
+pub fn claim_renewal(shm: Handle, by_renewer: bool) -> Option<Claim> {
     release_on_exit();
     // SAFETY: a plain read of this process's pid.
     let pid = unsafe { pg_sys::MyProcPid };
-    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         let until = shared.generator.claim_renewal(by_renewer)?;
         shared.claimant_pid = pid;
         Some(Claim {
+            shm,
             until,
             history: shared.history,
         })
@@ -65,14 +54,14 @@ pub fn claim_renewal(by_renewer: bool) -> Option<Claim> {
 /// Called by the renewer on every turn of its loop; returns how long it may sleep before the
 /// next turn: a quarter of the reservation, between 10 ms and a second. Without a node id no ID
 /// can be made, and nothing is reserved.
-pub fn keep_ahead(renewer_started_at: i64) -> i64 {
+pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
     let node_set = gucs::node_id().is_ok();
     let now = wall_now();
-    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         // A data directory that awaits its state file after pg_upgrade keeps the marker file
         // until the old one is copied in: no reservation may replace it.
-        if !shared.awaiting_carry && node_set {
+        if !shared.awaiting_old_state_file && node_set {
             shared
                 .generator
                 .keep_ahead(layout, &limits, now, renewer_started_at);
@@ -95,8 +84,8 @@ pub enum Renewal {
 }
 
 /// Reports a claimed renewal and wakes every caller waiting for one.
-fn report_renewal(renewal: Renewal) {
-    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+fn report_renewal(shm: Handle, renewal: Renewal) {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         shared.claimant_pid = 0;
         match renewal {
             Renewal::Done { until, took_ms } => shared.generator.renewal_done(until, took_ms),
@@ -107,13 +96,13 @@ fn report_renewal(renewal: Renewal) {
             Renewal::Abandoned => shared.generator.renewal_abandoned(),
         }
     });
-    shmem::broadcast_renewed();
+    shm.broadcast_renewed();
 }
 
 /// Releases a claim left by a renewer that exited without reporting it, not one of a backend
 /// standing in for it (`Generator::renewer_started`); the new renewer calls this when it starts.
-pub fn release_abandoned_claim() {
-    shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+pub fn release_abandoned_claim(shm: Handle) {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         shared.generator.renewer_started()
     });
 }
@@ -130,7 +119,9 @@ fn release_on_exit() {
     unsafe extern "C-unwind" fn release(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
         // SAFETY: a plain read of this process's pid.
         let pid = unsafe { pg_sys::MyProcPid };
-        let released = shmem::locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        // Registered before a claim, so only in a process that has the region.
+        let Ok(shm) = shmem::get() else { return };
+        let released = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
             let mine = shared.generator.renewing() && shared.claimant_pid == pid;
             if mine {
                 shared.claimant_pid = 0;
@@ -139,7 +130,7 @@ fn release_on_exit() {
             mine
         });
         if released {
-            shmem::broadcast_renewed();
+            shm.broadcast_renewed();
         }
     }
     // SAFETY: registers a callback that runs while shared memory is still attached.
@@ -153,7 +144,7 @@ pub fn renew(claim: Claim) -> Renewal {
     // the renewer keeps ahead only with it).
     let renewal = match gucs::node_id() {
         Err(_) => Renewal::Failed { errno: 0 },
-        Ok(node) => match durable::reserve(gucs::layout(), claim.until, node, &claim.history) {
+        Ok(node) => match store::reserve(gucs::layout(), claim.until, node, &claim.history) {
             Ok(Reserved::Confirmed) => Renewal::Done {
                 until: claim.until,
                 took_ms: SystemClock.monotonic() - started,
@@ -164,8 +155,9 @@ pub fn renew(claim: Claim) -> Renewal {
             },
         },
     };
+    let shm = claim.shm;
     std::mem::forget(claim);
-    report_renewal(renewal);
+    report_renewal(shm, renewal);
     renewal
 }
 
@@ -181,14 +173,14 @@ pub fn renew(claim: Claim) -> Renewal {
 /// interrupt that ends the process) cannot end it while it holds the claim — not inside the
 /// wait for the standbys, whose warning would otherwise process it, nor in the log line below —
 /// so the claim is always reported; the terminate is then processed at once, on the way out.
-pub fn renew_here() -> bool {
+pub fn renew_here(shm: Handle) -> bool {
     let held = InterruptsHeld::new();
     let cancels = CancelsHeldBack::new();
     // SAFETY: plain reads of flags set by signal handlers; SIGINT cannot run now.
     if unsafe { pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0 } {
         return false;
     }
-    let Some(claim) = claim_renewal(false) else {
+    let Some(claim) = claim_renewal(shm, false) else {
         return false;
     };
     static LOGGED: AtomicBool = AtomicBool::new(false);

@@ -1,0 +1,182 @@
+//! The wording of `snowflake_adopt`'s refusals and notices (`sql/adopt.rs`).
+
+use super::report::{message, quoted, Message};
+use pgrx::PgSqlErrorCode::*;
+
+/// What `snowflake_adopt` refuses or reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdoptError {
+    /// Given NULL for `argument`.
+    NullArgument { argument: &'static str },
+    /// Given the OID of no relation (never existed, or dropped since).
+    NoSuchRelation { oid: u32 },
+    /// Given a relation that is not an ordinary or partitioned table.
+    NotATable {
+        relation: String,
+        kind: &'static str,
+    },
+    /// Given a generated column.
+    GeneratedColumn { table: String, column: String },
+    /// Given a column that draws from no sequence (no identity, no
+    /// serial, no `nextval(…)` default); `default` is its default expression, if any.
+    NoSequence {
+        table: String,
+        column: String,
+        default: Option<String>,
+    },
+    /// NOTICE: the column already defaults to `snowflake_nextval()`; nothing is done.
+    AlreadyAdopted { table: String, column: String },
+    /// Given a column the table does not have.
+    NoSuchColumn { table: String, column: String },
+    /// Given a column that cannot hold snowflake IDs even as bigint.
+    NotInteger {
+        table: String,
+        column: String,
+        type_name: String,
+    },
+    /// `snowflake_adopt` found values that IDs made from now on could repeat.
+    WouldCollide {
+        table: String,
+        column: String,
+        max: i64,
+    },
+    /// NOTICE: adopting an identity column dropped the identity's own sequence.
+    IdentitySequenceDropped {
+        sequence: String,
+        column: String,
+        last_value: Option<i64>,
+    },
+    /// NOTICE: the sequence(s) the old default drew from are left in place.
+    SequenceKept { sequences: String, column: String },
+    /// WARNING: foreign-key columns referencing the adopted column are narrower than bigint.
+    NarrowReferences { column: String, columns: String },
+}
+
+pub(super) fn message_of(error: &AdoptError) -> Message {
+    use AdoptError::*;
+    match error {
+        NullArgument { argument } => message(
+            ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            format!("argument \"{argument}\" of snowflake_adopt must not be null"),
+            None,
+            "Name the table and its key column, e.g. snowflake_adopt('orders', 'id').",
+        ),
+        NoSuchRelation { oid } => message(
+            ERRCODE_UNDEFINED_TABLE,
+            format!("relation with OID {oid} does not exist"),
+            None,
+            "Pass an existing table by name, e.g. snowflake_adopt('orders'); an OID taken \
+             before its table was dropped names nothing.",
+        ),
+        NotATable { relation, kind } => message(
+            ERRCODE_WRONG_OBJECT_TYPE,
+            format!("\"{relation}\" is a {kind}, not a table"),
+            Some(
+                "snowflake_adopt switches the key column of an ordinary or partitioned table."
+                    .into(),
+            ),
+            "Pass the table that holds the rows; for a view, the table it reads from.",
+        ),
+        GeneratedColumn { table, column } => message(
+            ERRCODE_INVALID_COLUMN_DEFINITION,
+            format!(
+                "column {} of table \"{table}\" is a generated column",
+                quoted(column)
+            ),
+            None,
+            "A generated column computes its value from other columns; adopt the table's key \
+             column instead.",
+        ),
+        NoSequence {
+            table,
+            column,
+            default,
+        } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "column {} of table \"{table}\" does not draw its values from a sequence",
+                quoted(column)
+            ),
+            Some(match default {
+                Some(default) => format!("Its default is {}.", quoted(default)),
+                None => "It has no default.".into(),
+            }),
+            "snowflake_adopt switches serial, identity and sequence-default columns. To give \
+             this column snowflake IDs anyway, use ALTER TABLE … ALTER COLUMN … SET DEFAULT \
+             snowflake_nextval().",
+        ),
+        AlreadyAdopted { table, column } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!(
+                "column {column} of table \"{table}\" already defaults to snowflake_nextval(), \
+                 skipping"
+            ),
+            None,
+            "Nothing was changed.",
+        ),
+        NoSuchColumn { table, column } => message(
+            ERRCODE_UNDEFINED_COLUMN,
+            format!(
+                "column {} of relation \"{table}\" does not exist",
+                quoted(column)
+            ),
+            None,
+            "Name the key column as the second argument, e.g. snowflake_adopt('orders', \
+             'order_id').",
+        ),
+        NotInteger {
+            table,
+            column,
+            type_name,
+        } => message(
+            ERRCODE_DATATYPE_MISMATCH,
+            format!(
+                "column \"{column}\" of table \"{table}\" is of type {type_name}, not an \
+                 integer type"
+            ),
+            None,
+            "snowflake_adopt switches smallint, integer and bigint columns to bigint \
+             snowflake IDs.",
+        ),
+        WouldCollide { table, column, max } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "column \"{column}\" of table \"{table}\" holds values that snowflake IDs \
+                 could repeat"
+            ),
+            Some(format!(
+                "Its largest value, {max}, is not below snowflake_from_timestamp(now()), the \
+                 smallest ID a server can issue now."
+            )),
+            "Renumber the rows below snowflake_from_timestamp(now()), or keep the sequence \
+             for this table.",
+        ),
+        IdentitySequenceDropped {
+            sequence,
+            column,
+            last_value,
+        } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!(
+                "identity sequence {sequence} was dropped with the identity of column \
+                 {column} (its last value: {})",
+                last_value.map_or_else(|| "none".to_string(), |v| v.to_string())
+            ),
+            None,
+            "Postgres drops an identity's sequence with the identity; nothing else can have \
+             used it.",
+        ),
+        SequenceKept { sequences, column } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!("sequence {sequences} is left in place; column {column} no longer uses it"),
+            None,
+            "Drop it with DROP SEQUENCE once nothing else uses it.",
+        ),
+        NarrowReferences { column, columns } => message(
+            ERRCODE_WARNING,
+            format!("foreign keys to column {column} are too narrow for snowflake IDs: {columns}"),
+            None,
+            "Alter each of them to bigint with ALTER TABLE … ALTER COLUMN … TYPE bigint.",
+        ),
+    }
+}

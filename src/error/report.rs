@@ -1,0 +1,99 @@
+//! How a message reaches Postgres: [`Message`], the bounded echo of user text ([`quoted`]),
+//! the report levels, and [`OrReport`] for the one-line SQL functions.
+
+use super::SnowflakeError;
+use pgrx::pg_sys::panic::ErrorReport;
+use pgrx::{PgLogLevel, PgSqlErrorCode};
+
+/// A message as Postgres shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub sqlstate: PgSqlErrorCode,
+    pub text: String,
+    pub detail: Option<String>,
+    pub hint: String,
+}
+
+pub(super) fn message(
+    sqlstate: PgSqlErrorCode,
+    text: impl Into<String>,
+    detail: Option<String>,
+    hint: impl Into<String>,
+) -> Message {
+    Message {
+        sqlstate,
+        text: text.into(),
+        detail,
+        hint: hint.into(),
+    }
+}
+
+/// How many characters of a user's text a message shows.
+pub const SHOWN_CHARS: usize = 64;
+
+/// User-typed text for a message: in double quotes, whole when short; otherwise its first
+/// [`SHOWN_CHARS`] characters, an ellipsis, and its length.
+pub fn quoted(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => format!("\"{text}\""),
+        Some((end, _)) => format!(
+            "\"{}...\" ({} characters)",
+            &text[..end],
+            text.chars().count()
+        ),
+    }
+}
+
+impl SnowflakeError {
+    /// Raises this error as a Postgres ERROR: the statement fails. Never returns.
+    pub fn report(self) -> ! {
+        self.raise_at(PgLogLevel::ERROR);
+        unreachable!("an ERROR report does not return")
+    }
+
+    /// Reports this as a WARNING (to the server log and the client) and carries on.
+    pub fn report_warning(self) {
+        self.raise_at(PgLogLevel::WARNING);
+    }
+
+    /// Reports this to the server log only (LOG) and carries on.
+    pub fn report_log(self) {
+        self.raise_at(PgLogLevel::LOG);
+    }
+
+    /// Reports this as a NOTICE (to the client) and carries on.
+    pub fn report_notice(self) {
+        self.raise_at(PgLogLevel::NOTICE);
+    }
+
+    /// Raises this error as FATAL: the process exits (at start-up, the server does not start).
+    pub fn report_fatal(self) -> ! {
+        self.raise_at(PgLogLevel::FATAL);
+        unreachable!("a FATAL report does not return")
+    }
+
+    fn raise_at(self, level: PgLogLevel) {
+        let Message {
+            sqlstate,
+            text,
+            detail,
+            hint,
+        } = self.message();
+        let mut report = ErrorReport::new(sqlstate, text, "pg_snowflake").set_hint(hint);
+        if let Some(detail) = detail {
+            report = report.set_detail(detail);
+        }
+        report.report(level);
+    }
+}
+
+/// Turns a `Result` into its value or a Postgres ERROR, for the one-line SQL functions.
+pub trait OrReport<T> {
+    fn or_report(self) -> T;
+}
+
+impl<T, E: Into<SnowflakeError>> OrReport<T> for Result<T, E> {
+    fn or_report(self) -> T {
+        self.unwrap_or_else(|e| e.into().report())
+    }
+}

@@ -1,0 +1,60 @@
+//! The few things of the server that pgrx does not give us as we need them: functions called
+//! without pgrx's per-call guard, Postgres' own signal handlers, and the calls whose signature
+//! differs between PostgreSQL majors. One place, so that a new major is one file to check.
+
+use pgrx::pg_sys;
+use std::ffi::c_int;
+
+/// `AddinShmemInitLock`: the 22nd of the main LWLocks (`lwlocklist.h`), which pgrx does not
+/// name.
+pub const ADDIN_SHMEM_INIT_LOCK: usize = 21;
+
+/// Functions called directly, not through pgrx's guard (a thread check and a `sigsetjmp`
+/// around each FFI call). Each caller says why no ERROR can cross the call.
+pub mod unguarded {
+    use pgrx::pg_sys::{LWLock, LWLockMode};
+    use std::ffi::c_int;
+    unsafe extern "C-unwind" {
+        /// Raises only for a backend already holding `MAX_SIMUL_LWLOCKS` LWLocks.
+        pub fn LWLockAcquire(lock: *mut LWLock, mode: LWLockMode::Type) -> bool;
+        /// Raises only for a lock not held.
+        pub fn LWLockRelease(lock: *mut LWLock);
+        /// Postgres' SIGTERM handler for backends: sets ProcDiePending and the latch.
+        pub fn die(postgres_signal_arg: c_int);
+        /// Postgres' SIGHUP handler for auxiliary processes: sets ConfigReloadPending and the
+        /// latch.
+        pub fn SignalHandlerForConfigReload(postgres_signal_arg: c_int);
+    }
+}
+
+/// Installs `handler` for `signal`; `pqsignal` is named `pqsignal_be` in the server from
+/// PostgreSQL 18 on.
+pub fn set_signal_handler(signal: u32, handler: unsafe extern "C-unwind" fn(c_int)) {
+    // SAFETY: a valid signal number and handler, installed before signals are unblocked.
+    unsafe {
+        #[cfg(not(feature = "pg18"))]
+        pg_sys::pqsignal(signal as c_int, Some(handler));
+        #[cfg(feature = "pg18")]
+        pg_sys::pqsignal_be(signal as c_int, Some(handler));
+    }
+}
+
+/// Hands `payload` to the WAL insertion in progress. `XLogRegisterData` takes `(char *, int)`
+/// in 15, `(char *, uint32)` in 16 and 17, `(const void *, uint32)` in 18.
+///
+/// # Safety
+/// Between `XLogBeginInsert` and `XLogInsert`; `payload` outlives the `XLogInsert`.
+pub unsafe fn xlog_register_data(payload: &mut [u8]) {
+    // `as _`: the length's type is the major's, int or uint32; a record's length fits either.
+    #[cfg(not(feature = "pg18"))]
+    unsafe {
+        pg_sys::XLogRegisterData(
+            payload.as_mut_ptr().cast::<std::ffi::c_char>(),
+            payload.len() as _,
+        )
+    };
+    #[cfg(feature = "pg18")]
+    unsafe {
+        pg_sys::XLogRegisterData(payload.as_ptr().cast(), payload.len() as u32)
+    };
+}

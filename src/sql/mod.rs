@@ -1,0 +1,15 @@
+//! The SQL face: every function a user calls, each a thin wrapper.
+//!
+//! - [`nextval`]: `snowflake_nextval()` and `snowflake_nextval_batch(n)`
+//! - [`stats`]: the function `snowflake_stats()`
+//! - [`decode`]: IDs → parts, JSON and base 32, and back
+//! - [`bounds`]: time → ID bounds
+//! - [`adopt`]: `snowflake_adopt(table, column)`
+//! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
+
+mod adopt;
+mod bounds;
+mod decode;
+mod nextval;
+mod stats;
+mod timestamps;

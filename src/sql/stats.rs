@@ -1,0 +1,65 @@
+//! `snowflake_stats()`: the generator's state and counters, copied out of shared memory.
+
+use super::timestamps::timestamptz;
+use crate::error::OrReport;
+use crate::{gucs, shmem};
+use pgrx::prelude::*;
+use snowflake_core::clock::wall_now;
+
+/// The generator's state and counters since the server started: one row.
+#[allow(clippy::type_complexity)]
+#[pg_extern(volatile, parallel_safe)]
+fn snowflake_stats() -> TableIterator<
+    'static,
+    (
+        name!(node_id, Option<i32>),
+        name!(layout, String),
+        name!(ids_issued, i64),
+        name!(last_issued, Option<TimestampWithTimeZone>),
+        name!(lead_ms, i64),
+        name!(borrowed_ms, i64),
+        name!(clock_regressions, i64),
+        name!(exhausted_ms, i64),
+        name!(overload_waits, i64),
+        name!(reservations, i64),
+        name!(reserved_until, Option<TimestampWithTimeZone>),
+        name!(time_field_ends, TimestampWithTimeZone),
+        name!(reservation_waits, i64),
+        name!(renewal_failures, i64),
+        name!(renewing, bool),
+        name!(clock_jumps, i64),
+    ),
+> {
+    let generator = shmem::get().or_report().snapshot().generator;
+    let now = wall_now();
+    let stats = generator.stats();
+    let layout = gucs::layout();
+    let reserved = generator.reserved_until();
+    TableIterator::once((
+        gucs::node_id().ok().map(|node| node as i32),
+        layout.describe(),
+        stats.issued as i64,
+        generator.last_issued(layout).map(timestamptz),
+        generator.lead_ms(layout, now),
+        generator.borrowed_ms(layout),
+        stats.clock_regressions as i64,
+        stats.exhausted_ms as i64,
+        stats.overload_waits as i64,
+        stats.reservations as i64,
+        (reserved > i64::MIN).then(|| timestamptz(reserved)),
+        timestamptz(layout.end_unix_ms()),
+        stats.reservation_waits as i64,
+        stats.renewal_failures as i64,
+        generator.renewing(),
+        stats.clock_jumps as i64,
+    ))
+}
+
+extension_sql!(
+    r#"
+COMMENT ON FUNCTION snowflake_stats() IS
+'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, when the time field runs out, waits for and failures of reservation writes, whether one is being written, and forward steps of the system clock held rather than followed.';
+"#,
+    name = "stats_comment",
+    requires = [snowflake_stats],
+);
