@@ -85,7 +85,7 @@ const NODE: u32 = 7;
 const T0: i64 = DEFAULT_EPOCH_UNIX_MS + 1_000_000_000;
 const LIMITS: Limits = Limits {
     max_borrow_ms: 1_000,
-    reserve_ahead_ms: 1_000,
+    reservation_ms: 1_000,
     sequence_spread: 0,
 };
 const HOUR: i64 = 3_600_000;
@@ -262,7 +262,7 @@ fn a_clock_regression_asks_for_a_warning_at_most_once_a_minute() {
 fn overload_borrows_up_to_the_limit_then_asks_to_wait() {
     let limits = Limits {
         max_borrow_ms: 2,
-        reserve_ahead_ms: 1_000,
+        reservation_ms: 1_000,
         sequence_spread: 0,
     };
     let mut g = Generator::new();
@@ -289,7 +289,7 @@ fn overload_borrows_up_to_the_limit_then_asks_to_wait() {
 fn without_borrowing_a_full_millisecond_waits_for_the_next() {
     let limits = Limits {
         max_borrow_ms: 0,
-        reserve_ahead_ms: 1_000,
+        reservation_ms: 1_000,
         sequence_spread: 0,
     };
     let mut g = Generator::new();
@@ -835,7 +835,7 @@ fn a_renewer_slower_than_half_the_reservation_gets_longer_reservations_and_calls
         (1_000..2_200).contains(&last_wait),
         "last wait at {last_wait} ms"
     );
-    assert_eq!(g.reservation_ms(&LIMITS), 4 * 700);
+    assert_eq!(g.effective_reservation_ms(&LIMITS), 4 * 700);
     // One write at a time, each taking 700 ms: at most back to back.
     assert!(
         (10..=29).contains(&renewer.written.len()),
@@ -847,14 +847,14 @@ fn a_renewer_slower_than_half_the_reservation_gets_longer_reservations_and_calls
 #[test]
 fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_shrink_back() {
     let mut g = Generator::new();
-    assert_eq!(g.reservation_ms(&LIMITS), 1_000);
+    assert_eq!(g.effective_reservation_ms(&LIMITS), 1_000);
     let mut tick = L.tick_at(T0);
     let mut renew = |took_ms| {
         tick += 1_000;
-        g.want_reservation(&L, tick);
+        g.reservation.want(&L, tick);
         let until = g.claim_renewal(true).expect("a renewal is due");
         g.renewal_done(until, took_ms);
-        g.reservation_ms(&LIMITS)
+        g.effective_reservation_ms(&LIMITS)
     };
     // Up to a quarter of the setting: the setting.
     assert_eq!(renew(250), 1_000);
@@ -867,11 +867,11 @@ fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_
     assert_eq!(renew(3), 1_000);
     // A zero or unset setting still reserves something.
     let tiny = Limits {
-        reserve_ahead_ms: 0,
+        reservation_ms: 0,
         ..LIMITS
     };
     assert_eq!(renew(0), 1_000);
-    assert_eq!(g.reservation_ms(&tiny), 1);
+    assert_eq!(g.effective_reservation_ms(&tiny), 1);
 }
 
 #[test]
@@ -1276,21 +1276,21 @@ fn a_reading_past_the_time_field_changes_nothing_and_ids_resume_when_the_clock_i
         monotonic: T0 + FORWARD_CONFIRM_MS + 1,
     };
     let stats = g.stats();
-    let steady = g.steady;
+    let steady = g.clock.steady;
     assert!(matches!(
         call_at(&mut g, later),
         Err(Error::TimeExhausted { .. })
     ));
     // ...and that failed reading took nothing in: not the clock, not a reservation.
-    assert_eq!(g.steady, steady);
+    assert_eq!(g.clock.steady, steady);
     assert_eq!(g.stats(), stats);
-    assert!(g.reserved_until() <= before.0 + 2 * LIMITS.reserve_ahead_ms);
+    assert!(g.reserved_until() <= before.0 + 2 * LIMITS.reservation_ms);
     // The renewer keeps ahead of the real clock only.
     g.keep_ahead(&L, &LIMITS, T0 + FORWARD_CONFIRM_MS + 2, i64::MIN);
     if let Some(until) = g.claim_renewal(true) {
         g.renewal_done(until, 0);
     }
-    assert!(g.reserved_until() < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reserve_ahead_ms);
+    assert!(g.reserved_until() < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reservation_ms);
     // The clock set right: IDs at once, at the right time.
     let (next, _) = run_of(call_at(&mut g, Clocks::at(T0 + FORWARD_CONFIRM_MS + 2)).unwrap());
     assert!(next > held);
@@ -1312,7 +1312,7 @@ fn a_glitch_ten_years_ahead_for_one_call_leaves_no_trace_in_the_ids_or_the_reser
     // The renewer, reading the glitch too, reserves nothing for it.
     g.keep_ahead(&L, &LIMITS, T0 + 10 * YEAR, i64::MIN);
     if let Some(until) = g.claim_renewal(true) {
-        assert!(until < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reserve_ahead_ms);
+        assert!(until < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reservation_ms);
         g.renewal_done(until, 0);
     }
     // The clock is back: no lead, no warning of a step back, IDs go on from the real time.
@@ -1320,7 +1320,7 @@ fn a_glitch_ten_years_ahead_for_one_call_leaves_no_trace_in_the_ids_or_the_reser
     assert!(after > during && unix_ms(after) == T0 + 10);
     assert_eq!(event, None);
     assert_eq!(g.lead_ms(&L, T0 + 10), 0);
-    assert!(g.reserved_until() < T0 + 10 + 2 * LIMITS.reserve_ahead_ms);
+    assert!(g.reserved_until() < T0 + 10 + 2 * LIMITS.reservation_ms);
 }
 
 #[test]
@@ -1376,7 +1376,7 @@ fn a_pause_between_calls_is_no_step() {
 #[test]
 fn a_clock_before_the_epoch_changes_nothing() {
     let mut g = Generator::new();
-    let steady = g.steady;
+    let steady = g.clock.steady;
     assert!(g
         .allocate(
             &L,
@@ -1386,7 +1386,7 @@ fn a_clock_before_the_epoch_changes_nothing() {
             1
         )
         .is_err());
-    assert_eq!((g.steady, g.stats()), (steady, Stats::default()));
+    assert_eq!((g.clock.steady, g.stats()), (steady, Stats::default()));
 }
 
 #[test]
