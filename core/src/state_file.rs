@@ -21,7 +21,7 @@ pub const UPGRADE_MARKER: &[u8] =
 /// The most node ids a history lists one by one; past that it stands for every node id.
 pub const HISTORY_NODES: usize = 16;
 
-/// The longest line [`format`] writes.
+/// The longest line [`format()`] writes.
 pub const MAX_LEN: usize = 512;
 
 /// The node ids a server issued IDs under before its current one, and the highest reservation

@@ -1,6 +1,6 @@
 //! The reservation protocol: no ID is issued unless a durable reservation covers it. This is the
-//! one full telling of the protocol; the extension's files that take part in it (`renewal.rs`,
-//! `renewer.rs`, `durable.rs`, `shmem.rs`, `wal_redo.rs`) say only what they do and point here.
+//! one full telling of the protocol; the extension's modules that take part in it (writing,
+//! the renewer, redo, the shared state) say only what they do and point here.
 //!
 //! The promise: a reservation "until T", once durable, means that no ID at time T or later has
 //! been issued. IDs are issued only below `durable_until`, the highest durable reservation.
@@ -15,17 +15,18 @@
 //! [`Generator::renewal_failed`]; only then does the new reservation count.
 //!
 //! Waiting: a call whose next ID is not covered issues nothing and is told to wait for the
-//! renewer ([`Allocation::AwaitReservation`]): only when the issued time has
-//! truly caught up with the reservation (sustained overload, or a disk slower than the
-//! reservation window). A failed renewal leaves `durable_until` where it was, so it never issues
-//! an uncovered ID; it drops the demand, and the waiting calls see the count of failures grow.
+//! renewer ([`Allocation::AwaitReservation`]): only when the issued time has truly caught up
+//! with the reservation (sustained overload, or a disk slower than the reservation window). A
+//! failed renewal leaves `durable_until` where it was, so it never issues an uncovered ID; it
+//! drops the demand, and the waiting calls see the count of failures grow.
 //!
 //! Writers: normally the server's renewer process; where none runs, a backend that needs the
-//! renewal claims and writes it itself, standing in. A claim is always released: by its report,
-//! as abandoned when its writer is gone without one ([`Generator::renewal_abandoned`]: the
-//! demand stays for the next writer), or when a renewer process starts, which releases a claim
-//! its predecessor left but never a stand-in backend's, still writing
-//! ([`Generator::renewer_started`]). So two writers never write at once.
+//! renewal claims and writes it itself, standing in. A claim is always released: by its report;
+//! as abandoned when its writer is gone without one, its process exited or its write ended by
+//! an error ([`Generator::renewal_abandoned`]: the demand stays for the next writer); or when a
+//! renewer process starts, which releases a claim its predecessor left but never that of a
+//! stand-in backend, still writing ([`Generator::renewer_started`]). So two writers never write
+//! at once.
 //!
 //! Restarts and standbys: after a restart the generator resumes with the last reservation as
 //! its floor ([`Generator::resume`]); a standby raises its floor with every reservation it
