@@ -18,7 +18,7 @@ use std::time::Instant;
 const START_MS: i64 = 1_735_689_600_000;
 const LIMITS: Limits = Limits {
     max_borrow_ms: 1_000,
-    reserve_ahead_ms: 1_000,
+    reservation_ms: 1_000,
     sequence_spread: 0,
 };
 const NODE: u32 = 1;

@@ -15,7 +15,6 @@ pub trait Clock {
 
 /// One fixed reading of both clocks: what tests pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
 pub struct Clocks {
     /// Unix time from the wall clock (CLOCK_REALTIME).
     pub wall: i64,
@@ -29,14 +28,6 @@ impl Clocks {
         Clocks {
             wall: ms,
             monotonic: ms,
-        }
-    }
-
-    /// Reads the system's wall and monotonic clocks.
-    pub fn read() -> Self {
-        Clocks {
-            wall: read_ms(libc::CLOCK_REALTIME),
-            monotonic: read_ms(libc::CLOCK_MONOTONIC),
         }
     }
 }

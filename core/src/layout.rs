@@ -155,6 +155,19 @@ impl Layout {
         )
     }
 
+    /// `self` is the layout a reservation was recorded under (a state file's, a WAL record's):
+    /// refuses it unless the server is `configured` with the same.
+    pub fn check_same(&self, configured: &Layout) -> Result<(), Error> {
+        if self == configured {
+            Ok(())
+        } else {
+            Err(Error::LayoutChanged {
+                recorded: self.describe(),
+                configured: configured.describe(),
+            })
+        }
+    }
+
     /// The time field's start, end and description, for messages.
     pub fn time_field(&self) -> TimeField {
         TimeField {

@@ -13,7 +13,7 @@ const FORMAT_TAG: &str = "pg_snowflake reservation v2";
 const FORMAT_TAG_V1: &str = "pg_snowflake reservation v1";
 
 /// Written in place of a reservation when pg_upgrade builds a new data directory: pg_upgrade
-/// does not carry the old directory's state file, and a server starting without it would
+/// does not copy the old directory's state file, and a server starting without it would
 /// forget every ID the old one issued.
 pub const UPGRADE_MARKER: &[u8] =
     b"pg_snowflake upgraded v1: copy pg_snowflake.state from the old data directory over this file\n";
@@ -21,7 +21,7 @@ pub const UPGRADE_MARKER: &[u8] =
 /// The most node ids a history lists one by one; past that it stands for every node id.
 pub const HISTORY_NODES: usize = 16;
 
-/// The longest line [`format`] writes.
+/// The longest line [`format()`] writes.
 pub const MAX_LEN: usize = 512;
 
 /// The node ids a server issued IDs under before its current one, and the highest reservation
@@ -89,8 +89,9 @@ pub struct Reservation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum State {
     Reservation(Reservation),
-    /// pg_upgrade made this data directory; the old directory's file has not been copied in.
-    AwaitingCarry,
+    /// pg_upgrade made this data directory; the old directory's state file has not been copied
+    /// in yet.
+    AwaitingOldStateFile,
 }
 
 /// Where a server configured with node id `node` starts from a state file's reservation: its
@@ -180,7 +181,7 @@ pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &
 /// format is an error, with the reason.
 pub fn parse(bytes: &[u8]) -> Result<State, String> {
     if bytes == UPGRADE_MARKER {
-        return Ok(State::AwaitingCarry);
+        return Ok(State::AwaitingOldStateFile);
     }
     let text = std::str::from_utf8(bytes).map_err(|_| "it is not text".to_string())?;
     let line = text
@@ -279,18 +280,6 @@ fn parse_layout(layout: &str) -> Result<Layout, String> {
         Error::InvalidLayout { reason } => format!("its layout is invalid: {reason}"),
         other => format!("its layout is invalid: {other:?}"),
     })
-}
-
-/// Refuses a reservation made under another layout than this server's.
-pub fn check_layout(recorded: &Layout, configured: &Layout) -> Result<(), Error> {
-    if recorded == configured {
-        Ok(())
-    } else {
-        Err(Error::LayoutChanged {
-            recorded: recorded.describe(),
-            configured: configured.describe(),
-        })
-    }
 }
 
 /// FNV-1a over the line's bytes: enough to tell a damaged file from a good one.

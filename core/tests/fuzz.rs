@@ -322,8 +322,8 @@ fn valid(layout: &Layout) -> Result<(), String> {
 /// `format` writes for it again.
 fn check_state(bytes: &[u8]) -> Result<bool, String> {
     match state_file::parse(bytes) {
-        Ok(State::AwaitingCarry) if bytes == state_file::UPGRADE_MARKER => Ok(true),
-        Ok(State::AwaitingCarry) => Err("read as the upgrade marker".into()),
+        Ok(State::AwaitingOldStateFile) if bytes == state_file::UPGRADE_MARKER => Ok(true),
+        Ok(State::AwaitingOldStateFile) => Err("read as the upgrade marker".into()),
         Ok(State::Reservation(read)) => {
             let layout = read.layout;
             valid(&layout)?;

@@ -317,3 +317,16 @@ proptest! {
         prop_assert!(earlier < later);
     }
 }
+
+#[test]
+fn a_reservation_of_another_layout_is_refused() {
+    let other = Layout::from_parts(DEFAULT_LAYOUT.epoch_unix_ms, 10, 10, 12).unwrap();
+    assert_eq!(
+        other.check_same(&DEFAULT_LAYOUT),
+        Err(Error::LayoutChanged {
+            recorded: other.describe(),
+            configured: DEFAULT_LAYOUT.describe()
+        })
+    );
+    assert_eq!(DEFAULT_LAYOUT.check_same(&DEFAULT_LAYOUT), Ok(()));
+}
