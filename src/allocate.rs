@@ -40,9 +40,10 @@ pub fn generator() -> Result<(Handle, u32), SnowflakeError> {
     Ok((shm, gucs::node_id()?))
 }
 
-/// The next IDs of `layout` (this server's) for `node`, up to `want` of them, from one acquisition of the lock. Waits,
-/// outside the lock and interruptibly, under sustained overload (for the clock) and when the
-/// issued time has caught up with the durable reservation (for the renewer).
+/// The next IDs of `layout` (this server's) for `node`, up to `want` of them, from one
+/// acquisition of the lock. Waits, outside the lock and interruptibly, under sustained overload
+/// (for the clock) and when the issued time has caught up with the durable reservation (for
+/// the renewer).
 pub fn next_run(shm: Handle, layout: &Layout, node: u32, want: u64) -> Result<Run, SnowflakeError> {
     ensure_not_in_recovery()?;
     let limits = gucs::limits();

@@ -1,8 +1,8 @@
 //! The core's one error type: what can go wrong in pure ID arithmetic, as plain data.
 //!
-//! No text lives here. The extension's `error.rs` gives every variant its SQLSTATE, message,
-//! detail and hint in one place, so a message is written once and the core stays free of
-//! Postgres.
+//! No text lives here. The extension's `error/core_errors.rs` gives every variant its SQLSTATE,
+//! message, detail and hint in one place, so a message is written once and the core stays free
+//! of Postgres.
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {

@@ -1,7 +1,7 @@
 //! The bytes of the state file `pg_snowflake.state`: one line holding the last durable
 //! reservation, the layout and node id it was made under, the node ids used before it, and the
 //! cluster that wrote it, with a check value; or the marker pg_upgrade leaves in a new data
-//! directory. The extension's `durable.rs` reads and writes the file; this
+//! directory. The extension's `reservation/store.rs` reads and writes the file; this
 //! module only formats and parses it.
 
 use crate::error::Error;

@@ -1,8 +1,8 @@
 //! The payload of pg_snowflake's one WAL record type, "reservation": the reserved-until time,
 //! the layout and the node id it was made under, as little-endian integers (until, epoch, unit:
 //! 8 bytes each; node and sequence bits, node id: 4 each). 0.3.0 wrote the first 32 bytes
-//! only (no node id): such records are still replayed. The extension's `durable.rs` writes it
-//! and `wal_redo.rs` replays it.
+//! only (no node id): such records are still replayed. The extension's `reservation/store.rs`
+//! writes it and `reservation/redo.rs` replays it.
 
 use crate::layout::Layout;
 

@@ -1,7 +1,7 @@
 //! The durable reservation: the high-water mark written ahead of use so that no restart, crash
 //! or failover makes the server issue an ID twice. When a reservation is due, who may write it
-//! and when IDs under it may be issued is the core's (`snowflake_core::reservation`, the one
-//! telling of the protocol); this wing writes, keeps and replays it.
+//! and when IDs under it may be issued is the core's (`core/src/generator/reservation.rs`, the
+//! one telling of the protocol); this wing writes, keeps and replays it.
 //!
 //! - [`renew`]: one renewal — claim, write, report — by the renewer or a backend standing in
 //! - [`worker`]: the renewer, the background worker that renews ahead of need

@@ -4,7 +4,7 @@
 //! with none running, the call that needs one writes it itself ([`renew_here`]). A claim is
 //! always released: reported, reported abandoned when an ERROR unwinds past it ([`Claim`]'s
 //! drop), or released when its process exits holding it ([`release_on_exit`]). The protocol
-//! itself is told once, in the core (`snowflake_core::reservation`).
+//! itself is told once, in the core (`core/src/generator/reservation.rs`).
 
 use super::store::{self, Reserved};
 use crate::error::SnowflakeError;
@@ -66,7 +66,7 @@ pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
                 .generator
                 .keep_ahead(layout, &limits, now, renewer_started_at);
         }
-        (shared.generator.reservation_ms(&limits) / 4).clamp(10, 1_000)
+        (shared.generator.effective_reservation_ms(&limits) / 4).clamp(10, 1_000)
     })
 }
 

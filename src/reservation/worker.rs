@@ -1,5 +1,5 @@
 //! The renewer: the background worker that writes the reservations ahead of need (`renew.rs`
-//! claims, writes and reports each one; the protocol is `snowflake_core::reservation`'s). It
+//! claims, writes and reports each one; the protocol: `core/src/generator/reservation.rs`). It
 //! starts once recovery is over, is restarted a second after it exits, and on start releases a
 //! claim its predecessor left. A failed write is retried after a pause doubling from 10 ms to
 //! half a second and logged at most once in ten seconds, so a full disk does not flood the log.

@@ -28,7 +28,7 @@ fn parts(layout: &Layout, id: i64) -> (TimestampWithTimeZone, Parts) {
 /// A layout given as SQL arguments, checked by the same function that checks the settings
 /// (`Layout::new`, with the clock for "the epoch is not in the future"): a decoder never accepts
 /// a layout no server could run.
-fn explicit(
+fn layout_from_args(
     epoch: TimestampWithTimeZone,
     time_unit_ms: i32,
     node_bits: i32,
@@ -71,7 +71,11 @@ fn snowflake_timestamp_in(
     node_bits: i32,
     sequence_bits: i32,
 ) -> TimestampWithTimeZone {
-    parts(&explicit(epoch, time_unit_ms, node_bits, sequence_bits), id).0
+    parts(
+        &layout_from_args(epoch, time_unit_ms, node_bits, sequence_bits),
+        id,
+    )
+    .0
 }
 
 #[pg_extern(immutable, strict, parallel_safe, name = "snowflake_node_id")]
@@ -82,9 +86,12 @@ fn snowflake_node_id_in(
     node_bits: i32,
     sequence_bits: i32,
 ) -> i32 {
-    parts(&explicit(epoch, time_unit_ms, node_bits, sequence_bits), id)
-        .1
-        .node as i32
+    parts(
+        &layout_from_args(epoch, time_unit_ms, node_bits, sequence_bits),
+        id,
+    )
+    .1
+    .node as i32
 }
 
 #[pg_extern(immutable, strict, parallel_safe, name = "snowflake_seq")]
@@ -95,9 +102,12 @@ fn snowflake_seq_in(
     node_bits: i32,
     sequence_bits: i32,
 ) -> i32 {
-    parts(&explicit(epoch, time_unit_ms, node_bits, sequence_bits), id)
-        .1
-        .seq as i32
+    parts(
+        &layout_from_args(epoch, time_unit_ms, node_bits, sequence_bits),
+        id,
+    )
+    .1
+    .seq as i32
 }
 
 /// An ID decoded for JSON: the ID as a string, because JavaScript numbers lose integers above
@@ -114,11 +124,13 @@ struct DecodedJson {
 #[pg_extern(immutable, strict, parallel_safe)]
 fn snowflake_decode_jsonb(id: i64) -> pgrx::JsonB {
     let layout = gucs::layout();
+    let ts = format_rfc3339(layout.id_unix_ms(id).or_report());
+    let Parts { node, seq, .. } = layout.decompose(id).or_report();
     let decoded = DecodedJson {
         id: id.to_string(),
-        ts: format_rfc3339(layout.id_unix_ms(id).or_report()),
-        node_id: layout.decompose(id).or_report().node,
-        seq: layout.decompose(id).or_report().seq,
+        ts,
+        node_id: node,
+        seq,
     };
     pgrx::JsonB(
         serde_json::to_value(decoded).unwrap_or_else(|_| unreachable!("plain fields serialise")),
