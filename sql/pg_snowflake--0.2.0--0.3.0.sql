@@ -8,8 +8,9 @@
 ALTER FUNCTION snowflake_adopt(regclass, text) CALLED ON NULL INPUT;
 
 -- src/api.rs: snowflake_stats() also shows the waits for reservation writes, the failed
--- writes, and whether one is being written. A new result row type: dropped and created again
--- (nothing in a schema can depend on a function returning a table of counters).
+-- writes, and whether one is being written. A new result row type: dropped and created again,
+-- as pg_stat_statements does. A user's view over snowflake_stats() blocks the DROP (Postgres'
+-- own dependency error; the update changes nothing): drop the view, update, create it again.
 DROP FUNCTION snowflake_stats();
 CREATE  FUNCTION "snowflake_stats"() RETURNS TABLE (
 	"node_id" INT,  /* Option < i32 > */

@@ -4,8 +4,9 @@
 -- fresh CREATE EXTENSION of 0.4.0, member by member.
 
 -- src/api.rs: snowflake_stats() also counts the forward steps of the system clock that were
--- held rather than followed. A new result row type: dropped and created again (nothing in a
--- schema can depend on a function returning a table of counters).
+-- held rather than followed. A new result row type: dropped and created again, as
+-- pg_stat_statements does. A user's view over snowflake_stats() blocks the DROP (Postgres' own
+-- dependency error; the update changes nothing): drop the view, update, create it again.
 DROP FUNCTION snowflake_stats();
 CREATE  FUNCTION "snowflake_stats"() RETURNS TABLE (
 	"node_id" INT,  /* Option < i32 > */
