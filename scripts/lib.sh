@@ -109,7 +109,7 @@ fetch_pypi_tree() {
 }
 
 # Makes tree $1 the current one: exports PG_TREE, PG_MAJOR, PG_CONFIG and PG_BIN, which
-# scripts/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
+# scripts/pgserver, bench/run and the Rust harness (integration/) read.
 use_pg() {
     is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
     PG_TREE=$1

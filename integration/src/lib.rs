@@ -28,7 +28,7 @@ const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("pgrx-tests/ lies inside the repository")
+        .expect("integration/ lies inside the repository")
         .to_path_buf()
 }
 
