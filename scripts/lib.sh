@@ -18,6 +18,12 @@ PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGSF_MAJORS=(15 16 17 18)
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
+# The pairs of trees, OLD:NEW, that the pg_upgrade and pg_dump tests across majors cross
+# (integration/tests/across_majors.rs): each one whenever both its majors are tested.
+PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17)
+# The trees with pg_partman, for the pg_partman recipe's test (integration/tests/partman.rs):
+# Debian packages it for its own 15 only.
+PGSF_PARTMAN_TREES=(15)
 # Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian).
 PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
     sudo faketime python3-pip shellcheck)
@@ -140,6 +146,27 @@ export_pg_configs() {
             export "$var=$(pg_config_of "$name")"
         fi
     done
+}
+
+# The pairs of PGSF_UPGRADE_PAIRS_ALL whose old and new majors are both among $@, space-separated
+# (what PGSF_UPGRADE_PAIRS carries to the tests).
+upgrade_pairs() {
+    local pair old new list=()
+    for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
+        old=$(major_of "${pair%%:*}") new=$(major_of "${pair##*:}")
+        case " $* " in *" $old "*) ;; *) continue ;; esac
+        case " $* " in *" $new "*) ;; *) continue ;; esac
+        list+=("$pair")
+    done
+    echo "${list[*]}"
+}
+
+# Whether tree $1 has pg_partman (PGSF_PARTMAN_TREES).
+has_partman() {
+    case " ${PGSF_PARTMAN_TREES[*]} " in
+    *" $1 "*) return 0 ;;
+    *) return 1 ;;
+    esac
 }
 
 # The install lock. A tree's extension and library directories are shared by every checkout on

@@ -14,8 +14,11 @@
 //! column an attribute option (pg_attver) that vanilla builds reject, so pg_upgrade and a dump
 //! restored into them fail for any table, extension or not.
 //!
-//! `./dev test` runs these with `PGSF_UPGRADE_PAIRS` ("15-vanilla:18 16:17": old tree, new tree)
-//! and the pg_config of every tree in `PGSF_PG_CONFIG_<TREE>`.
+//! Every test here is `#[ignore]`d: it needs two majors, which only `./dev test`'s across stage
+//! has. That stage selects this file by its test binary (`--test across_majors
+//! --include-ignored`), with `PGSF_UPGRADE_PAIRS` (the pairs of scripts/lib.sh whose majors are
+//! both tested, e.g. "15-vanilla:18 16:17": old tree, new tree) and the pg_config of every tree
+//! in `PGSF_PG_CONFIG_<TREE>`; without them the tests fail, never pass.
 
 use postgres::Client;
 use snowflake_it::{
@@ -102,7 +105,8 @@ fn rows_and_max(client: &mut Client) -> (i64, i64) {
 }
 
 #[test]
-fn across_majors_pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids(&old_tree);
         let new = upgraded(&old, &new_tree, "-1h");
@@ -163,7 +167,8 @@ fn across_majors_pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_
 }
 
 #[test]
-fn across_majors_pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_to_fix_it() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_to_fix_it() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids(&old_tree);
         let new = upgraded(&old, &new_tree, "-1h");
@@ -261,7 +266,8 @@ fn has_file(server: &Server, name: &str) -> bool {
 /// reservation the new cluster wrote itself is moved aside by pg_upgrade's start, so the
 /// upgraded server refuses IDs until the old file is copied in.
 #[test]
-fn across_majors_pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids_as(node_on(&old_tree).fake_clock("+1h"));
         let new = new_cluster(&new_tree, node_on(&new_tree));
@@ -316,7 +322,8 @@ fn across_majors_pg_upgrade_into_a_cluster_started_before_still_refuses_without_
 /// old cluster's functions use into the new one before it changes anything; pg_snowflake
 /// refuses to be loaded that way, and pg_upgrade stops with its reason.
 #[test]
-fn across_majors_pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_refused() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_refused() {
     for (old_tree, new_tree) in pairs() {
         let (old, _) = old_server_with_ids(&old_tree);
         let new = new_cluster(
@@ -371,7 +378,8 @@ fn run(program: &std::path::Path, args: &[&str]) {
 /// The old major's data moved by the new major's pg_dump and pg_restore, into servers with the
 /// same node id (a migration) and another one (a copy that goes on as a new shard).
 #[test]
-fn across_majors_pg_dump_of_the_old_major_restores_into_the_new_one() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_dump_of_the_old_major_restores_into_the_new_one() {
     for (old_tree, new_tree) in pairs() {
         dump_and_restore(&old_tree, &new_tree);
     }
