@@ -135,15 +135,22 @@ server_env() {
     esac
 }
 
-# The pg_config of every tree, for the tests that cross majors: PGSF_PG_CONFIG_15,
-# PGSF_PG_CONFIG_15_VANILLA, ... (only the trees that are set up).
-export_pg_configs() {
-    local name var
+# What the Rust harness (integration/src/lib.rs) reads besides PG_CONFIG: the pg_config of every
+# tree, for the tests that cross majors (PGSF_PG_CONFIG_15, PGSF_PG_CONFIG_15_VANILLA, ...: only
+# the trees that are set up), and libfaketime's library for fake clocks (PGSF_LIBFAKETIME, from
+# Debian's faketime, under the machine's multiarch directory).
+export_test_env() {
+    local name var lib
     for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
         var=PGSF_PG_CONFIG_${name//-/_}
         var=${var^^}
         if [ -x "$(pg_config_of "$name")" ]; then
             export "$var=$(pg_config_of "$name")"
+        fi
+    done
+    for lib in /usr/lib/*/faketime/libfaketime.so.1; do
+        if [ -e "$lib" ]; then
+            export PGSF_LIBFAKETIME="$lib"
         fi
     done
 }
@@ -175,7 +182,8 @@ has_partman() {
 # at once if the first is taken) and holds it until
 # release_install_lock TREE or the end of this shell; children (scripts/test-install-section,
 # the tests) inherit it and see the trees in PGSF_INSTALL_LOCKS_HELD, so they do not wait for
-# themselves. PostgreSQL 15's lock keeps the name older checkouts use.
+# themselves. PostgreSQL 15's lock keeps the name it had before the other majors got locks:
+# checkouts of older commits on the same machine take that one, and must exclude this one.
 install_lock_file() {
     if [ "$1" = 15 ]; then
         echo /tmp/pg_snowflake.install.lock
@@ -226,6 +234,24 @@ release_install_lock() {
         [ "$other" = "$tree" ] || held+=("$other")
     done
     PGSF_INSTALL_LOCKS_HELD=${held[*]}
+}
+
+# Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql) into the
+# extension directory $1, running `install` through the command prefix in the other arguments
+# when given (e.g. as_root). pgrx generates the current version's script and copies the upgrade
+# scripts (pg_snowflake--A--B.sql) but not these, which CREATE EXTENSION pg_snowflake VERSION
+# '0.1.0' needs.
+copy_base_scripts() {
+    local dest=$1 script name scripts=()
+    shift
+    for script in "$PGSF_ROOT"/sql/pg_snowflake--*.sql; do
+        name=${script##*/}
+        case "${name#pg_snowflake--}" in
+        *--*) ;; # an upgrade script: pgrx copies those
+        *) scripts+=("$script") ;;
+        esac
+    done
+    [ ${#scripts[@]} -eq 0 ] || "$@" install -m 644 -t "$dest" "${scripts[@]}"
 }
 
 # Where Debian and apt.postgresql.org put an extension of major $1: the packages' layout, which
