@@ -22,13 +22,16 @@
 
 use postgres::Client;
 use snowflake_it::{
-    pg_config_of, pg_config_value, pg_major_of, strictly_increasing, take_ids, Config, Server,
+    assert_error, describe, pg_config_of, pg_config_value, pg_major_of, run, strictly_increasing,
+    take_ids, Config, Server,
 };
-use std::process::Command;
 
 const NODE: i32 = 5;
 const OLD_IDS: i64 = 100_000;
 const STATE: &str = "pg_snowflake.state";
+/// The refusal of IDs by a server pg_upgrade made without the old state file.
+const NO_STATE_FILE: &str =
+    "this data directory was made by pg_upgrade without its pg_snowflake state file";
 
 /// The (old tree, new tree) pairs to cross.
 fn pairs() -> Vec<(String, String)> {
@@ -117,14 +120,7 @@ fn pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones()
             new.data_file(STATE)
         ));
         new.start_again();
-        let behind_s: f64 = {
-            let server_now: f64 = new.query_one("SELECT extract(epoch FROM now())::float8");
-            let real_now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs_f64();
-            real_now - server_now
-        };
+        let behind_s = new.clock_behind_s();
         assert!(
             (3590.0..3610.0).contains(&behind_s),
             "the new server's clock is {behind_s} s behind, not an hour"
@@ -190,34 +186,24 @@ fn pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_to_fix_it() {
         let err = client
             .query_one("SELECT snowflake_nextval()", &[])
             .expect_err("the server must refuse IDs without the old state file");
-        let db = err.as_db_error().unwrap_or_else(|| panic!("{err}"));
         println!(
-            "{old_tree} → {new_tree} without the state file: {} {}\nDETAIL: {:?}\nHINT: {:?}",
-            db.code().code(),
-            db.message(),
-            db.detail(),
-            db.hint()
+            "{old_tree} → {new_tree} without the state file: {}",
+            describe(&err)
         );
-        assert_eq!(db.code().code(), "55000");
-        assert_eq!(
-            db.message(),
-            "this data directory was made by pg_upgrade without its pg_snowflake state file"
-        );
-        assert_eq!(
-            db.detail(),
+        assert_error(
+            &err,
+            "55000",
+            NO_STATE_FILE,
             Some(
                 "pg_upgrade does not copy \"pg_snowflake.state\", which holds the old server's \
                  last reservation of snowflake IDs; without it this server could issue IDs the \
-                 old one issued."
-            )
-        );
-        assert_eq!(
-            db.hint(),
+                 old one issued.",
+            ),
             Some(
                 "Stop the server, copy \"pg_snowflake.state\" from the old data directory into \
                  this one, and start the server again. If the old server never made snowflake \
-                 IDs, delete this directory's \"pg_snowflake.state\" instead."
-            )
+                 IDs, delete this directory's \"pg_snowflake.state\" instead.",
+            ),
         );
         let rows: i64 = client
             .query_one("SELECT count(*) FROM orders", &[])
@@ -300,13 +286,13 @@ fn pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file
             ),
             Err(err) => err,
         };
-        let db = err.as_db_error().unwrap_or_else(|| panic!("{err}"));
-        assert_eq!(db.code().code(), "55000");
-        assert_eq!(
-            db.message(),
-            "this data directory was made by pg_upgrade without its pg_snowflake state file"
+        let db = assert_error(
+            &err,
+            "55000",
+            NO_STATE_FILE,
+            None,
+            Some("Stop the server, copy…"),
         );
-        assert!(db.hint().unwrap().starts_with("Stop the server, copy"));
         drop(client);
         println!(
             "{old_tree} → {new_tree}, new cluster started and used before pg_upgrade, state \
@@ -362,19 +348,6 @@ fn pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_refused() {
     }
 }
 
-fn run(program: &std::path::Path, args: &[&str]) {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
-    assert!(
-        output.status.success(),
-        "{} {args:?} failed:\n{}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// The old major's data moved by the new major's pg_dump and pg_restore, into servers with the
 /// same node id (a migration) and another one (a copy that goes on as a new shard).
 #[test]
@@ -401,7 +374,7 @@ fn dump_and_restore(old_tree: &str, new_tree: &str) {
         let before: (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
         // The newer major's pg_dump, as PostgreSQL's documentation asks.
         run(
-            &new_bin.join("pg_dump"),
+            new_bin.join("pg_dump"),
             &[
                 "--format=custom",
                 "--file",
@@ -418,7 +391,7 @@ fn dump_and_restore(old_tree: &str, new_tree: &str) {
         );
         new.execute("CREATE DATABASE restored");
         run(
-            &new_bin.join("pg_restore"),
+            new_bin.join("pg_restore"),
             &[
                 "--exit-on-error",
                 "--dbname",
