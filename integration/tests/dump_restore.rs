@@ -2,8 +2,7 @@
 //! node id (a migration) or another one (a copy that will go on as a new shard). The extension,
 //! the defaults and the data come back intact, and generation goes on above every restored key.
 
-use snowflake_it::{pg_bin, Config, Server};
-use std::process::Command;
+use snowflake_it::{pg_bin, run, Config, Server};
 
 const ROWS: i64 = 20_000;
 
@@ -22,18 +21,6 @@ fn digest(client: &mut postgres::Client) -> (i64, String, i64, String) {
     (row.get(0), row.get(1), row.get(2), row.get(3))
 }
 
-fn run(program: &str, args: &[&str]) {
-    let output = Command::new(pg_bin(program))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
-    assert!(
-        output.status.success(),
-        "{program} {args:?} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 #[test]
 fn dump_and_restore_into_a_fresh_server_then_keep_generating() {
     let dump = std::env::temp_dir().join(format!("pgsf-dump-{}.dump", std::process::id()));
@@ -50,7 +37,7 @@ fn dump_and_restore_into_a_fresh_server_then_keep_generating() {
             .unwrap();
         let before = digest(&mut client);
         run(
-            "pg_dump",
+            pg_bin("pg_dump"),
             &[
                 "--format=custom",
                 "--file",
@@ -75,7 +62,7 @@ fn dump_and_restore_into_a_fresh_server_then_keep_generating() {
             .batch_execute("CREATE DATABASE restored")
             .unwrap();
         run(
-            "pg_restore",
+            pg_bin("pg_restore"),
             &[
                 "--exit-on-error",
                 "--dbname",

@@ -7,7 +7,8 @@
 //! majors asks for another tree by name ([`pg_config_of`]), from the `PGSF_PG_CONFIG_<TREE>`
 //! variables the same script exports. No file here names a PostgreSQL directory.
 //!
-//! A server can run on a fake clock: libfaketime (Debian's `faketime`) preloaded into it, reading
+//! A server can run on a fake clock: libfaketime (Debian's `faketime`, at the path
+//! `PGSF_LIBFAKETIME` that `scripts/lib.sh` exports) preloaded into it, reading
 //! its offset from a file in the server's directory that tests rewrite while the server runs.
 //! Only the wall clock is faked; the monotonic clock keeps real time, as on a real machine whose
 //! clock is stepped.
@@ -22,13 +23,11 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
-
 /// The repository's top directory.
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("pgrx-tests/ lies inside the repository")
+        .expect("integration/ lies inside the repository")
         .to_path_buf()
 }
 
@@ -202,6 +201,7 @@ impl Config {
         }
     }
 
+    /// One more postgresql.conf line (e.g. `"wal_level = logical"`).
     pub fn setting(mut self, line: &str) -> Self {
         self.settings.push(line.to_string());
         self
@@ -259,6 +259,14 @@ impl Config {
     }
 }
 
+/// libfaketime's library (`PGSF_LIBFAKETIME`, exported by `./dev test` from scripts/lib.sh).
+fn libfaketime() -> String {
+    std::env::var("PGSF_LIBFAKETIME").expect(
+        "PGSF_LIBFAKETIME is not set: run the tests through ./dev test, which sets it from \
+         scripts/lib.sh",
+    )
+}
+
 /// The fsync-delay shim, built once per test process with `cc` into a directory the `postgres`
 /// OS user can read.
 fn fsync_delay_shim() -> String {
@@ -305,22 +313,6 @@ impl Server {
             server.execute("CREATE EXTENSION pg_snowflake");
         }
         server
-    }
-
-    /// Like [`Server::start`], with more postgresql.conf lines (e.g. `"wal_level = logical"`).
-    pub fn start_with(name: &str, mut config: Config, extra: &[&str]) -> Server {
-        config
-            .settings
-            .extend(extra.iter().map(|line| line.to_string()));
-        Server::start(name, config)
-    }
-
-    /// Like [`Server::init`], with more postgresql.conf lines.
-    pub fn init_with(name: &str, mut config: Config, extra: &[&str]) -> Server {
-        config
-            .settings
-            .extend(extra.iter().map(|line| line.to_string()));
-        Server::init(name, config)
     }
 
     /// A fresh data directory with this configuration, not started yet.
@@ -430,7 +422,7 @@ impl Server {
     fn start_env(&self) -> Vec<(&'static str, String)> {
         let (mut preload, mut env) = (vec![], vec![]);
         if self.fake_clock {
-            preload.push(LIBFAKETIME.to_string());
+            preload.push(libfaketime());
             env.extend([
                 format!("FAKETIME_TIMESTAMP_FILE={}", self.clock_file()),
                 "FAKETIME_CACHE_DURATION=1".to_string(),
@@ -533,7 +525,7 @@ impl Server {
 
     /// A new connection to the `postgres` database as the superuser.
     pub fn connect(&self) -> Client {
-        self.connect_as("postgres")
+        self.connect_db("postgres")
     }
 
     /// A new connection to database `dbname` as the superuser.
@@ -542,24 +534,28 @@ impl Server {
             .unwrap_or_else(|e| panic!("connecting to {dbname} on port {}: {e}", self.port))
     }
 
-    /// A libpq connection string for database `dbname`, for postgres_fdw, subscriptions and the
-    /// client programs.
-    pub fn conninfo(&self, dbname: &str) -> String {
-        format!(
-            "host=127.0.0.1 port={} user=postgres dbname={dbname}",
-            self.port
-        )
+    /// A new connection to the `postgres` database as role `user`.
+    pub fn connect_as(&self, user: &str) -> Client {
+        Client::connect(&self.conninfo_as(user, "postgres"), NoTls).unwrap_or_else(|e| {
+            panic!(
+                "connecting as {user} to the server on port {}: {e}",
+                self.port
+            )
+        })
     }
 
-    pub fn connect_as(&self, user: &str) -> Client {
-        Client::connect(
-            &format!(
-                "host=127.0.0.1 port={} user={user} dbname=postgres",
-                self.port
-            ),
-            NoTls,
+    /// A libpq connection string for database `dbname` as the superuser, for postgres_fdw,
+    /// subscriptions and the client programs.
+    pub fn conninfo(&self, dbname: &str) -> String {
+        self.conninfo_as("postgres", dbname)
+    }
+
+    /// A libpq connection string for database `dbname` as role `user`.
+    pub fn conninfo_as(&self, user: &str, dbname: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user={user} dbname={dbname}",
+            self.port
         )
-        .unwrap_or_else(|e| panic!("connecting to the server on port {}: {e}", self.port))
     }
 
     /// Runs SQL on a new connection; panics on error.
@@ -571,10 +567,17 @@ impl Server {
 
     /// The first column of the first row of a query on a new connection.
     pub fn query_one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str) -> T {
-        self.connect()
-            .query_one(sql, &[])
-            .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)))
-            .get(0)
+        one(&mut self.connect(), sql)
+    }
+
+    /// Seconds the server's clock (`now()`, fake or not) is behind the real one.
+    pub fn clock_behind_s(&self) -> f64 {
+        let server_now: f64 = self.query_one("SELECT extract(epoch FROM now())::float8");
+        let real_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        real_now - server_now
     }
 
     /// The server log, for failure messages.
@@ -595,6 +598,81 @@ pub fn describe(e: &postgres::Error) -> String {
         Some(db) => format!("{} {}", db.code().code(), db.message()),
         None => e.to_string(),
     }
+}
+
+/// Asserts that `err` is an error the server raised with this SQLSTATE, message, DETAIL and HINT,
+/// and returns it. `None` leaves DETAIL or HINT unchecked; an expected text that ends in `…`
+/// matches every text that starts with what comes before the `…`.
+pub fn assert_error<'e>(
+    err: &'e postgres::Error,
+    sqlstate: &str,
+    message: &str,
+    detail: Option<&str>,
+    hint: Option<&str>,
+) -> &'e postgres::error::DbError {
+    let db = err
+        .as_db_error()
+        .unwrap_or_else(|| panic!("not an error of the server: {err}"));
+    let full = format!(
+        "{} {}\nDETAIL: {:?}\nHINT: {:?}",
+        db.code().code(),
+        db.message(),
+        db.detail(),
+        db.hint()
+    );
+    let matches = |expected: &str, actual: Option<&str>| match expected.strip_suffix('…') {
+        Some(prefix) => actual.is_some_and(|actual| actual.starts_with(prefix)),
+        None => actual == Some(expected),
+    };
+    assert_eq!(db.code().code(), sqlstate, "the SQLSTATE of:\n{full}");
+    assert!(
+        matches(message, Some(db.message())),
+        "expected the message {message:?}, got:\n{full}"
+    );
+    if let Some(detail) = detail {
+        assert!(
+            matches(detail, db.detail()),
+            "expected the DETAIL {detail:?}, got:\n{full}"
+        );
+    }
+    if let Some(hint) = hint {
+        assert!(
+            matches(hint, db.hint()),
+            "expected the HINT {hint:?}, got:\n{full}"
+        );
+    }
+    db
+}
+
+/// The first column of the first row of `sql` on `client`; panics with the server's error.
+pub fn one<T: for<'a> postgres::types::FromSql<'a>>(client: &mut Client, sql: &str) -> T {
+    client
+        .query_one(sql, &[])
+        .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)))
+        .get(0)
+}
+
+/// [`one`] of a query that counts (a `bigint`).
+pub fn count(client: &mut Client, sql: &str) -> i64 {
+    one(client, sql)
+}
+
+/// Runs `program` (a path, or a name looked up on PATH) with `args` and returns its standard
+/// output; panics with everything it printed when it fails.
+pub fn run(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> String {
+    let program = Path::new(program.as_ref());
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+    assert!(
+        output.status.success(),
+        "{} {args:?} failed:\n{}{}",
+        program.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// `SELECT snowflake_nextval()` `count` times on one connection, in statements of `batch` IDs,
@@ -628,7 +706,10 @@ pub fn start_cluster(name: &str, nodes: &[i32], settings: &[&str]) -> Vec<Server
             .iter()
             .map(|&node| {
                 scope.spawn(move || {
-                    Server::start_with(&format!("{name}{node}"), Config::node(node), settings)
+                    let config = settings
+                        .iter()
+                        .fold(Config::node(node), |config, line| config.setting(line));
+                    Server::start(&format!("{name}{node}"), config)
                 })
             })
             .collect();

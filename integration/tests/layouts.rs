@@ -2,7 +2,7 @@
 //! correctly; settings that cannot work stop the server with the reason; a server refuses to
 //! start under another layout than its IDs were made with; `sequence_spread` spreads `id % 16`.
 
-use snowflake_it::{strictly_increasing, take_ids, Config, Server};
+use snowflake_it::{assert_error, strictly_increasing, take_ids, Config, Server};
 
 /// (name, postgresql.conf lines, node id, epoch, unit ms, node bits, sequence bits)
 type Preset = (
@@ -63,7 +63,10 @@ const PRESETS: [Preset; 3] = [
 #[test]
 fn three_layouts_generate_decode_and_order() {
     for (name, settings, node, epoch, unit, node_bits, seq_bits) in PRESETS {
-        let server = Server::start_with(name, Config::node(node), &settings);
+        let config = settings
+            .iter()
+            .fold(Config::node(node), |config, line| config.setting(line));
+        let server = Server::start(name, config);
         // The seconds layout makes 512 IDs a second: ask for a little more than that.
         let ids = take_ids(&mut server.connect(), 1_500, 100);
         assert!(strictly_increasing(&ids), "{name}");
@@ -92,7 +95,10 @@ fn three_layouts_generate_decode_and_order() {
 
 /// Starts a server with these settings, expecting it to refuse; returns its log.
 fn refused(name: &str, settings: &[&str]) -> String {
-    let server = Server::init_with(name, Config::node(1), settings);
+    let config = settings
+        .iter()
+        .fold(Config::node(1), |config, line| config.setting(line));
+    let server = Server::init(name, config);
     server
         .try_start()
         .expect_err("a server with an invalid layout must not start")
@@ -142,23 +148,22 @@ fn layout_settings_that_cannot_work_stop_the_server_with_the_reason() {
     }
     // A layout whose time field has already run out (19 bits of ms: 8 minutes) starts, and
     // says so when asked for an ID.
-    let short = Server::start_with(
+    let short = Server::start(
         "shortlayout",
-        Config::node(1),
-        &[
-            "pg_snowflake.node_bits = 22",
-            "pg_snowflake.sequence_bits = 22",
-        ],
+        Config::node(1)
+            .setting("pg_snowflake.node_bits = 22")
+            .setting("pg_snowflake.sequence_bits = 22"),
     );
     let err = short
         .connect()
         .query_one("SELECT snowflake_nextval()", &[])
         .unwrap_err();
-    let err = err.as_db_error().expect("a server error");
-    assert_eq!(err.code().code(), "2200H");
-    assert_eq!(
-        err.detail(),
-        Some("The time field of this layout ends at 2024-01-01 00:08:44.287 UTC.")
+    assert_error(
+        &err,
+        "2200H",
+        "snowflake time field is exhausted",
+        Some("The time field of this layout ends at 2024-01-01 00:08:44.287 UTC."),
+        None,
     );
 }
 
@@ -204,10 +209,9 @@ fn low_rate_buckets(server: &Server, count: i32) -> [i64; 16] {
 
 #[test]
 fn sequence_spread_spreads_id_mod_16_at_low_rates() {
-    let spread = Server::start_with(
+    let spread = Server::start(
         "spread",
-        Config::node(1),
-        &["pg_snowflake.sequence_spread = 16"],
+        Config::node(1).setting("pg_snowflake.sequence_spread = 16"),
     );
     let buckets = low_rate_buckets(&spread, 10_000);
     println!("sequence_spread = 16, 10,000 IDs one per ms: id % 16 buckets {buckets:?}");

@@ -7,8 +7,7 @@
 //! PostgreSQL 15 has no `origin` subscription parameter: there the test checks that 15 refuses
 //! it, which is why the recipe needs 16 or later.
 
-use postgres::Client;
-use snowflake_it::{describe, pg_major, start_cluster, wait_until, Server};
+use snowflake_it::{count, describe, pg_major, start_cluster, wait_until, Server};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -18,13 +17,6 @@ const CLIENTS_PER_NODE: i64 = 2;
 const ROWS_PER_STATEMENT: i64 = 250;
 const TABLE: &str = "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT snowflake_nextval(),
                                           made_on int NOT NULL, item text NOT NULL)";
-
-fn one(client: &mut Client, sql: &str) -> i64 {
-    client
-        .query_one(sql, &[])
-        .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)))
-        .get(0)
-}
 
 /// The subscription that makes `server` apply what `other` publishes.
 fn subscribe(server: &Server, other: &Server, name: &str) -> Result<(), postgres::Error> {
@@ -122,14 +114,14 @@ fn two_primaries_replicate_to_each_other_with_origin_none_without_a_conflict() {
         || {
             clients
                 .iter_mut()
-                .all(|client| one(client, "SELECT count(*) FROM orders") >= total)
+                .all(|client| count(client, "SELECT count(*) FROM orders") >= total)
         },
     );
     println!("both primaries held all {total} rows {caught_up:?} after the inserts");
 
     let mut digests = vec![];
     for (client, node) in clients.iter_mut().zip(NODES) {
-        let errors = one(
+        let errors = count(
             client,
             "SELECT coalesce(sum(apply_error_count + sync_error_count), 0)::bigint
              FROM pg_stat_subscription_stats",
@@ -155,7 +147,7 @@ fn two_primaries_replicate_to_each_other_with_origin_none_without_a_conflict() {
         );
         for made_on in NODES {
             assert_eq!(
-                one(
+                count(
                     client,
                     &format!("SELECT count(*) FROM orders WHERE made_on = {made_on}")
                 ),

@@ -5,10 +5,9 @@
 
 use serde_json::Value;
 use snowflake_it::{
-    cargo_package_field, cargo_version, pg_config_of, pg_config_value, pg_major, repo_root,
+    cargo_package_field, cargo_version, pg_config_of, pg_config_value, pg_major, repo_root, run,
 };
 use std::collections::BTreeSet;
-use std::process::Command;
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(repo_root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -100,28 +99,13 @@ fn debian_layout_is_what_debians_own_pg_config_says() {
     );
 }
 
-/// Runs a command, returning its stdout; panics with everything it printed on failure.
-fn run(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
-    let printed =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed:\n{printed}"
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 #[test]
 fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_layout() {
     let root = repo_root();
     let major = pg_major();
     // Builds both packages and fails unless lintian passes the .deb without errors or warnings.
     run(
-        root.join("dev").to_str().unwrap(),
+        root.join("dev"),
         &["package", "--pg", &major.to_string(), "--debug"],
     );
 

@@ -3,7 +3,7 @@
 //! also when the bound is computed from now() at execution time.
 
 use postgres::Client;
-use snowflake_it::{Config, Server};
+use snowflake_it::{count, Config, Server};
 
 fn plan(client: &mut Client, explain: &str) -> String {
     let lines: Vec<String> = client
@@ -21,10 +21,6 @@ fn partitions_in(plan: &str) -> std::collections::BTreeSet<&str> {
         .filter(|word| word.len() == 15 && word.starts_with("events_"))
         .filter(|word| word[7..].bytes().all(|b| b.is_ascii_digit()))
         .collect()
-}
-
-fn count(client: &mut Client, sql: &str) -> i64 {
-    client.query_one(sql, &[]).unwrap().get(0)
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! The servers need `sql/pg_snowflake--0.1.0.sql` installed, which `./dev test` does.
 
 use postgres::Client;
-use snowflake_it::{cargo_version, describe, repo_root, strictly_increasing, Config, Server};
+use snowflake_it::{cargo_version, describe, one, repo_root, strictly_increasing, Config, Server};
 use std::collections::{BTreeMap, BTreeSet};
 
 const FIRST_RELEASE: &str = "0.1.0";
@@ -215,13 +215,6 @@ fn run(client: &mut Client, sql: &str) {
     client
         .batch_execute(sql)
         .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)));
-}
-
-fn one<T: for<'a> postgres::types::FromSql<'a>>(client: &mut Client, sql: &str) -> T {
-    client
-        .query_one(sql, &[])
-        .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)))
-        .get(0)
 }
 
 #[test]

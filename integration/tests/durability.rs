@@ -3,22 +3,14 @@
 //! behind. Real servers, real SIGKILLs, a real streaming standby, and libfaketime for the clock.
 
 use postgres::Client;
-use snowflake_it::{strictly_increasing, take_ids, wait_until, Config, Server};
+use snowflake_it::{
+    assert_error, describe, strictly_increasing, take_ids, wait_until, Config, Server,
+};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-
-/// Seconds the server's clock is behind the real one.
-fn clock_behind_s(server: &Server) -> f64 {
-    let server_now: f64 = server.query_one("SELECT extract(epoch FROM now())::float8");
-    let real_now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
-    real_now - server_now
-}
 
 fn stats_i64(server: &Server, column: &str) -> i64 {
     server.query_one(&format!("SELECT {column} FROM snowflake_stats()"))
@@ -159,7 +151,7 @@ fn clock_stepping_back_an_hour_while_running_neither_stalls_nor_repeats() {
         );
         slowest = slowest.max(call.elapsed());
     }
-    let behind = clock_behind_s(&server);
+    let behind = server.clock_behind_s();
     let regressions = stats_i64(&server, "clock_regressions");
     let lead = stats_i64(&server, "lead_ms");
     println!(
@@ -193,7 +185,7 @@ fn crash_under_insert_load_then_restart_with_the_clock_10_minutes_behind() {
 
     server.set_clock("-10m");
     server.start_again();
-    let behind = clock_behind_s(&server);
+    let behind = server.clock_behind_s();
     let (rows, committed_max): (i64, i64) = {
         let row = server
             .connect()
@@ -226,7 +218,7 @@ fn clean_restart_with_the_clock_an_hour_behind() {
     server.stop();
     server.set_clock("-1h");
     server.start_again();
-    let behind = clock_behind_s(&server);
+    let behind = server.clock_behind_s();
     let after = new_ids(&server, 50_000);
     println!(
         "clean restart {behind:.0} s behind: last ID before {}, first after {}",
@@ -250,17 +242,18 @@ fn promoted_standby_with_its_clock_behind_never_reissues_the_primarys_ids() {
         .connect()
         .query_one("SELECT snowflake_nextval()", &[])
         .unwrap_err();
-    let refused = refused.as_db_error().expect("a server error");
-    assert_eq!(refused.code().code(), "25006");
-    assert_eq!(
-        refused.message(),
-        "cannot make snowflake IDs during recovery"
+    assert_error(
+        &refused,
+        "25006",
+        "cannot make snowflake IDs during recovery",
+        None,
+        None,
     );
 
     let acknowledged = insert_then(&primary, 4, 3, || primary.crash());
     let before_max = *acknowledged.iter().max().unwrap();
     standby.promote();
-    let behind = clock_behind_s(&standby);
+    let behind = standby.clock_behind_s();
     let committed_max: i64 = standby.query_one("SELECT max(id) FROM t");
     let after = new_ids(&standby, 10_000);
     println!(
@@ -304,23 +297,13 @@ fn the_end_of_the_time_field_is_an_error_never_a_negative_id() {
     let err = client
         .query_one("SELECT snowflake_nextval()", &[])
         .unwrap_err();
-    let err = err.as_db_error().expect("a server error");
-    println!(
-        "past the end: {} {} / {:?} / {:?}",
-        err.code().code(),
-        err.message(),
-        err.detail(),
-        err.hint()
-    );
-    assert_eq!(err.code().code(), "2200H");
-    assert_eq!(err.message(), "snowflake time field is exhausted");
-    assert_eq!(
-        err.detail(),
-        Some("The time field of this layout ends at 2093-09-06 15:47:35.551 UTC.")
-    );
-    assert_eq!(
-        err.hint(),
-        Some("No more IDs can be made with this layout and epoch; check the server's clock.")
+    println!("past the end: {}", describe(&err));
+    assert_error(
+        &err,
+        "2200H",
+        "snowflake time field is exhausted",
+        Some("The time field of this layout ends at 2093-09-06 15:47:35.551 UTC."),
+        Some("No more IDs can be made with this layout and epoch; check the server's clock."),
     );
 }
 
@@ -349,20 +332,11 @@ fn a_clock_before_the_epoch_before_the_first_id_is_refused_with_the_reason() {
     let err = client
         .query_one("SELECT snowflake_nextval()", &[])
         .unwrap_err();
-    let err = err.as_db_error().expect("a server error");
-    assert_eq!(err.code().code(), "22008");
-    assert_eq!(
-        err.message(),
-        "the server's clock is before the snowflake epoch"
-    );
-    assert!(
-        err.detail()
-            .is_some_and(|d| d.starts_with("The clock reads 2023-")),
-        "{:?}",
-        err.detail()
-    );
-    assert_eq!(
-        err.hint(),
-        Some("Set the server's clock to the correct time.")
+    assert_error(
+        &err,
+        "22008",
+        "the server's clock is before the snowflake epoch",
+        Some("The clock reads 2023-…"),
+        Some("Set the server's clock to the correct time."),
     );
 }

@@ -14,18 +14,24 @@
 //! column an attribute option (pg_attver) that vanilla builds reject, so pg_upgrade and a dump
 //! restored into them fail for any table, extension or not.
 //!
-//! `./dev test` runs these with `PGSF_UPGRADE_PAIRS` ("15-vanilla:18 16:17": old tree, new tree)
-//! and the pg_config of every tree in `PGSF_PG_CONFIG_<TREE>`.
+//! Every test here is `#[ignore]`d: it needs two majors, which only `./dev test`'s across stage
+//! has. That stage selects this file by its test binary (`--test across_majors
+//! --include-ignored`), with `PGSF_UPGRADE_PAIRS` (the pairs of scripts/lib.sh whose majors are
+//! both tested, e.g. "15-vanilla:18 16:17": old tree, new tree) and the pg_config of every tree
+//! in `PGSF_PG_CONFIG_<TREE>`; without them the tests fail, never pass.
 
 use postgres::Client;
 use snowflake_it::{
-    pg_config_of, pg_config_value, pg_major_of, strictly_increasing, take_ids, Config, Server,
+    assert_error, describe, pg_config_of, pg_config_value, pg_major_of, run, strictly_increasing,
+    take_ids, Config, Server,
 };
-use std::process::Command;
 
 const NODE: i32 = 5;
 const OLD_IDS: i64 = 100_000;
 const STATE: &str = "pg_snowflake.state";
+/// The refusal of IDs by a server pg_upgrade made without the old state file.
+const NO_STATE_FILE: &str =
+    "this data directory was made by pg_upgrade without its pg_snowflake state file";
 
 /// The (old tree, new tree) pairs to cross.
 fn pairs() -> Vec<(String, String)> {
@@ -102,7 +108,8 @@ fn rows_and_max(client: &mut Client) -> (i64, i64) {
 }
 
 #[test]
-fn across_majors_pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids(&old_tree);
         let new = upgraded(&old, &new_tree, "-1h");
@@ -113,14 +120,7 @@ fn across_majors_pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_
             new.data_file(STATE)
         ));
         new.start_again();
-        let behind_s: f64 = {
-            let server_now: f64 = new.query_one("SELECT extract(epoch FROM now())::float8");
-            let real_now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_secs_f64();
-            real_now - server_now
-        };
+        let behind_s = new.clock_behind_s();
         assert!(
             (3590.0..3610.0).contains(&behind_s),
             "the new server's clock is {behind_s} s behind, not an hour"
@@ -163,7 +163,8 @@ fn across_majors_pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_
 }
 
 #[test]
-fn across_majors_pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_to_fix_it() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_to_fix_it() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids(&old_tree);
         let new = upgraded(&old, &new_tree, "-1h");
@@ -185,34 +186,24 @@ fn across_majors_pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_
         let err = client
             .query_one("SELECT snowflake_nextval()", &[])
             .expect_err("the server must refuse IDs without the old state file");
-        let db = err.as_db_error().unwrap_or_else(|| panic!("{err}"));
         println!(
-            "{old_tree} → {new_tree} without the state file: {} {}\nDETAIL: {:?}\nHINT: {:?}",
-            db.code().code(),
-            db.message(),
-            db.detail(),
-            db.hint()
+            "{old_tree} → {new_tree} without the state file: {}",
+            describe(&err)
         );
-        assert_eq!(db.code().code(), "55000");
-        assert_eq!(
-            db.message(),
-            "this data directory was made by pg_upgrade without its pg_snowflake state file"
-        );
-        assert_eq!(
-            db.detail(),
+        assert_error(
+            &err,
+            "55000",
+            NO_STATE_FILE,
             Some(
                 "pg_upgrade does not copy \"pg_snowflake.state\", which holds the old server's \
                  last reservation of snowflake IDs; without it this server could issue IDs the \
-                 old one issued."
-            )
-        );
-        assert_eq!(
-            db.hint(),
+                 old one issued.",
+            ),
             Some(
                 "Stop the server, copy \"pg_snowflake.state\" from the old data directory into \
                  this one, and start the server again. If the old server never made snowflake \
-                 IDs, delete this directory's \"pg_snowflake.state\" instead."
-            )
+                 IDs, delete this directory's \"pg_snowflake.state\" instead.",
+            ),
         );
         let rows: i64 = client
             .query_one("SELECT count(*) FROM orders", &[])
@@ -261,7 +252,8 @@ fn has_file(server: &Server, name: &str) -> bool {
 /// reservation the new cluster wrote itself is moved aside by pg_upgrade's start, so the
 /// upgraded server refuses IDs until the old file is copied in.
 #[test]
-fn across_majors_pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids_as(node_on(&old_tree).fake_clock("+1h"));
         let new = new_cluster(&new_tree, node_on(&new_tree));
@@ -294,13 +286,13 @@ fn across_majors_pg_upgrade_into_a_cluster_started_before_still_refuses_without_
             ),
             Err(err) => err,
         };
-        let db = err.as_db_error().unwrap_or_else(|| panic!("{err}"));
-        assert_eq!(db.code().code(), "55000");
-        assert_eq!(
-            db.message(),
-            "this data directory was made by pg_upgrade without its pg_snowflake state file"
+        let db = assert_error(
+            &err,
+            "55000",
+            NO_STATE_FILE,
+            None,
+            Some("Stop the server, copy…"),
         );
-        assert!(db.hint().unwrap().starts_with("Stop the server, copy"));
         drop(client);
         println!(
             "{old_tree} → {new_tree}, new cluster started and used before pg_upgrade, state \
@@ -316,7 +308,8 @@ fn across_majors_pg_upgrade_into_a_cluster_started_before_still_refuses_without_
 /// old cluster's functions use into the new one before it changes anything; pg_snowflake
 /// refuses to be loaded that way, and pg_upgrade stops with its reason.
 #[test]
-fn across_majors_pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_refused() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_refused() {
     for (old_tree, new_tree) in pairs() {
         let (old, _) = old_server_with_ids(&old_tree);
         let new = new_cluster(
@@ -355,23 +348,11 @@ fn across_majors_pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_
     }
 }
 
-fn run(program: &std::path::Path, args: &[&str]) {
-    let output = Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
-    assert!(
-        output.status.success(),
-        "{} {args:?} failed:\n{}",
-        program.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// The old major's data moved by the new major's pg_dump and pg_restore, into servers with the
 /// same node id (a migration) and another one (a copy that goes on as a new shard).
 #[test]
-fn across_majors_pg_dump_of_the_old_major_restores_into_the_new_one() {
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_dump_of_the_old_major_restores_into_the_new_one() {
     for (old_tree, new_tree) in pairs() {
         dump_and_restore(&old_tree, &new_tree);
     }
@@ -393,7 +374,7 @@ fn dump_and_restore(old_tree: &str, new_tree: &str) {
         let before: (i64, String, i64) = (row.get(0), row.get(1), row.get(2));
         // The newer major's pg_dump, as PostgreSQL's documentation asks.
         run(
-            &new_bin.join("pg_dump"),
+            new_bin.join("pg_dump"),
             &[
                 "--format=custom",
                 "--file",
@@ -410,7 +391,7 @@ fn dump_and_restore(old_tree: &str, new_tree: &str) {
         );
         new.execute("CREATE DATABASE restored");
         run(
-            &new_bin.join("pg_restore"),
+            new_bin.join("pg_restore"),
             &[
                 "--exit-on-error",
                 "--dbname",

@@ -6,7 +6,7 @@
 //! would have used: those collide by the hundred thousand, the snowflake keys not once.
 
 use postgres::Client;
-use snowflake_it::{start_cluster, wait_until, Server};
+use snowflake_it::{count, start_cluster, wait_until, Server};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -64,10 +64,6 @@ fn insert_concurrently(shards: &[Server], progress: &AtomicUsize, pause: Duratio
             }
         }
     });
-}
-
-fn count(client: &mut Client, sql: &str) -> i64 {
-    client.query_one(sql, &[]).unwrap().get(0)
 }
 
 /// The checks every merge must pass, on the table `events` of `hub`: exact row count, no two
@@ -175,13 +171,11 @@ fn three_shards_merge_through_postgres_fdw_without_a_conflict() {
 #[test]
 fn three_shards_merge_through_logical_replication_while_inserting() {
     let shards = start_cluster("pub", &SHARDS, &["wal_level = logical"]);
-    let hub = Server::start_with(
+    let hub = Server::start(
         "sub",
-        snowflake_it::Config::node(HUB),
-        &[
-            "max_logical_replication_workers = 8",
-            "max_worker_processes = 16",
-        ],
+        snowflake_it::Config::node(HUB)
+            .setting("max_logical_replication_workers = 8")
+            .setting("max_worker_processes = 16"),
     );
     for shard in &shards {
         shard
