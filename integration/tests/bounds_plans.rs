@@ -76,7 +76,7 @@ fn rows_of_the_last_day_are_an_index_range_scan_on_the_key() {
 fn day_partitions_bounded_by_timestamps_are_pruned() {
     let server = Server::start("prune", Config::node(1));
     let mut client = server.connect();
-    // The README's recipe: one partition per UTC day, from 3 days ago to tomorrow.
+    // docs/GUIDE.md's recipe: one partition per UTC day, from 3 days ago to tomorrow.
     client
         .batch_execute(
             "CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), body text)

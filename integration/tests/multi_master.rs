@@ -2,7 +2,7 @@
 //! its table and subscribing to the other's publication with `origin = none` (a row that arrived
 //! by replication is not sent back), both inserting at the same time. Snowflake keys from
 //! different node ids never collide, so there is no apply error and no key conflict, and both
-//! servers end with the same rows. The README's "Multi-master" recipe is this test's SQL.
+//! servers end with the same rows. docs/GUIDE.md's "Multi-master" recipe is this test's SQL.
 //!
 //! PostgreSQL 15 has no `origin` subscription parameter: there the test checks that 15 refuses
 //! it, which is why the recipe needs 16 or later.

@@ -1,4 +1,4 @@
-//! The README's pg_partman recipe, with Debian's postgresql-15-partman (pg_partman 4.7): ID-based
+//! docs/GUIDE.md's pg_partman recipe, with Debian's postgresql-15-partman (pg_partman 4.7): ID-based
 //! native partitioning whose interval is one UTC day of snowflake IDs (86400000 << 22) and whose
 //! start is snowflake_from_timestamp of a UTC midnight, so every partition holds exactly one UTC
 //! day; maintenance makes partitions ahead of the newest ID and drops those past retention.

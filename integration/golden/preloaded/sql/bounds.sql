@@ -50,7 +50,7 @@ SELECT snowflake_from_timestamp('infinity');
 SELECT snowflake_max_from_timestamp('-infinity');
 \echo :LAST_ERROR_SQLSTATE
 
--- The plain-SQL partitioning recipe of the README: one partition per UTC day, bounds computed
+-- The plain-SQL partitioning recipe of docs/GUIDE.md: one partition per UTC day, bounds computed
 -- from timestamps; constant bounds are pruned at plan time.
 CREATE TABLE events (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), body text)
     PARTITION BY RANGE (id);

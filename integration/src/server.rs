@@ -1,0 +1,475 @@
+//! [`Config`] and [`Server`]: a throwaway PostgreSQL server driven through `scripts/pgserver`.
+
+use crate::checks::{describe, one, wait_until};
+use crate::paths::{pg_config, repo_root};
+use crate::ports::{lease_port, PortLease};
+use postgres::{Client, NoTls};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+fn run_pgserver(args: &[&str], env: &[(&str, String)]) -> Output {
+    Command::new(repo_root().join("scripts/pgserver"))
+        .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .expect("scripts/pgserver runs")
+}
+
+fn pgserver(args: &[&str]) -> Output {
+    pgserver_with(args, &[])
+}
+
+fn pgserver_with(args: &[&str], env: &[(&str, String)]) -> Output {
+    let output = run_pgserver(args, env);
+    assert!(
+        output.status.success(),
+        "scripts/pgserver {args:?} failed:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// How a test server is configured.
+#[derive(Clone, Default)]
+pub struct Config {
+    /// Preload pg_snowflake through shared_preload_libraries.
+    pub preload: bool,
+    /// `pg_snowflake.node_id`, or None to leave it unset.
+    pub node_id: Option<i32>,
+    /// More postgresql.conf lines.
+    pub settings: Vec<String>,
+    /// Run on a fake wall clock starting at this libfaketime offset (e.g. "+0", "-1h").
+    pub fake_clock: Option<String>,
+    /// Run on a slow disk (the fsync-delay shim), its delay starting at 0 ms.
+    pub slow_disk: bool,
+    /// Put the data directory on a disk of its own of this many MiB (a tmpfs), which a test can
+    /// fill.
+    pub small_disk_mb: Option<u32>,
+
+    /// The PostgreSQL to run (its pg_config); None: the one under test, [`pg_config`].
+    pub pg_config: Option<PathBuf>,
+    /// More initdb options (e.g. "--no-data-checksums").
+    pub initdb_args: Vec<String>,
+}
+
+impl Config {
+    /// Preloaded, with the given node id: what every server of a deployment looks like.
+    pub fn node(node_id: i32) -> Self {
+        Config {
+            preload: true,
+            node_id: Some(node_id),
+            ..Config::default()
+        }
+    }
+
+    /// One more postgresql.conf line (e.g. `"wal_level = logical"`).
+    pub fn setting(mut self, line: &str) -> Self {
+        self.settings.push(line.to_string());
+        self
+    }
+
+    pub fn fake_clock(mut self, offset: &str) -> Self {
+        self.fake_clock = Some(offset.to_string());
+        self
+    }
+
+    pub fn slow_disk(mut self) -> Self {
+        self.slow_disk = true;
+        self
+    }
+
+    /// The data directory on a disk of its own of `mb` MiB, which a test can fill.
+    pub fn small_disk(mut self, mb: u32) -> Self {
+        self.small_disk_mb = Some(mb);
+        self
+    }
+
+    /// Runs the PostgreSQL of this pg_config instead of the one under test.
+    pub fn postgres(mut self, pg_config: PathBuf) -> Self {
+        self.pg_config = Some(pg_config);
+        self
+    }
+
+    /// Passes one more option to initdb.
+    pub fn initdb_arg(mut self, arg: &str) -> Self {
+        self.initdb_args.push(arg.to_string());
+        self
+    }
+
+    fn pg_config_env(&self) -> Vec<(&'static str, String)> {
+        let pg_config = self.pg_config.clone().unwrap_or_else(pg_config);
+        let mut env = vec![
+            ("PG_CONFIG", pg_config.to_string_lossy().into_owned()),
+            ("PGSERVER_INITDB_ARGS", self.initdb_args.join(" ")),
+        ];
+        if let Some(mb) = self.small_disk_mb {
+            env.push(("PGSERVER_DATA_DISK_MB", mb.to_string()));
+        }
+        env
+    }
+
+    fn conf_lines(&self) -> Vec<String> {
+        let mut lines = self.settings.clone();
+        if self.preload {
+            lines.push("shared_preload_libraries = 'pg_snowflake'".to_string());
+        }
+        if let Some(node) = self.node_id {
+            lines.push(format!("pg_snowflake.node_id = {node}"));
+        }
+        lines
+    }
+}
+
+/// libfaketime's library (`PGSF_LIBFAKETIME`, exported by `./dev test` from scripts/lib.sh).
+fn libfaketime() -> String {
+    std::env::var("PGSF_LIBFAKETIME").expect(
+        "PGSF_LIBFAKETIME is not set: run the tests through ./dev test, which sets it from \
+         scripts/lib.sh",
+    )
+}
+
+/// The fsync-delay shim, built once per test process with `cc` into a directory the `postgres`
+/// OS user can read.
+fn fsync_delay_shim() -> String {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = format!("/tmp/pgsf-fsync-delay-{}", std::process::id());
+            std::fs::create_dir_all(&dir).expect("a directory for the shim");
+            let library = format!("{dir}/fsync_delay.so");
+            let source = repo_root().join("scripts/fsync-delay.c");
+            let status = Command::new("cc")
+                .args(["-shared", "-fPIC", "-O2", "-o", &library])
+                .arg(&source)
+                .arg("-ldl")
+                .status()
+                .expect("cc runs");
+            assert!(status.success(), "building {}", source.display());
+            use std::os::unix::fs::PermissionsExt;
+            for path in [&dir, &library] {
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            library
+        })
+        .clone()
+}
+
+/// A server; stopped and deleted on drop.
+pub struct Server {
+    dir: String,
+    pub port: u16,
+    _port_lease: PortLease,
+    fake_clock: bool,
+    slow_disk: bool,
+}
+
+impl Server {
+    /// Starts a fresh server and, when the library is preloaded, creates the extension in its
+    /// `postgres` database.
+    pub fn start(name: &str, config: Config) -> Server {
+        let preload = config.preload;
+        let server = Server::init(name, config);
+        server.start_again();
+        if preload {
+            server.execute("CREATE EXTENSION pg_snowflake");
+        }
+        server
+    }
+
+    /// A fresh data directory with this configuration, not started yet.
+    pub fn init(name: &str, config: Config) -> Server {
+        let server = Server::new_dir(name, &config);
+        let port = server.port.to_string();
+        let lines = config.conf_lines();
+        let mut args = vec!["init", server.dir.as_str(), port.as_str()];
+        args.extend(lines.iter().map(String::as_str));
+        pgserver_with(&args, &config.pg_config_env());
+        server.write_fake_clock(&config);
+        server
+    }
+
+    /// A streaming standby of `primary` (pg_basebackup), started and caught up with it.
+    pub fn standby_of(primary: &Server, name: &str, config: Config) -> Server {
+        let server = Server::new_dir(name, &config);
+        let from = primary.port.to_string();
+        let port = server.port.to_string();
+        let lines = config.settings.clone();
+        let mut args = vec!["standby", from.as_str(), server.dir.as_str(), port.as_str()];
+        args.extend(lines.iter().map(String::as_str));
+        pgserver_with(&args, &config.pg_config_env());
+        server.write_fake_clock(&config);
+        server.start_again();
+        server
+    }
+
+    /// Makes this primary's commits wait for its one streaming standby (`synchronous_standby_names
+    /// = '*'`), once the standby streams, and returns when the standby is synchronous.
+    pub fn make_standby_synchronous(&self) {
+        let wait_for = |condition: &str| {
+            wait_until(Duration::from_secs(30), condition, || {
+                self.query_one::<bool>(condition)
+            });
+        };
+        wait_for("SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'");
+        self.execute("ALTER SYSTEM SET synchronous_standby_names = '*'");
+        self.execute("SELECT pg_reload_conf()");
+        wait_for("SELECT count(*) = 1 FROM pg_stat_replication WHERE sync_state = 'sync'");
+    }
+
+    fn new_dir(name: &str, config: &Config) -> Server {
+        let lease = lease_port();
+        let port = lease.number;
+        // Unique while the lease is held; a directory left by a killed run is replaced.
+        let dir = format!("/tmp/pgsf-{name}-{port}");
+        pgserver(&["destroy", &dir]);
+        Server {
+            dir,
+            port,
+            _port_lease: lease,
+            fake_clock: config.fake_clock.is_some(),
+            slow_disk: config.slow_disk,
+        }
+    }
+
+    fn write_fake_clock(&self, config: &Config) {
+        if let Some(offset) = &config.fake_clock {
+            self.set_clock(offset);
+        }
+        if config.slow_disk {
+            self.set_fsync_delay_ms(0);
+        }
+    }
+
+    /// Sets how long every fsync and fdatasync of the server sleeps first (from its next call).
+    pub fn set_fsync_delay_ms(&self, ms: u64) {
+        assert!(self.slow_disk, "the server was not started on a slow disk");
+        self.write_as_postgres(&self.fsync_delay_file(), &ms.to_string());
+    }
+
+    fn fsync_delay_file(&self) -> String {
+        format!("{}/fsync_delay_ms", self.dir)
+    }
+
+    /// Sets the fake clock's offset from the real time (libfaketime syntax: "+0", "-1h",
+    /// "-10m", or "@2093-09-06 15:47:30" for an absolute start). The server sees it within a
+    /// second.
+    pub fn set_clock(&self, offset: &str) {
+        assert!(
+            self.fake_clock,
+            "the server was not started on a fake clock"
+        );
+        self.write_as_postgres(&self.clock_file(), offset);
+    }
+
+    /// Writes `line` into `path` as the `postgres` OS user.
+    fn write_as_postgres(&self, path: &str, line: &str) {
+        let mut tee = Command::new("sudo")
+            .args(["-u", "postgres", "tee", path])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("sudo tee runs");
+        use std::io::Write;
+        let mut stdin = tee.stdin.take().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        drop(stdin);
+        assert!(tee.wait().unwrap().success());
+    }
+
+    fn clock_file(&self) -> String {
+        format!("{}/faketime", self.dir)
+    }
+
+    fn start_env(&self) -> Vec<(&'static str, String)> {
+        let (mut preload, mut env) = (vec![], vec![]);
+        if self.fake_clock {
+            preload.push(libfaketime());
+            env.extend([
+                format!("FAKETIME_TIMESTAMP_FILE={}", self.clock_file()),
+                "FAKETIME_CACHE_DURATION=1".to_string(),
+                "FAKETIME_DONT_FAKE_MONOTONIC=1".to_string(),
+            ]);
+        }
+        if self.slow_disk {
+            preload.push(fsync_delay_shim());
+            env.push(format!("FSYNC_DELAY_FILE={}", self.fsync_delay_file()));
+        }
+        if preload.is_empty() {
+            return vec![];
+        }
+        env.push(format!("LD_PRELOAD={}", preload.join(":")));
+        vec![("PGSERVER_ENV", env.join(" "))]
+    }
+
+    /// Starts the server; on failure returns what it printed and logged.
+    pub fn try_start(&self) -> Result<(), String> {
+        let output = run_pgserver(&["start", &self.dir], &self.start_env());
+        if output.status.success() {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&output.stderr).into_owned())
+        }
+    }
+
+    /// Starts the (stopped or crashed) server again.
+    pub fn start_again(&self) {
+        if let Err(log) = self.try_start() {
+            panic!("the server did not start:\n{log}");
+        }
+    }
+
+    /// A clean shutdown.
+    pub fn stop(&self) {
+        pgserver(&["stop", &self.dir]);
+    }
+
+    /// SIGKILL to the postmaster and every process of the server at once.
+    pub fn crash(&self) {
+        pgserver(&["crash", &self.dir]);
+    }
+
+    pub fn promote(&self) {
+        pgserver(&["promote", &self.dir]);
+    }
+
+    /// Runs pg_upgrade from `old` (stopped) into this server (made by [`Server::init`] with the
+    /// newer PostgreSQL, never started); returns what pg_upgrade printed, panicking on failure.
+    pub fn upgrade_from(&self, old: &Server) -> String {
+        self.try_upgrade_from(old)
+            .unwrap_or_else(|printed| panic!("pg_upgrade failed:\n{printed}"))
+    }
+
+    /// [`Server::upgrade_from`], returning what pg_upgrade printed also when it fails.
+    pub fn try_upgrade_from(&self, old: &Server) -> Result<String, String> {
+        let out = run_pgserver(&["upgrade", &old.dir, &self.dir], &[]);
+        let printed = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.success() {
+            Ok(printed)
+        } else {
+            Err(printed)
+        }
+    }
+
+    /// A file in the data directory, as seen by the `postgres` OS user.
+    pub fn data_file(&self, name: &str) -> String {
+        format!("{}/data/{name}", self.dir)
+    }
+
+    /// Runs a shell command as the `postgres` OS user, e.g. to damage a file; panics on failure.
+    pub fn as_postgres(&self, script: &str) {
+        self.output_as_postgres(script);
+    }
+
+    /// What a shell command run as the `postgres` OS user prints (e.g. a file in the server's
+    /// directory, which the test's user may not read); panics on failure.
+    pub fn output_as_postgres(&self, script: &str) -> String {
+        let output = Command::new("sudo")
+            .args(["-u", "postgres", "sh", "-c", script])
+            .output()
+            .expect("sudo runs");
+        assert!(
+            output.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The directory of the server (its data directory is `data/` in it).
+    pub fn dir(&self) -> &str {
+        &self.dir
+    }
+
+    /// A new connection to the `postgres` database as the superuser.
+    pub fn connect(&self) -> Client {
+        self.connect_db("postgres")
+    }
+
+    /// A new connection to database `dbname` as the superuser.
+    pub fn connect_db(&self, dbname: &str) -> Client {
+        Client::connect(&self.conninfo(dbname), NoTls)
+            .unwrap_or_else(|e| panic!("connecting to {dbname} on port {}: {e}", self.port))
+    }
+
+    /// A new connection to the `postgres` database as role `user`.
+    pub fn connect_as(&self, user: &str) -> Client {
+        Client::connect(&self.conninfo_as(user, "postgres"), NoTls).unwrap_or_else(|e| {
+            panic!(
+                "connecting as {user} to the server on port {}: {e}",
+                self.port
+            )
+        })
+    }
+
+    /// A libpq connection string for database `dbname` as the superuser, for postgres_fdw,
+    /// subscriptions and the client programs.
+    pub fn conninfo(&self, dbname: &str) -> String {
+        self.conninfo_as("postgres", dbname)
+    }
+
+    /// A libpq connection string for database `dbname` as role `user`.
+    pub fn conninfo_as(&self, user: &str, dbname: &str) -> String {
+        format!(
+            "host=127.0.0.1 port={} user={user} dbname={dbname}",
+            self.port
+        )
+    }
+
+    /// Runs SQL on a new connection; panics on error.
+    pub fn execute(&self, sql: &str) {
+        self.connect()
+            .batch_execute(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {}", describe(&e)));
+    }
+
+    /// The first column of the first row of a query on a new connection.
+    pub fn query_one<T: for<'a> postgres::types::FromSql<'a>>(&self, sql: &str) -> T {
+        one(&mut self.connect(), sql)
+    }
+
+    /// Seconds the server's clock (`now()`, fake or not) is behind the real one.
+    pub fn clock_behind_s(&self) -> f64 {
+        let server_now: f64 = self.query_one("SELECT extract(epoch FROM now())::float8");
+        let real_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        real_now - server_now
+    }
+
+    /// The server log, for failure messages.
+    pub fn log(&self) -> String {
+        String::from_utf8_lossy(&pgserver(&["log", &self.dir]).stdout).into_owned()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = run_pgserver(&["destroy", &self.dir], &[]);
+    }
+}
+
+/// Starts one server per node id at once (each preloaded, with that node id and the extra
+/// settings), named `{name}{node}`: a deployment of shards in a few seconds.
+pub fn start_cluster(name: &str, nodes: &[i32], settings: &[&str]) -> Vec<Server> {
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = nodes
+            .iter()
+            .map(|&node| {
+                scope.spawn(move || {
+                    let config = settings
+                        .iter()
+                        .fold(Config::node(node), |config, line| config.setting(line));
+                    Server::start(&format!("{name}{node}"), config)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
