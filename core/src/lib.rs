@@ -4,6 +4,7 @@
 //! - [`calendar`]: UTC dates for the epoch setting and for messages
 //! - [`clock`]: the clock readings the generator is given
 //! - [`generator`]: the next-id state machine (steady clock, borrowing, reservations)
+//! - [`registry`]: the node-id registry's decisions: claims, leases, clock offsets
 //! - [`retry`]: pacing retries and their log lines after failures
 //! - [`base32`]: the 13-character text form
 //! - [`state_file`] and [`wal_record`]: the bytes of the durable reservation
@@ -15,6 +16,7 @@ pub mod clock;
 pub mod error;
 pub mod generator;
 pub mod layout;
+pub mod registry;
 pub mod retry;
 pub mod state_file;
 pub mod wal_record;

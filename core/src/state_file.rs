@@ -6,9 +6,12 @@
 
 use crate::error::Error;
 use crate::layout::Layout;
+use crate::registry::Identity;
 use std::io::Write;
 
-const FORMAT_TAG: &str = "pg_snowflake reservation v2";
+const FORMAT_TAG: &str = "pg_snowflake reservation v3";
+/// Written by 0.4.0: no registry claim. Still read.
+const FORMAT_TAG_V2: &str = "pg_snowflake reservation v2";
 /// Written by 0.3.0: no node id, no history, no system identifier. Still read.
 const FORMAT_TAG_V1: &str = "pg_snowflake reservation v1";
 
@@ -83,6 +86,8 @@ pub struct Reservation {
     pub history: History,
     /// The system identifier of the cluster that wrote the file (`None`: not recorded).
     pub system: Option<u64>,
+    /// The registry claim the node id is held under (`None`: no registry, or none yet).
+    pub claim: Option<Identity>,
 }
 
 /// What a state file says.
@@ -120,7 +125,7 @@ pub fn resume(recorded: &Reservation, node: u32) -> (i64, History) {
 }
 
 /// The state line, `<tag> until=<unix ms> node=<id> used=<ids>/<until> system=<id>
-/// layout=<epoch>/<unit>/<node>/<seq> check=<hex>`, written into `buffer` without allocating.
+/// claim=<token hex>/<generation> layout=<epoch>/<unit>/<node>/<seq> check=<hex>`, written into `buffer` without allocating.
 /// `used=-` is an empty history, `*` in it stands for every node id.
 pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &'a [u8] {
     let capacity = buffer.len();
@@ -131,6 +136,7 @@ pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &
         node,
         history,
         system,
+        claim,
     } = reservation;
     // Every field is an integer of at most 20 characters, the history at most 16 of 11: the
     // line is well under MAX_LEN.
@@ -159,6 +165,10 @@ pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &
     fits = fits.and_then(|()| match system {
         Some(system) => write!(cursor, " system={system}"),
         None => write!(cursor, " system=-"),
+    });
+    fits = fits.and_then(|()| match claim {
+        Some(claim) => write!(cursor, " claim={:032x}/{}", claim.token, claim.generation),
+        None => write!(cursor, " claim=-"),
     });
     fits = fits.and_then(|()| {
         write!(
@@ -193,10 +203,12 @@ pub fn parse(bytes: &[u8]) -> Result<State, String> {
     if check != format!("{:016x}", checksum(body.as_bytes())) {
         return Err("its check value does not match its contents".into());
     }
-    let (v2, rest) = if let Some(rest) = body.strip_prefix(FORMAT_TAG) {
-        (true, rest)
+    let (version, rest) = if let Some(rest) = body.strip_prefix(FORMAT_TAG) {
+        (3, rest)
+    } else if let Some(rest) = body.strip_prefix(FORMAT_TAG_V2) {
+        (2, rest)
     } else if let Some(rest) = body.strip_prefix(FORMAT_TAG_V1) {
-        (false, rest)
+        (1, rest)
     } else {
         return Err(format!("it does not start with \"{FORMAT_TAG} until=\""));
     };
@@ -211,8 +223,8 @@ pub fn parse(bytes: &[u8]) -> Result<State, String> {
     let until: i64 = until
         .parse()
         .map_err(|_| format!("\"{until}\" is not a time"))?;
-    let (mut node, mut history, mut system) = (None, History::EMPTY, None);
-    if v2 {
+    let (mut node, mut history, mut system, mut claim) = (None, History::EMPTY, None, None);
+    if version >= 2 {
         let mut field = |name: &str| {
             fields
                 .next()
@@ -222,6 +234,9 @@ pub fn parse(bytes: &[u8]) -> Result<State, String> {
         node = parse_optional(field("node=")?, "a node id")?;
         history = parse_history(field("used=")?)?;
         system = parse_optional(field("system=")?, "a system identifier")?;
+        if version >= 3 {
+            claim = parse_claim(field("claim=")?)?;
+        }
     }
     if fields.next().is_some() {
         return Err("it has fields this version does not know".into());
@@ -233,6 +248,22 @@ pub fn parse(bytes: &[u8]) -> Result<State, String> {
         node,
         history,
         system,
+        claim,
+    }))
+}
+
+fn parse_claim(text: &str) -> Result<Option<Identity>, String> {
+    if text == "-" {
+        return Ok(None);
+    }
+    let bad = || format!("\"{text}\" is not a registry claim");
+    let (token, generation) = text.split_once('/').ok_or_else(bad)?;
+    if token.len() != 32 {
+        return Err(bad());
+    }
+    Ok(Some(Identity {
+        token: u128::from_str_radix(token, 16).map_err(|_| bad())?,
+        generation: generation.parse().map_err(|_| bad())?,
     }))
 }
 

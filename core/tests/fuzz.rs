@@ -258,7 +258,8 @@ fn formatted_state(reservation: &Reservation) -> Vec<u8> {
     state_file::format(reservation, &mut buffer).to_vec()
 }
 
-/// A reservation as a server may write it: any time, layout, node id, history and system.
+/// A reservation as a server may write it: any time, layout, node id, history, system and
+/// registry claim.
 fn reservation(rng: &mut Rng) -> Reservation {
     let mut history = History::EMPTY;
     for _ in 0..rng.below(20) {
@@ -271,6 +272,10 @@ fn reservation(rng: &mut Rng) -> Reservation {
         node: (!rng.chance(5)).then(|| rng.next() as u32 % 4096),
         history,
         system: (!rng.chance(5)).then(|| rng.next()),
+        claim: (!rng.chance(3)).then(|| snowflake_core::registry::Identity {
+            token: u128::from(rng.next()) << 64 | u128::from(rng.next()),
+            generation: rng.in_range(i64::MIN..=i64::MAX),
+        }),
     }
 }
 

@@ -8,6 +8,10 @@ fn reservation(layout: Layout, until: i64) -> Reservation {
         node: Some(5),
         history: History::EMPTY,
         system: Some(7_123_456_789_012_345_678),
+        claim: Some(crate::registry::Identity {
+            token: 0x0123_4567_89ab_cdef_0123_4567_89ab_cdef,
+            generation: 42,
+        }),
     }
 }
 
@@ -51,8 +55,9 @@ fn state_line_is_readable() {
     let line = String::from_utf8(formatted(&DEFAULT_LAYOUT, 1_704_067_201_000)).unwrap();
     assert!(
         line.starts_with(
-            "pg_snowflake reservation v2 until=1704067201000 node=5 used=- \
-             system=7123456789012345678 layout=1704067200000/1/10/12 check="
+            "pg_snowflake reservation v3 until=1704067201000 node=5 used=- \
+             system=7123456789012345678 claim=0123456789abcdef0123456789abcdef/42 \
+             layout=1704067200000/1/10/12 check="
         ),
         "{line}"
     );
@@ -140,8 +145,47 @@ fn a_file_of_0_3_0_is_still_read_with_its_node_unknown() {
             node: None,
             history: History::EMPTY,
             system: None,
+            claim: None,
         }))
     );
+}
+
+#[test]
+fn a_file_of_0_4_0_is_still_read_with_no_claim() {
+    let v2 = with_check(
+        "pg_snowflake reservation v2 until=1704067201000 node=3 used=- system=99 \
+         layout=1704067200000/1/10/12",
+    );
+    assert_eq!(
+        parse(&v2),
+        Ok(State::Reservation(Reservation {
+            until: 1_704_067_201_000,
+            layout: DEFAULT_LAYOUT,
+            node: Some(3),
+            history: History::EMPTY,
+            system: Some(99),
+            claim: None,
+        }))
+    );
+}
+
+#[test]
+fn claims_round_trip_and_bad_ones_are_refused() {
+    let none = Reservation {
+        claim: None,
+        ..reservation(DEFAULT_LAYOUT, 99)
+    };
+    assert_eq!(parse(&write(&none)), Ok(State::Reservation(none)));
+    let text = String::from_utf8(write(&reservation(DEFAULT_LAYOUT, 99))).unwrap();
+    assert!(text.contains(" claim=0123456789abcdef0123456789abcdef/42 "), "{text}");
+    for bad in ["claim=12/1", "claim=0123456789abcdef0123456789abcdef/x", "claim=?"] {
+        let body = format!(
+            "pg_snowflake reservation v3 until=1 node=3 used=- system=9 {bad} \
+             layout=1704067200000/1/10/12"
+        );
+        let err = parse(&with_check(&body)).unwrap_err();
+        assert!(err.contains("is not a registry claim"), "{bad}: {err}");
+    }
 }
 
 #[test]
