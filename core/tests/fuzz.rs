@@ -350,12 +350,17 @@ fn wal_input(rng: &mut Rng) -> Vec<u8> {
         return rng.any_bytes(wal_record::LEN as u64 + 4);
     }
     let layout = layout(rng);
-    let mut record = wal_record::encode(
+    let claim = (!rng.chance(3)).then(|| snowflake_core::registry::Identity {
+        token: u128::from(rng.next()) << 64 | u128::from(rng.next()),
+        generation: rng.in_range(i64::MIN..=i64::MAX),
+    });
+    let (bytes, len) = wal_record::encode(
         rng.in_range(i64::MIN..=i64::MAX),
         &layout,
         rng.next() as u32,
-    )
-    .to_vec();
+        claim,
+    );
+    let mut record = bytes[..len].to_vec();
     if rng.chance(4) {
         record.truncate(32); // a record of 0.3.0, without the node id
     }
@@ -370,11 +375,16 @@ fn wal_input(rng: &mut Rng) -> Vec<u8> {
 /// the very bytes it was read from.
 fn check_wal(bytes: &[u8]) -> Result<bool, String> {
     match wal_record::decode(bytes) {
-        Some((until, layout, node)) => {
+        Some(wal_record::Record {
+            until,
+            layout,
+            node,
+            claim,
+        }) => {
             valid(&layout)?;
-            let encoded = wal_record::encode(until, &layout, node.unwrap_or(0));
+            let (encoded, len) = wal_record::encode(until, &layout, node.unwrap_or(0), claim);
             let written = if node.is_some() {
-                &encoded[..]
+                &encoded[..len]
             } else {
                 &encoded[..32]
             };

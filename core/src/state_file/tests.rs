@@ -177,8 +177,15 @@ fn claims_round_trip_and_bad_ones_are_refused() {
     };
     assert_eq!(parse(&write(&none)), Ok(State::Reservation(none)));
     let text = String::from_utf8(write(&reservation(DEFAULT_LAYOUT, 99))).unwrap();
-    assert!(text.contains(" claim=0123456789abcdef0123456789abcdef/42 "), "{text}");
-    for bad in ["claim=12/1", "claim=0123456789abcdef0123456789abcdef/x", "claim=?"] {
+    assert!(
+        text.contains(" claim=0123456789abcdef0123456789abcdef/42 "),
+        "{text}"
+    );
+    for bad in [
+        "claim=12/1",
+        "claim=0123456789abcdef0123456789abcdef/x",
+        "claim=?",
+    ] {
         let body = format!(
             "pg_snowflake reservation v3 until=1 node=3 used=- system=9 {bad} \
              layout=1704067200000/1/10/12"
