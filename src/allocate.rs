@@ -9,10 +9,11 @@
 //! variable —, both interruptible. Its cost is counted by `bench/instructions` (callgrind):
 //! keep it small.
 
-use crate::error::{SnowflakeError, STATE_FILE};
+use crate::error::{RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
+use crate::registry;
 use crate::reservation::renew;
-use crate::shmem::{self, Handle};
+use crate::shmem::{self, Handle, Refusing, RenewalFailure};
 use pgrx::prelude::*;
 use snowflake_core::clock::SystemClock;
 use snowflake_core::error::Error as CoreError;
@@ -22,9 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The next ID from the server's generator.
 pub fn next_id() -> Result<i64, SnowflakeError> {
-    let (shm, node) = generator()?;
+    let shm = shmem::get()?;
     let layout = gucs::layout();
-    let run = next_run(shm, layout, node, 1)?;
+    let (run, node) = next_run(shm, layout, 1)?;
     Ok(layout.pack(Parts {
         time: run.time as u64,
         node,
@@ -32,50 +33,47 @@ pub fn next_id() -> Result<i64, SnowflakeError> {
     }))
 }
 
-/// The server's generator and this server's node id, checking first that there is a generator
-/// at all (without preloading, the node id setting does not even exist).
-#[inline]
-pub fn generator() -> Result<(Handle, u32), SnowflakeError> {
-    let shm = shmem::get()?;
-    Ok((shm, gucs::node_id()?))
-}
-
-/// The next IDs of `layout` (this server's) for `node`, up to `want` of them, from one
-/// acquisition of the lock. Waits, outside the lock and interruptibly, under sustained overload
-/// (for the clock) and when the issued time has caught up with the durable reservation (for
-/// the renewer).
-pub fn next_run(shm: Handle, layout: &Layout, node: u32, want: u64) -> Result<Run, SnowflakeError> {
+/// The next IDs of `layout` (this server's), up to `want` of them, from one acquisition of the
+/// lock, and the node id they are made under. Waits, outside the lock and interruptibly, under
+/// sustained overload (for the clock), when the issued time has caught up with the durable
+/// reservation (for the renewer), and for the registry's first claim.
+pub fn next_run(shm: Handle, layout: &Layout, want: u64) -> Result<(Run, u32), SnowflakeError> {
     ensure_not_in_recovery()?;
     let limits = gucs::limits();
-    let allocation = allocate(shm, layout, &limits, node, want);
+    let allocation = allocate(shm, layout, &limits, want);
     // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
-    if let Some(Ok(Allocation::Run {
-        run,
-        clock_event: None,
-        wake_renewer: false,
-    })) = allocation
+    if let Ok((
+        Ok(Allocation::Run {
+            run,
+            clock_event: None,
+            wake_renewer: false,
+        }),
+        node,
+    )) = allocation
     {
-        return Ok(run);
+        return Ok((run, node));
     }
-    next_run_otherwise(shm, layout, &limits, node, want, allocation)
+    next_run_otherwise(shm, layout, &limits, want, allocation)
 }
 
-/// One call of the generator under the lock; `None` while the data directory awaits its state
-/// file after pg_upgrade.
+/// What one call of the generator under the lock gave, with the node id; or why no ID may be
+/// made now.
+type Allocated = Result<(Result<Allocation, CoreError>, u32), Refusing>;
+
+/// One call of the generator under the lock.
 #[inline(always)]
-fn allocate(
-    shm: Handle,
-    layout: &Layout,
-    limits: &Limits,
-    node: u32,
-    want: u64,
-) -> Option<Result<Allocation, CoreError>> {
+fn allocate(shm: Handle, layout: &Layout, limits: &Limits, want: u64) -> Allocated {
     shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        (!shared.awaiting_old_state_file).then(|| {
+        if shared.refusing != Refusing::Nothing {
+            return Err(shared.refusing);
+        }
+        let node = shared.node;
+        Ok((
             shared
                 .generator
-                .allocate(layout, node, &mut SystemClock, limits, want)
-        })
+                .allocate(layout, node, &mut SystemClock, limits, want),
+            node,
+        ))
     })
 }
 
@@ -86,21 +84,34 @@ fn next_run_otherwise(
     shm: Handle,
     layout: &Layout,
     limits: &Limits,
-    node: u32,
     want: u64,
-    first: Option<Result<Allocation, CoreError>>,
-) -> Result<Run, SnowflakeError> {
+    first: Allocated,
+) -> Result<(Run, u32), SnowflakeError> {
     // The failure count when this call first waited for a reservation.
     let mut failures_seen: Option<u64> = None;
     let mut waited_on_renewal = false;
+    let mut claim_waited_ms = 0;
     let mut next = Some(first);
     loop {
         let allocation = match next.take() {
             Some(first) => first,
-            None => allocate(shm, layout, limits, node, want),
+            None => allocate(shm, layout, limits, want),
         };
-        let Some(allocation) = allocation else {
-            return Err(SnowflakeError::StateFileNotCopied { path: STATE_FILE });
+        let (allocation, node) = match allocation {
+            Ok(allocated) => allocated,
+            Err(Refusing::AwaitingClaim) if claim_waited_ms < registry::CLAIM_WAIT_MS => {
+                // The registry's first claim is under way (the renewer broadcasts when it is
+                // made or refused).
+                waited_on_renewal = true;
+                shm.sleep_until_renewed(100);
+                claim_waited_ms += 100;
+                pg_sys::check_for_interrupts!();
+                continue;
+            }
+            Err(refusing) => {
+                shmem::stop_waiting(waited_on_renewal);
+                return Err(refusal_error(shm, refusing));
+            }
         };
         match allocation? {
             Allocation::Run {
@@ -121,7 +132,7 @@ fn next_run_otherwise(
                 if let Some(event) = clock_event {
                     warn_of(event);
                 }
-                return Ok(run);
+                return Ok((run, node));
             }
             Allocation::Wait { ms } => {
                 shmem::stop_waiting(waited_on_renewal);
@@ -135,10 +146,14 @@ fn next_run_otherwise(
                 if failures_seen.is_some_and(|seen| failures > seen) {
                     // The renewal this call waited for failed: its error, as the renewer saw it.
                     shmem::stop_waiting(waited_on_renewal);
-                    let errno = shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
-                        shared.last_failure_errno
+                    let failure =
+                        shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| shared.last_failure);
+                    return Err(match failure {
+                        RenewalFailure::Io { errno } => SnowflakeError::state_file_write(errno),
+                        RenewalFailure::Fenced { ceiling } => {
+                            RegistryError::CeilingReached { ceiling }.into()
+                        }
                     });
-                    return Err(SnowflakeError::state_file_write(errno));
                 }
                 failures_seen.get_or_insert(failures);
                 if shm.renewer_running() {
@@ -156,6 +171,19 @@ fn next_run_otherwise(
                 shm.sleep_until_renewed(1_000);
             }
         }
+    }
+}
+
+/// The error that says why no ID may be made now.
+#[cold]
+fn refusal_error(shm: Handle, refusing: Refusing) -> SnowflakeError {
+    let shared = shm.snapshot();
+    match refusing {
+        Refusing::NodeUnset => SnowflakeError::NodeUnset {
+            max: gucs::layout().max_node(),
+        },
+        Refusing::AwaitingOldStateFile => SnowflakeError::StateFileNotCopied { path: STATE_FILE },
+        _ => registry::refusal_error(refusing, &shared).into(),
     }
 }
 

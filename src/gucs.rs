@@ -15,7 +15,7 @@
 //! stops the server.
 
 use crate::error::SnowflakeError;
-use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting};
+use pgrx::{GucContext, GucFlags, GucRegistry, GucSetting, PostgresGucEnum};
 use snowflake_core::calendar::parse_epoch;
 use snowflake_core::generator::Limits;
 use snowflake_core::layout::{Layout, DEFAULT_LAYOUT, MAX_NODE_BITS, MAX_SEQ_BITS, MAX_UNIT_MS};
@@ -34,6 +34,24 @@ static SEQUENCE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_LAYOUT.se
 static MAX_BORROW_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static RESERVATION_MS: GucSetting<i32> = GucSetting::<i32>::new(1_000);
 static SEQUENCE_SPREAD: GucSetting<i32> = GucSetting::<i32>::new(0);
+static REGISTRY: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(None);
+static REGISTRY_MODE: GucSetting<RegistryMode> =
+    GucSetting::<RegistryMode>::new(RegistryMode::Fenced);
+static REGISTRY_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
+static MAX_CLOCK_SKEW_MS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
+static FRESH_NODE_ID_ON_PROMOTION: GucSetting<bool> = GucSetting::<bool>::new(false);
+
+/// What a server does when it cannot renew its registry lease (`pg_snowflake.registry_mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PostgresGucEnum)]
+pub enum RegistryMode {
+    /// Stops issuing when the lease runs out; reservations never pass the ceiling the
+    /// registry recorded.
+    #[name = c"fenced"]
+    Fenced,
+    /// Keeps issuing under the id it holds; a takeover is found at the next contact.
+    #[name = c"available"]
+    Available,
+}
 
 /// The layout built from the settings at start-up; inherited by every backend.
 static LAYOUT: OnceLock<Layout> = OnceLock::new();
@@ -100,9 +118,67 @@ pub fn init(now_unix_ms: i64) -> Result<(), SnowflakeError> {
         GucContext::Sighup,
         GucFlags::default(),
     );
+    define_registry();
     // SAFETY: called from _PG_init with a static, NUL-terminated name.
     unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"pg_snowflake".as_ptr()) };
     Ok(())
+}
+
+/// Defines the node-id registry's settings (`src/registry/`).
+fn define_registry() {
+    GucRegistry::define_string_guc(
+        c"pg_snowflake.registry",
+        c"Sets the connection string of the node-id registry database (empty: no registry).",
+        c"With it, this server claims its node id from the registry before making IDs, keeps a \
+          lease on it and checks its clock against the registry's. Readable by superusers only: \
+          it may hold a password (a password file works as for any libpq client).",
+        &REGISTRY,
+        GucContext::Postmaster,
+        GucFlags::SUPERUSER_ONLY,
+    );
+    GucRegistry::define_enum_guc(
+        c"pg_snowflake.registry_mode",
+        c"Sets what the server does when it cannot renew its node id's lease: fenced or available.",
+        c"fenced (the default) stops making IDs once the lease has run out, so two servers never \
+          make IDs under one node id; available keeps making them and finds a takeover at the \
+          next contact with the registry.",
+        &REGISTRY_MODE,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
+    GucRegistry::define_int_guc(
+        c"pg_snowflake.registry_lease_ms",
+        c"Sets how long a node id's lease in the registry lasts without a heartbeat.",
+        c"The server renews it three times per lease. A server gone silent for this long may \
+          have its node id taken over.",
+        &REGISTRY_LEASE_MS,
+        1_000,
+        3_600_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_int_guc(
+        c"pg_snowflake.max_clock_skew_ms",
+        c"Sets how far this server's clock may be from the registry's before it stops making IDs.",
+        c"Checked at every claim and heartbeat, with the registry's clock corrected by half the \
+          round trip. Also the margin by which a retired node id's last reservation must lie in \
+          the registry's past before the id is handed out again.",
+        &MAX_CLOCK_SKEW_MS,
+        10,
+        86_400_000,
+        GucContext::Sighup,
+        GucFlags::UNIT_MS,
+    );
+    GucRegistry::define_bool_guc(
+        c"pg_snowflake.fresh_node_id_on_promotion",
+        c"Makes a promoted standby take a fresh node id from the registry instead of its primary's.",
+        c"For asynchronous replication, whose standby may not have every reservation its primary \
+          made: a fresh node id owes nothing to the primary's IDs, whatever the clocks say. The \
+          primary's id is retired. Needs pg_snowflake.node_id unset.",
+        &FRESH_NODE_ID_ON_PROMOTION,
+        GucContext::Sighup,
+        GucFlags::default(),
+    );
 }
 
 /// Defines the layout settings and builds the layout from them.
@@ -209,11 +285,35 @@ fn configured_text(name: &CStr) -> Option<String> {
     })
 }
 
-/// This server's node id, or [`SnowflakeError::NodeUnset`].
-pub fn node_id() -> Result<u32, SnowflakeError> {
-    u32::try_from(read(&NODE_ID)).map_err(|_| SnowflakeError::NodeUnset {
-        max: layout().max_node(),
-    })
+/// The node id as `pg_snowflake.node_id` sets it (`None`: unset).
+pub fn configured_node() -> Option<u32> {
+    u32::try_from(read(&NODE_ID)).ok()
+}
+
+/// The registry's connection string, if one is set.
+pub fn registry() -> Option<String> {
+    REGISTRY
+        .get()
+        .map(|text| text.to_string_lossy().into_owned())
+        .filter(|text| !text.trim().is_empty())
+}
+
+/// The registry's settings as currently configured.
+#[derive(Clone, Copy, Debug)]
+pub struct RegistrySettings {
+    pub mode: RegistryMode,
+    pub fresh_on_promotion: bool,
+    pub lease_ms: i64,
+    pub max_clock_skew_ms: i64,
+}
+
+pub fn registry_settings() -> RegistrySettings {
+    RegistrySettings {
+        mode: REGISTRY_MODE.get(),
+        fresh_on_promotion: FRESH_NODE_ID_ON_PROMOTION.get(),
+        lease_ms: i64::from(read(&REGISTRY_LEASE_MS)),
+        max_clock_skew_ms: i64::from(read(&MAX_CLOCK_SKEW_MS)),
+    }
 }
 
 /// This server's layout; the default layout where the library was not preloaded (then the

@@ -8,6 +8,7 @@
 //! - [`allocate`]: the hot path: the next IDs from the shared generator, and the waits
 //! - [`reservation`]: the durable reservation: renewing it (by the renewer, a background
 //!   worker, or a backend standing in), its state file and WAL record, their replay
+//! - [`registry`]: node ids leased from a registry database, the clock checked against it
 //! - [`shmem`]: the generator in shared memory, its lock and condition variables (no I/O)
 //! - [`gucs`]: every setting, and the layout built from them at start-up
 //! - [`error`]: the one error type; every message, NOTICE and WARNING is worded there
@@ -21,6 +22,7 @@ mod allocate;
 mod error;
 mod gucs;
 mod pg;
+mod registry;
 mod reservation;
 mod shmem;
 mod sql;

@@ -179,12 +179,15 @@ fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_la
     let field = |field: &str| run("dpkg-deb", &["--field", deb.to_str().unwrap(), field]);
     assert_eq!(field("Package").trim(), name);
     assert_eq!(field("Version").trim(), format!("{version}-1"));
-    assert!(
-        field("Depends")
-            .split(", ")
-            .any(|dependency| dependency.trim() == format!("postgresql-{major}")),
-        "Depends: {}",
-        field("Depends")
-    );
+    // The server, and libpq: the library links it for the node-id registry's connection.
+    for needed in [format!("postgresql-{major}"), "libpq5".to_string()] {
+        assert!(
+            field("Depends")
+                .split(", ")
+                .any(|dependency| dependency.trim() == needed),
+            "{needed} in Depends: {}",
+            field("Depends")
+        );
+    }
     std::fs::remove_dir_all(&unpacked).unwrap();
 }

@@ -143,7 +143,7 @@ fn a_state_file_of_0_3_0_is_read_and_kept_for_every_node_id() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     let written = server.output_as_postgres(&format!("cat {}", server.data_file(STATE)));
     assert!(
-        written.starts_with("pg_snowflake reservation v2 ") && written.contains(" node=4 used=*/"),
+        written.starts_with("pg_snowflake reservation v3 ") && written.contains(" node=4 used=*/"),
         "{written}"
     );
 }

@@ -11,9 +11,11 @@
 
 mod adopt;
 mod core_errors;
+mod registry;
 mod report;
 
 pub use adopt::AdoptError;
+pub use registry::RegistryError;
 pub use report::{Message, OrReport};
 
 use pgrx::PgSqlErrorCode::*;
@@ -81,6 +83,14 @@ pub enum SnowflakeError {
     UnknownWalRecord,
     /// A refusal or notice of `snowflake_adopt`.
     Adopt(AdoptError),
+    /// A refusal, warning or log line of the node-id registry.
+    Registry(RegistryError),
+    /// LOG: with a registry to give a fresh node id, a damaged state file was moved aside.
+    DamagedStateFileMovedAside {
+        path: &'static str,
+        aside: &'static str,
+        reason: String,
+    },
     /// pgrx's SPI layer failed where it cannot (a bug): `context` says which step.
     Internal {
         context: &'static str,
@@ -100,6 +110,12 @@ impl From<AdoptError> for SnowflakeError {
     }
 }
 
+impl From<RegistryError> for SnowflakeError {
+    fn from(error: RegistryError) -> Self {
+        SnowflakeError::Registry(error)
+    }
+}
+
 const STATE_FILE_DETAIL: &str = "The file holds this server's last reservation of snowflake IDs; \
                                  without it the server could issue IDs it has issued before.";
 
@@ -110,6 +126,24 @@ impl SnowflakeError {
         match self {
             Core(error) => core_errors::message_of(error),
             Adopt(error) => adopt::message_of(error),
+            Registry(error) => registry::message_of(error),
+            DamagedStateFileMovedAside {
+                path,
+                aside,
+                reason,
+            } => message(
+                ERRCODE_WARNING,
+                format!(
+                    "pg_snowflake state file \"{path}\" is damaged ({reason}): moved to \
+                     \"{aside}\"; the registry gives this server a fresh node id"
+                ),
+                Some(
+                    "A fresh node id owes nothing to the IDs made before: none of them can \
+                     repeat."
+                        .into(),
+                ),
+                "Nothing to do; keep the moved file for inspection, or delete it.",
+            ),
             NotPreloaded => message(
                 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "pg_snowflake must be loaded via shared_preload_libraries",

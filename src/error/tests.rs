@@ -1,6 +1,7 @@
 use super::report::{quoted, SHOWN_CHARS};
 use super::*;
 use snowflake_core::layout::DEFAULT_LAYOUT;
+use snowflake_core::registry::Refusal;
 
 #[test]
 fn short_input_is_shown_whole_and_long_input_as_a_counted_prefix() {
@@ -45,6 +46,7 @@ fn a_message_echoing_a_megabyte_of_input_stays_small() {
 fn variant(error: &SnowflakeError) -> usize {
     use AdoptError as A;
     use CoreError as C;
+    use RegistryError as R;
     use SnowflakeError as S;
     match error {
         S::Core(core) => match core {
@@ -92,10 +94,27 @@ fn variant(error: &SnowflakeError) -> usize {
             A::SequenceKept { .. } => 39,
             A::NarrowReferences { .. } => 40,
         },
+        S::Registry(registry) => match registry {
+            R::AwaitingClaim { .. } => 41,
+            R::ClaimRefused { .. } => 42,
+            R::ClaimLost { .. } => 43,
+            R::LeaseExpired { .. } => 44,
+            R::ClockSkew { .. } => 45,
+            R::CeilingReached { .. } => 46,
+            R::NoFreeNodeId { .. } => 47,
+            R::Unreachable { .. } => 48,
+            R::Failed { .. } => 49,
+            R::NotConfigured => 50,
+            R::Claimed { .. } => 51,
+            R::RetireLive { .. } => 52,
+            R::NoSuchNode { .. } => 53,
+            R::Retired { .. } => 55,
+        },
+        S::DamagedStateFileMovedAside { .. } => 54,
     }
 }
 
-const VARIANTS: usize = 41;
+const VARIANTS: usize = 56;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -237,10 +256,78 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             cause: "x".into(),
         },
     ];
+    let refusal = |why| RegistryError::ClaimRefused {
+        node: 3,
+        why,
+        holder: "db-2 (10.0.0.2:5432)".into(),
+        last_seen: 1_800_000_000_000,
+    };
+    let registry = [
+        RegistryError::AwaitingClaim { waited_ms: 10_000 },
+        refusal(Refusal::HeldByAnother),
+        refusal(Refusal::CopyOfLiveHolder),
+        refusal(Refusal::StaleCopy),
+        refusal(Refusal::RetiredUntil {
+            until: 1_800_000_000_000,
+        }),
+        RegistryError::ClaimLost { node: 3 },
+        RegistryError::LeaseExpired {
+            node: 3,
+            ago_ms: 1_500,
+        },
+        RegistryError::ClockSkew {
+            offset_ms: 3_600_000,
+            max_ms: 5_000,
+        },
+        RegistryError::ClockSkew {
+            offset_ms: -6_000,
+            max_ms: 5_000,
+        },
+        RegistryError::CeilingReached {
+            ceiling: 1_800_000_000_000,
+        },
+        RegistryError::NoFreeNodeId { max: 1023 },
+        RegistryError::Unreachable {
+            cause: "connection refused".into(),
+            not_logged: 3,
+        },
+        RegistryError::Failed {
+            action: "list the node ids",
+            cause: "permission denied".into(),
+        },
+        RegistryError::NotConfigured,
+        RegistryError::Claimed {
+            node: 3,
+            generation: 2,
+            floor: Some(1_800_000_000_000),
+            how: "restart",
+        },
+        RegistryError::Claimed {
+            node: 3,
+            generation: 1,
+            floor: None,
+            how: "assigned",
+        },
+        RegistryError::RetireLive {
+            node: 3,
+            holder: "db-2".into(),
+        },
+        RegistryError::NoSuchNode { node: 3 },
+        RegistryError::Retired {
+            node: 3,
+            high_water: Some(1_800_000_000_000),
+        },
+    ];
     core.into_iter()
         .map(SnowflakeError::from)
         .chain(adopt.into_iter().map(SnowflakeError::from))
+        .chain(registry.into_iter().map(SnowflakeError::from))
         .chain(server)
+        .chain([SnowflakeError::DamagedStateFileMovedAside {
+            path: STATE_FILE,
+            aside: "pg_snowflake.state.damaged",
+            reason: "its check value does not match its contents".into(),
+        }])
         .collect()
 }
 

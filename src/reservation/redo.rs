@@ -10,7 +10,6 @@ use crate::gucs;
 use crate::shmem::{self, Handle};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
-use snowflake_core::layout::Layout;
 use snowflake_core::wal_record;
 use std::ffi::{c_char, CStr};
 
@@ -32,14 +31,12 @@ pub fn register() {
     unsafe { pg_sys::RegisterCustomRmgr(RMGR_ID, &raw mut RMGR) };
 }
 
-/// The reservation carried by one of our WAL records: until, and the layout and node id
-/// (`None` in a record of 0.3.0) it was made under.
+/// The reservation carried by one of our WAL records: until, and the layout, node id (`None` in
+/// a record of 0.3.0) and registry claim it was made under.
 ///
 /// # Safety
 /// `record` is a decoded record of our resource manager, as Postgres passes to redo and desc.
-unsafe fn record_reservation(
-    record: *mut pg_sys::XLogReaderState,
-) -> Option<(i64, Layout, Option<u32>)> {
+unsafe fn record_reservation(record: *mut pg_sys::XLogReaderState) -> Option<wal_record::Record> {
     let decoded = unsafe { &*(*record).record };
     let info = decoded.header.xl_info & !(pg_sys::XLR_INFO_MASK as u8);
     if info != XLOG_RESERVATION {
@@ -57,10 +54,10 @@ unsafe fn record_reservation(
 #[pg_guard]
 unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
     match unsafe { record_reservation(record) } {
-        Some((until, layout, node)) => {
+        Some(record) => {
             // Redo runs only where the resource manager is registered: a preloaded library.
             let shm = shmem::get().unwrap_or_else(|e| e.report_fatal());
-            replay_reservation(shm, &layout, until, node).unwrap_or_else(|e| e.report_fatal())
+            replay_reservation(shm, &record).unwrap_or_else(|e| e.report_fatal())
         }
         None => SnowflakeError::UnknownWalRecord.report_fatal(),
     }
@@ -71,9 +68,18 @@ unsafe extern "C-unwind" fn describe(
     buf: pg_sys::StringInfo,
     record: *mut pg_sys::XLogReaderState,
 ) {
-    if let Some((until, layout, node)) = unsafe { record_reservation(record) } {
-        let node = node.map_or_else(|| "not recorded".to_string(), |node| node.to_string());
-        let text = format!("until {until}; layout {}; node {node}\0", layout.describe());
+    if let Some(r) = unsafe { record_reservation(record) } {
+        let node = r
+            .node
+            .map_or_else(|| "not recorded".to_string(), |node| node.to_string());
+        let claim = r.claim.map_or_else(String::new, |c| {
+            format!("; claim {:032x} generation {}", c.token, c.generation)
+        });
+        let text = format!(
+            "until {}; layout {}; node {node}{claim}\0",
+            r.until,
+            r.layout.describe()
+        );
         unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr().cast()) };
     }
 }
@@ -87,28 +93,42 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     }
 }
 
-/// The redo of a reservation made under `layout` and `node` (`None`: a record of 0.3.0): raise
-/// the floor, and keep this server's state file up with it (written after releasing the lock;
-/// only the startup process replays, one record after another). A reservation of another node
-/// id than this server's goes into its history as well. A reservation of another layout than
-/// this server's stops the replay.
-fn replay_reservation(
-    shm: Handle,
-    layout: &Layout,
-    until: i64,
-    node: Option<u32>,
-) -> Result<(), SnowflakeError> {
+/// The redo of a reservation: raise the floor, and keep this server's state file up with it
+/// (written after releasing the lock; only the startup process replays, one record after
+/// another). A reservation of another node id than this server's goes into its history as
+/// well; one made under a registry claim of this server's node id (or, with the node id the
+/// registry's to assign, of any) hands the claim on, so that once promoted this server
+/// continues it. A reservation of another layout than this server's stops the replay.
+fn replay_reservation(shm: Handle, record: &wal_record::Record) -> Result<(), SnowflakeError> {
+    let wal_record::Record {
+        until,
+        layout,
+        node,
+        claim,
+    } = *record;
     layout.check_same(gucs::layout())?;
-    let own = gucs::node_id().ok();
+    let configured = gucs::configured_node();
     let raised = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         let raised = shared.generator.observe_reservation(until);
-        if node.is_none() || node != own {
+        let own = configured.or((shared.claim.is_some() || claim.is_some()).then_some(shared.node));
+        let inherits = claim.is_some() && (configured.is_none() || node == configured);
+        if inherits {
+            if let Some(node) = node {
+                if shared.claim.is_some() && node != shared.node {
+                    shared.history.add(Some(shared.node), until);
+                }
+                shared.node = node;
+            }
+            shared.claim = claim;
+        } else if node.is_none() || node != own {
             shared.history.add(node, until);
         }
-        raised.then_some(shared.history)
+        let own = if inherits { node } else { own };
+        (raised || inherits).then_some((shared.history, own, shared.claim))
     });
-    if let Some(history) = raised {
-        store::write_state_file(layout, until, own, &history)?;
+    if let Some((history, own, claim)) = raised {
+        let until = until.max(shm.snapshot().generator.reserved_until());
+        store::write_state_file(&layout, until, own, &history, claim)?;
     }
     Ok(())
 }

@@ -9,9 +9,10 @@
 use super::store::{self, Reserved};
 use crate::error::SnowflakeError;
 use crate::gucs;
-use crate::shmem::{self, Handle};
+use crate::shmem::{self, Handle, Refusing, RenewalFailure};
 use pgrx::prelude::*;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::registry::Identity;
 use snowflake_core::state_file::History;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -22,7 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Claim {
     shm: Handle,
     until: i64,
+    node: u32,
     history: History,
+    claim: Option<Identity>,
 }
 
 impl Drop for Claim {
@@ -37,15 +40,20 @@ pub fn claim_renewal(shm: Handle, by_renewer: bool) -> Option<Claim> {
     release_on_exit();
     // SAFETY: a plain read of this process's pid.
     let pid = unsafe { pg_sys::MyProcPid };
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+    let claimed = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         let until = shared.generator.claim_renewal(by_renewer)?;
         shared.claimant_pid = pid;
+        // Fenced mode: never past the ceiling the registry recorded for the lease.
+        let until = until.min(shared.ceiling);
         Some(Claim {
             shm,
             until,
+            node: shared.node,
             history: shared.history,
+            claim: shared.claim,
         })
-    })
+    })?;
+    Some(claimed)
 }
 
 /// Keeps the reservation ahead of the clock between calls (`Generator::keep_ahead`: for a
@@ -56,12 +64,12 @@ pub fn claim_renewal(shm: Handle, by_renewer: bool) -> Option<Claim> {
 /// can be made, and nothing is reserved.
 pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
-    let node_set = gucs::node_id().is_ok();
     let now = wall_now();
     shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        // A data directory that awaits its state file after pg_upgrade keeps the marker file
-        // until the old one is copied in: no reservation may replace it.
-        if !shared.awaiting_old_state_file && node_set {
+        // Only while IDs may be made: not without a node id, not before the registry's claim,
+        // and not in a data directory that awaits its state file after pg_upgrade (it keeps
+        // the marker file until the old one is copied in: no reservation may replace it).
+        if shared.refusing == Refusing::Nothing {
             shared
                 .generator
                 .keep_ahead(layout, &limits, now, renewer_started_at);
@@ -78,6 +86,8 @@ pub enum Renewal {
     Done { until: i64, took_ms: i64 },
     /// Not written: the callers waiting for it fail with this OS error (0: none known).
     Failed { errno: i32 },
+    /// Not written: it would not reach past the fenced lease's ceiling (Unix ms).
+    Fenced { ceiling: i64 },
     /// The renewing process is being terminated before it knew: the claim is released and the
     /// demand kept for the next renewer.
     Abandoned,
@@ -90,7 +100,11 @@ fn report_renewal(shm: Handle, renewal: Renewal) {
         match renewal {
             Renewal::Done { until, took_ms } => shared.generator.renewal_done(until, took_ms),
             Renewal::Failed { errno } => {
-                shared.last_failure_errno = errno;
+                shared.last_failure = RenewalFailure::Io { errno };
+                shared.generator.renewal_failed();
+            }
+            Renewal::Fenced { ceiling } => {
+                shared.last_failure = RenewalFailure::Fenced { ceiling };
                 shared.generator.renewal_failed();
             }
             Renewal::Abandoned => shared.generator.renewal_abandoned(),
@@ -140,11 +154,23 @@ fn release_on_exit() {
 /// Writes the claimed reservation and reports how it went; returns that.
 pub fn renew(claim: Claim) -> Renewal {
     let started = SystemClock.monotonic();
-    // Which node id the reservation is for: claims are only made with one set (calls need it;
-    // the renewer keeps ahead only with it).
-    let renewal = match gucs::node_id() {
-        Err(_) => Renewal::Failed { errno: 0 },
-        Ok(node) => match store::reserve(gucs::layout(), claim.until, node, &claim.history) {
+    let durable = claim.shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
+        shared.generator.reserved_until()
+    });
+    let renewal = if claim.until <= durable {
+        // Capped at the fenced lease's ceiling, it would cover nothing more.
+        Renewal::Fenced {
+            ceiling: claim.until,
+        }
+    } else {
+        let written = store::reserve(
+            gucs::layout(),
+            claim.until,
+            claim.node,
+            &claim.history,
+            claim.claim,
+        );
+        match written {
             Ok(Reserved::Confirmed) => Renewal::Done {
                 until: claim.until,
                 took_ms: SystemClock.monotonic() - started,
@@ -153,7 +179,7 @@ pub fn renew(claim: Claim) -> Renewal {
             Err(e) => Renewal::Failed {
                 errno: e.raw_os_error().unwrap_or(0),
             },
-        },
+        }
     };
     let shm = claim.shm;
     std::mem::forget(claim);

@@ -8,10 +8,11 @@
 use crate::error::{SnowflakeError, STATE_FILE};
 use crate::gucs;
 use crate::pg::xlog_register_data;
-use crate::shmem::Shared;
+use crate::shmem::{Refusing, RegistryStatus, RenewalFailure, Shared};
 use pgrx::pg_sys;
 use snowflake_core::generator::Generator;
 use snowflake_core::layout::Layout;
+use snowflake_core::registry::Identity;
 use snowflake_core::state_file::{self, History, Reservation, State};
 use snowflake_core::wal_record;
 use std::fs::{self, File, OpenOptions};
@@ -20,6 +21,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 const STATE_FILE_TMP: &str = "pg_snowflake.state.tmp";
+/// The file that makes a server start as a standby (PostgreSQL 12 and later).
+const STANDBY_SIGNAL: &str = "standby.signal";
+/// Where a damaged state file is moved when a registry gives the server a fresh node id.
+const STATE_FILE_DAMAGED: &str = "pg_snowflake.state.damaged";
 /// Where a binary-upgrade start moves a reservation the new cluster wrote itself (see [`load`]).
 const STATE_FILE_BEFORE_UPGRADE: &str = "pg_snowflake.state.before-upgrade";
 /// The directory pg_upgrade (PostgreSQL 15 and later) keeps in the *new* data directory while it
@@ -41,8 +46,13 @@ enum Start {
     /// No state file: a server that never issued an ID with this extension.
     Fresh,
     /// Continue above `floor` (Unix ms; `i64::MIN`: a node id never used here), keeping the
-    /// node ids used before in `history`.
-    After { floor: i64, history: History },
+    /// node ids used before in `history`, under the registry `claim` recorded with `node`.
+    After {
+        floor: i64,
+        history: History,
+        node: Option<u32>,
+        claim: Option<Identity>,
+    },
     /// pg_upgrade made this directory and the old one's file was not copied in: refuse to
     /// issue until it is.
     AwaitingOldStateFile,
@@ -71,9 +81,11 @@ pub fn reserve(
     until: i64,
     node: u32,
     history: &History,
+    claim: Option<Identity>,
 ) -> Result<Reserved, std::io::Error> {
-    replace_state_file(&state_line(layout, until, Some(node), history))?;
-    let mut payload = wal_record::encode(until, layout, node);
+    replace_state_file(&state_line(layout, until, Some(node), history, claim))?;
+    let (mut buffer, len) = wal_record::encode(until, layout, node, claim);
+    let payload = &mut buffer[..len];
     // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. XLogFlush and
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
     // when the process is told to terminate (it warns; a backend writing for itself holds
@@ -84,7 +96,7 @@ pub fn reserve(
     // `commit = false` it waits for the standbys' flush (not apply).
     unsafe {
         pg_sys::XLogBeginInsert();
-        xlog_register_data(&mut payload);
+        xlog_register_data(payload);
         let end = pg_sys::XLogInsert(RMGR_ID, XLOG_RESERVATION);
         pg_sys::XLogFlush(end);
         pg_sys::SyncRepWaitForLSN(end, false);
@@ -101,25 +113,70 @@ fn write_error(e: &std::io::Error) -> SnowflakeError {
 
 /// What the shared region starts with (`shmem::init`'s callback): the generator resumed from
 /// the state file, for this server's layout and node id. Stops the server when the file cannot
-/// say.
+/// say — unless a registry can give this server a fresh node id (`pg_snowflake.node_id`
+/// unset): then a damaged file is moved aside and the server starts as a new one.
 pub fn start_state() -> Shared {
-    let node = gucs::node_id().ok();
-    let (generator, awaiting_old_state_file, history) = match load(gucs::layout(), node) {
-        Ok(Start::Fresh) => (Generator::new(), false, History::EMPTY),
-        Ok(Start::After { floor, history }) => (Generator::resume(floor), false, history),
-        Ok(Start::AwaitingOldStateFile) => (Generator::new(), true, History::EMPTY),
+    let configured = gucs::configured_node();
+    let registry = gucs::registry().is_some();
+    let start = match load(gucs::layout(), configured, registry) {
+        Err(SnowflakeError::StateFileDamaged { reason, .. })
+            if registry && configured.is_none() =>
+        {
+            match fs::rename(STATE_FILE, STATE_FILE_DAMAGED) {
+                Ok(()) => {
+                    SnowflakeError::DamagedStateFileMovedAside {
+                        path: STATE_FILE,
+                        aside: STATE_FILE_DAMAGED,
+                        reason,
+                    }
+                    .report_log();
+                    Start::Fresh
+                }
+                Err(e) => write_error(&e).report_fatal(),
+            }
+        }
+        Ok(start) => start,
         Err(e) => e.report_fatal(),
     };
+    let (generator, refusing, history, node, claim) = match start {
+        Start::Fresh => (Generator::new(), None, History::EMPTY, configured, None),
+        Start::After {
+            floor,
+            history,
+            node,
+            claim,
+        } => (Generator::resume(floor), None, history, node, claim),
+        Start::AwaitingOldStateFile => (
+            Generator::new(),
+            Some(Refusing::AwaitingOldStateFile),
+            History::EMPTY,
+            configured,
+            None,
+        ),
+    };
+    let refusing = refusing.unwrap_or(if registry {
+        Refusing::AwaitingClaim
+    } else if node.is_none() {
+        Refusing::NodeUnset
+    } else {
+        Refusing::Nothing
+    });
     Shared {
         generator,
-        awaiting_old_state_file,
-        last_failure_errno: 0,
+        refusing,
+        node: node.unwrap_or(0),
+        last_failure: RenewalFailure::Io { errno: 0 },
         claimant_pid: 0,
         history,
+        claim,
+        ceiling: i64::MAX,
+        registry: RegistryStatus::NONE,
+        started_as_standby: Path::new(STANDBY_SIGNAL).exists(),
     }
 }
 
-/// Where the generator of node id `node` (`None`: not set) starts, from the state file. A file
+/// Where the generator of node id `node` (`None`: not set; with a `registry`, the node id the
+/// file pins, if its reservation was made under a registry claim) starts, from the state file. A file
 /// written under another layout than `configured` is refused: IDs of two layouts do not mix. A
 /// file written for another node id gives the floor `state_file::resume` says (a node id never
 /// used here owes nothing to the others), and the change is logged.
@@ -131,7 +188,7 @@ pub fn start_state() -> Shared {
 /// every ID the old server issued. A file this new cluster wrote itself (started, and called,
 /// before pg_upgrade: its system identifier is this cluster's, and pg_upgrade's output
 /// directory is here) is no such record: it is moved aside and the marker written.
-fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeError> {
+fn load(configured: &Layout, node: Option<u32>, registry: bool) -> Result<Start, SnowflakeError> {
     let bytes = match fs::read(STATE_FILE) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => {
@@ -168,13 +225,19 @@ fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeError>
         .report_log();
         return await_old_state_file();
     }
-    let Some(node) = node else {
+    // With a registry and no node id set, the node id the registry assigned is pinned here.
+    let pinned = (registry && recorded.claim.is_some())
+        .then_some(recorded.node)
+        .flatten();
+    let Some(node) = node.or(pinned) else {
         // No IDs without a node id; whatever it is set to later resumes above everything here.
         let mut history = recorded.history;
         history.add(None, recorded.until);
         return Ok(Start::After {
             floor: history.until,
             history,
+            node: None,
+            claim: None,
         });
     };
     let (floor, history) = state_file::resume(&recorded, node);
@@ -186,7 +249,12 @@ fn load(configured: &Layout, node: Option<u32>) -> Result<Start, SnowflakeError>
         }
         .report_log();
     }
-    Ok(Start::After { floor, history })
+    Ok(Start::After {
+        floor,
+        history,
+        node: Some(node),
+        claim: recorded.claim.filter(|_| recorded.node == Some(node)),
+    })
 }
 
 /// Writes the upgrade marker: the server refuses IDs until the old state file is copied in.
@@ -212,7 +280,13 @@ fn system_identifier() -> u64 {
 }
 
 /// The state line of a reservation written by this cluster.
-fn state_line(layout: &Layout, until: i64, node: Option<u32>, history: &History) -> Vec<u8> {
+fn state_line(
+    layout: &Layout,
+    until: i64,
+    node: Option<u32>,
+    history: &History,
+    claim: Option<Identity>,
+) -> Vec<u8> {
     let mut buffer = [0u8; state_file::MAX_LEN];
     let reservation = Reservation {
         until,
@@ -220,6 +294,7 @@ fn state_line(layout: &Layout, until: i64, node: Option<u32>, history: &History)
         node,
         history: *history,
         system: Some(system_identifier()),
+        claim,
     };
     state_file::format(&reservation, &mut buffer).to_vec()
 }
@@ -230,8 +305,10 @@ pub fn write_state_file(
     until: i64,
     node: Option<u32>,
     history: &History,
+    claim: Option<Identity>,
 ) -> Result<(), SnowflakeError> {
-    replace_state_file(&state_line(layout, until, node, history)).map_err(|e| write_error(&e))
+    replace_state_file(&state_line(layout, until, node, history, claim))
+        .map_err(|e| write_error(&e))
 }
 
 /// Writes `contents` to a temporary file, fsyncs it, renames it over the state file and fsyncs

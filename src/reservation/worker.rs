@@ -6,10 +6,14 @@
 //! SIGTERM is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
 //! (that renewal then does not count); SIGHUP rereads postgresql.conf; `synchronous_commit` is
 //! forced on, because the reservation must hold for every ID handed out, not only commits.
+//! With a node-id registry it also claims the node id and keeps its lease (`registry/holder.rs`)
+//! on each turn, before any reservation.
 
 use super::renew::{self, Renewal};
 use crate::error::SnowflakeError;
+use crate::gucs;
 use crate::pg::{set_signal_handler, unguarded};
+use crate::registry::holder::Holder;
 use crate::shmem;
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
 use pgrx::prelude::*;
@@ -61,11 +65,15 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     let started_at = wall_now();
     let mut backoff = Backoff::new(RETRY_FIRST_MS, RETRY_MAX_MS);
     let mut failure_log = LogThrottle::new(FAILURE_LOG_INTERVAL_MS);
+    // With a registry, the renewer also claims the node id and keeps its lease.
+    let mut holder = gucs::registry().map(Holder::new);
     loop {
         pg_sys::check_for_interrupts!();
         reload_config_if_asked();
         shm.renewer_is_alive();
-        let next_turn_ms = renew::keep_ahead(shm, started_at);
+        let registry_due_ms = holder.as_mut().map_or(1_000, |holder| holder.turn(shm));
+        shm.renewer_is_alive();
+        let next_turn_ms = renew::keep_ahead(shm, started_at).min(registry_due_ms);
         match renew::claim_renewal(shm, true) {
             Some(claim) => {
                 // Off the condition variable before a write that may take long.
@@ -85,6 +93,8 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
                         }
                         shmem::sleep_on_latch(backoff.failed());
                     }
+                    // Fenced: the registry must renew the lease first (next heartbeat).
+                    Renewal::Fenced { .. } => shmem::sleep_on_latch(backoff.failed()),
                     Renewal::Abandoned => {}
                 }
             }

@@ -5,11 +5,13 @@
 //! - [`decode`]: IDs → parts, JSON and base 32, and back
 //! - [`bounds`]: time → ID bounds
 //! - [`adopt`]: `snowflake_adopt(table, column)`
+//! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
 //! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
 
 mod adopt;
 mod bounds;
 mod decode;
 mod nextval;
+mod registry;
 mod stats;
 mod timestamps;

@@ -2,7 +2,7 @@
 
 use crate::allocate;
 use crate::error::OrReport;
-use crate::gucs;
+use crate::{gucs, shmem};
 use pgrx::prelude::*;
 use snowflake_core::generator::{self, Run};
 
@@ -24,10 +24,10 @@ fn snowflake_nextval() -> i64 {
 /// parallel restricted like `snowflake_nextval()`.
 #[pg_extern(volatile, parallel_restricted)]
 fn snowflake_nextval_batch(n: i32) -> SetOfIterator<'static, i64> {
-    let (shm, node) = allocate::generator().or_report();
+    let shm = shmem::get().or_report();
     let mut remaining = generator::batch_size(n).or_report();
     let layout = *gucs::layout();
-    let mut ids = Run::EMPTY.ids(layout, node);
+    let mut ids = Run::EMPTY.ids(layout, 0);
     SetOfIterator::new(std::iter::from_fn(move || loop {
         if let Some(id) = ids.next() {
             return Some(id);
@@ -35,7 +35,7 @@ fn snowflake_nextval_batch(n: i32) -> SetOfIterator<'static, i64> {
         if remaining == 0 {
             return None;
         }
-        let run = allocate::next_run(shm, &layout, node, remaining).or_report();
+        let (run, node) = allocate::next_run(shm, &layout, remaining).or_report();
         remaining -= run.count;
         ids = run.ids(layout, node);
     }))

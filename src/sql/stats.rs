@@ -2,9 +2,10 @@
 
 use super::timestamps::timestamptz;
 use crate::error::OrReport;
-use crate::{gucs, shmem};
+use crate::gucs;
+use crate::shmem::{self, Refusing};
 use pgrx::prelude::*;
-use snowflake_core::clock::wall_now;
+use snowflake_core::clock::{wall_now, Clock, SystemClock};
 
 /// The generator's state and counters since the server started: one row.
 #[allow(clippy::type_complexity)]
@@ -28,15 +29,24 @@ fn snowflake_stats() -> TableIterator<
         name!(renewal_failures, i64),
         name!(renewing, bool),
         name!(clock_jumps, i64),
+        name!(refusing, Option<String>),
+        name!(registry_generation, Option<i64>),
+        name!(lease_remaining_ms, Option<i64>),
+        name!(registry_clock_offset_ms, Option<i64>),
     ),
 > {
-    let generator = shmem::get().or_report().snapshot().generator;
+    let shared = shmem::get().or_report().snapshot();
+    let generator = shared.generator;
+    let registry = gucs::registry().is_some();
+    let node_known = shared.refusing == Refusing::Nothing
+        || gucs::configured_node().is_some()
+        || shared.claim.is_some();
     let now = wall_now();
     let stats = generator.stats();
     let layout = gucs::layout();
     let reserved = generator.reserved_until();
     TableIterator::once((
-        gucs::node_id().ok().map(|node| node as i32),
+        node_known.then_some(shared.node as i32),
         layout.describe(),
         stats.issued as i64,
         generator.last_issued(layout).map(timestamptz),
@@ -52,13 +62,34 @@ fn snowflake_stats() -> TableIterator<
         stats.renewal_failures as i64,
         generator.renewing(),
         stats.clock_jumps as i64,
+        refusing_text(shared.refusing),
+        shared.claim.map(|claim| claim.generation),
+        (registry && shared.registry.lease_ends_at > i64::MIN)
+            .then(|| (shared.registry.lease_ends_at - SystemClock.monotonic()).max(0)),
+        (registry && shared.registry.last_contact > i64::MIN)
+            .then_some(shared.registry.clock_offset_ms),
     ))
+}
+
+/// Why no ID may be made now, in a word or two (`None`: they may).
+fn refusing_text(refusing: Refusing) -> Option<String> {
+    let text = match refusing {
+        Refusing::Nothing => return None,
+        Refusing::NodeUnset => "node id unset",
+        Refusing::AwaitingOldStateFile => "awaiting the old state file",
+        Refusing::AwaitingClaim => "awaiting the registry claim",
+        Refusing::ClaimRefused => "claim refused",
+        Refusing::ClaimLost => "claim lost",
+        Refusing::LeaseExpired => "lease expired",
+        Refusing::ClockSkew => "clock skew",
+    };
+    Some(text.into())
 }
 
 extension_sql!(
     r#"
 COMMENT ON FUNCTION snowflake_stats() IS
-'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, when the time field runs out, waits for and failures of reservation writes, whether one is being written, and forward steps of the system clock held rather than followed.';
+'Shows this server''s generator: node, layout, IDs issued since start, last issued time, lead over the clock, clock regressions, exhausted milliseconds, overload waits, durable reservation, when the time field runs out, waits for and failures of reservation writes, whether one is being written, and forward steps of the system clock held rather than followed, why no ID may be made now (NULL: they may), and with a node-id registry the claim''s generation, the lease left and the clock''s offset from the registry''s.';
 "#,
     name = "stats_comment",
     requires = [snowflake_stats],

@@ -11,8 +11,8 @@ SELECT snowflake_nextval();
 SELECT * FROM snowflake_nextval_batch(10);
 \echo :LAST_ERROR_SQLSTATE
 
--- The generator reports the node as unknown.
-SELECT node_id, ids_issued FROM snowflake_stats();
+-- The generator reports the node as unknown, and why it makes no IDs.
+SELECT node_id, ids_issued, refusing FROM snowflake_stats();
 
 -- Decoding needs no node id.
 SELECT * FROM snowflake_decode(531934583543832577);

@@ -1,0 +1,555 @@
+//! The node-id registry (`pg_snowflake.registry`), with real servers on 127.0.0.1: one plain
+//! PostgreSQL holds the registry's table, the others claim node ids from it through their
+//! renewers. Every claim the registry refuses is asserted by its message, every ID set by the
+//! absence of overlap; clones, crashes, clock offsets, a stopped registry, retiring and
+//! recycling are done for real (pg_basebackup, kill -9, libfaketime, pg_ctl).
+
+use snowflake_it::{assert_error, count, take_ids, wait_until, Config, Server};
+use std::collections::HashSet;
+use std::thread;
+use std::time::{Duration, Instant};
+
+const LEASE_MS: i64 = 3_000;
+
+/// The registry: a plain server, with the table made by a member's snowflake_registry_create().
+fn registry() -> Server {
+    Server::start("registry", Config::default())
+}
+
+/// A member of the fleet using `registry`, with node id `node` (None: assigned).
+fn member_config(registry: &Server, node: Option<i32>) -> Config {
+    Config {
+        preload: true,
+        node_id: node,
+        ..Config::default()
+    }
+    .setting(&format!(
+        "pg_snowflake.registry = '{}'",
+        registry.conninfo("postgres")
+    ))
+    .setting(&format!("pg_snowflake.registry_lease_ms = {LEASE_MS}"))
+    .setting("pg_snowflake.max_clock_skew_ms = 2000")
+}
+
+fn member(name: &str, registry: &Server, node: Option<i32>) -> Server {
+    Server::start(name, member_config(registry, node))
+}
+
+/// This server's node id once it has claimed one (the test waits for the claim).
+fn claimed_node(server: &Server) -> i32 {
+    let mut node = -1;
+    wait_until(Duration::from_secs(30), "the registry claim", || {
+        let mut client = server.connect();
+        let row = client
+            .query_one("SELECT node_id, refusing FROM snowflake_stats()", &[])
+            .unwrap();
+        let refusing: Option<String> = row.get(1);
+        node = row.get::<_, Option<i32>>(0).unwrap_or(-1);
+        refusing.is_none()
+    });
+    node
+}
+
+fn refusing(server: &Server) -> Option<String> {
+    server.query_one("SELECT refusing FROM snowflake_stats()")
+}
+
+fn ids_issued(server: &Server) -> i64 {
+    server.query_one("SELECT ids_issued FROM snowflake_stats()")
+}
+
+fn node_of(server: &Server, id: i64) -> i32 {
+    server.query_one(&format!("SELECT snowflake_node_id({id}::bigint)"))
+}
+
+/// Asserts that `result` is the error with this SQLSTATE and message (`…`: a prefix), with a
+/// DETAIL and a HINT.
+fn expect_error<T: std::fmt::Debug>(
+    result: Result<T, postgres::Error>,
+    sqlstate: &str,
+    message: &str,
+) {
+    let err = result.expect_err("an error");
+    let db = assert_error(&err, sqlstate, message, None, None);
+    assert!(
+        db.detail().is_some() || sqlstate == "42704",
+        "a DETAIL: {db:?}"
+    );
+    assert!(
+        db.hint().is_some_and(|h| h.ends_with('.')),
+        "a HINT: {db:?}"
+    );
+}
+
+/// Moves the fake clock of `server` and restarts its renewer, which libfaketime (in a process
+/// forked at the server's start) does not move along otherwise: the new renewer claims again.
+fn set_clock_of_renewer(server: &Server, offset: &str) {
+    server.set_clock(offset);
+    thread::sleep(Duration::from_millis(1_200));
+    let postmaster =
+        server.output_as_postgres(&format!("head -1 {}", server.data_file("postmaster.pid")));
+    server.as_postgres(&format!(
+        "pkill -TERM -P {} -f 'pg_snowflake renewer'",
+        postmaster.trim()
+    ));
+}
+
+fn create_table(server: &Server) {
+    server.execute("SELECT snowflake_registry_create()");
+}
+
+#[test]
+fn servers_without_node_ids_are_assigned_distinct_ones_and_keep_them() {
+    let registry = registry();
+    let first = member("fleet0", &registry, None);
+    create_table(&first);
+    let mut members = vec![first];
+    for i in 1..5 {
+        members.push(member(&format!("fleet{i}"), &registry, None));
+    }
+    let nodes: Vec<i32> = members.iter().map(claimed_node).collect();
+    println!("assigned node ids: {nodes:?}");
+    assert_eq!(
+        nodes.iter().collect::<HashSet<_>>().len(),
+        5,
+        "distinct: {nodes:?}"
+    );
+    assert!(
+        nodes.iter().all(|&n| (0..5).contains(&n)),
+        "lowest free: {nodes:?}"
+    );
+
+    // A clean restart and a kill -9 keep the id (it is pinned in the state file).
+    members[1].stop();
+    members[1].start_again();
+    members[2].crash();
+    members[2].start_again();
+    for i in [1, 2] {
+        assert_eq!(
+            claimed_node(&members[i]),
+            nodes[i],
+            "member {i} after a restart"
+        );
+    }
+    let listed = count(
+        &mut members[0].connect(),
+        "SELECT count(*) FROM snowflake_registry() WHERE state = 'live'",
+    );
+    assert_eq!(listed, 5);
+    assert_eq!(
+        count(
+            &mut members[0].connect(),
+            "SELECT count(*) FROM snowflake_registry() WHERE this_server"
+        ),
+        1
+    );
+
+    // 200,000 IDs from each, all at once: no ID twice, each carrying its server's node id.
+    let all: Vec<Vec<i64>> = thread::scope(|scope| {
+        let handles: Vec<_> = members
+            .iter()
+            .map(|m| {
+                let mut client = m.connect();
+                scope.spawn(move || take_ids(&mut client, 200_000, 10_000))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut seen = HashSet::new();
+    for (ids, member) in all.iter().zip(&members) {
+        let node = claimed_node(member);
+        assert_eq!(node_of(member, ids[0]), node);
+        assert_eq!(node_of(member, ids[ids.len() - 1]), node);
+        for id in ids {
+            assert!(seen.insert(*id), "ID {id} made twice");
+        }
+    }
+    assert_eq!(seen.len(), 1_000_000);
+}
+
+#[test]
+fn a_second_server_with_the_same_node_id_is_refused_and_makes_nothing() {
+    let registry = registry();
+    let first = member("same1", &registry, Some(7));
+    create_table(&first);
+    assert_eq!(claimed_node(&first), 7);
+    let second = member("same2", &registry, Some(7));
+    wait_until(Duration::from_secs(20), "the refusal", || {
+        refusing(&second).as_deref() == Some("claim refused")
+    });
+    expect_error(
+        second
+            .connect()
+            .query_one("SELECT snowflake_nextval()", &[]),
+        "55000",
+        "node id 7 is held by another server, \"…",
+    );
+    assert_eq!(ids_issued(&second), 0);
+    assert!(second.log().contains("node id 7 is held by another server"));
+    // The first is unaffected.
+    let id: i64 = first.query_one("SELECT snowflake_nextval()");
+    assert_eq!(node_of(&first, id), 7);
+}
+
+#[test]
+fn a_clone_promoted_beside_its_origin_takes_a_fresh_id() {
+    let registry = registry();
+    let origin = member("origin", &registry, None);
+    create_table(&origin);
+    let node = claimed_node(&origin);
+    let before: i64 = origin.query_one("SELECT snowflake_nextval()");
+    let clone = Server::standby_of(&origin, "clone", member_config(&registry, None));
+    clone.promote();
+    let fresh = claimed_node(&clone);
+    assert_ne!(
+        fresh, node,
+        "the clone must not make IDs under its origin's node id"
+    );
+    let id: i64 = clone.query_one("SELECT snowflake_nextval()");
+    assert_eq!(node_of(&clone, id), fresh);
+    assert!(clone.log().contains("fresh id"), "{}", clone.log());
+    // The origin goes on under its own.
+    let after: i64 = origin.query_one("SELECT snowflake_nextval()");
+    assert!(after > before && node_of(&origin, after) == node);
+}
+
+#[test]
+fn a_damaged_state_file_with_a_registry_starts_under_a_fresh_id() {
+    let registry = registry();
+    let server = member("damaged", &registry, None);
+    create_table(&server);
+    let node = claimed_node(&server);
+    let _: i64 = server.query_one("SELECT snowflake_nextval()");
+    server.stop();
+    server.as_postgres(&format!(
+        "echo 'not a state file' > {}",
+        server.data_file("pg_snowflake.state")
+    ));
+    server.start_again();
+    let fresh = claimed_node(&server);
+    assert_ne!(fresh, node);
+    assert!(server.log().contains("is damaged"), "{}", server.log());
+}
+
+#[test]
+fn a_clock_an_hour_ahead_of_the_registrys_is_refused_until_it_is_back() {
+    let registry = registry();
+    let setup = member("skew0", &registry, Some(1));
+    create_table(&setup);
+    let ahead = Server::start("skew", member_config(&registry, Some(2)).fake_clock("+0"));
+    assert_eq!(claimed_node(&ahead), 2);
+    set_clock_of_renewer(&ahead, "+1h");
+    wait_until(Duration::from_secs(20), "the clock check", || {
+        refusing(&ahead).as_deref() == Some("clock skew")
+    });
+    let err = ahead
+        .connect()
+        .query_one("SELECT snowflake_nextval()", &[])
+        .unwrap_err();
+    let text = snowflake_it::describe(&err);
+    let off_ms: i64 = text
+        .strip_prefix("55000 this server's clock is ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!((3_590_000..3_610_000).contains(&off_ms), "{text}");
+    assert!(
+        text.ends_with(
+            "ms ahead of the registry's, more than pg_snowflake.max_clock_skew_ms (2000 ms)"
+        ),
+        "{text}"
+    );
+    set_clock_of_renewer(&ahead, "+0");
+    assert_eq!(claimed_node(&ahead), 2);
+    let id: i64 = ahead.query_one("SELECT snowflake_nextval()");
+    assert_eq!(node_of(&ahead, id), 2);
+}
+
+/// Sends `signal` to the postmaster of `server` and every process it started.
+fn signal_all(server: &Server, signal: &str) {
+    let postmaster =
+        server.output_as_postgres(&format!("head -1 {}", server.data_file("postmaster.pid")));
+    let pid = postmaster.trim();
+    server.as_postgres(&format!(
+        "kill -{signal} {pid}; pkill -{signal} -P {pid} || true"
+    ));
+}
+
+/// With the registry unreachable (`cut` makes it so, `restore` undoes it): the fenced server
+/// issues until its lease runs out and then refuses, the available one goes on; both issue
+/// again once the registry is back. Prints the figures.
+fn registry_outage(
+    registry: &Server,
+    fenced: &Server,
+    available: &Server,
+    how: &str,
+    cut: impl FnOnce(&Server),
+    restore: impl FnOnce(&Server),
+) {
+    cut(registry);
+    let cut_at = Instant::now();
+    let mut last_fenced = Instant::now();
+    let err = loop {
+        match fenced
+            .connect()
+            .query_one("SELECT snowflake_nextval()", &[])
+        {
+            Ok(_) => last_fenced = Instant::now(),
+            Err(err) => break err,
+        }
+        assert!(
+            cut_at.elapsed() < Duration::from_secs(20),
+            "fenced kept issuing"
+        );
+        thread::sleep(Duration::from_millis(50));
+    };
+    let issued_for = last_fenced - cut_at;
+    println!("registry {how}: the fenced server issued for {issued_for:?}, then refused");
+    assert!(issued_for <= Duration::from_millis(LEASE_MS as u64 + 500));
+    // Refused as out of lease; or, when its reservations reached the lease's ceiling before
+    // the renewer could say so, as at the end of its lease.
+    let db = err.as_db_error().expect("an error of the server");
+    assert_eq!(db.code().code(), "55000", "{db:?}");
+    assert!(
+        db.message().starts_with("the lease on node id 1 ran out")
+            || db
+                .message()
+                .starts_with("the generator has reached the end of its lease"),
+        "{db:?}"
+    );
+    assert!(db
+        .hint()
+        .is_some_and(|h| h.starts_with("Make the registry reachable again")));
+    // Available: still issuing well past the lease.
+    thread::sleep(Duration::from_millis(LEASE_MS as u64));
+    let id: i64 = available.query_one("SELECT snowflake_nextval()");
+    assert_eq!(node_of(available, id), 2);
+
+    restore(registry);
+    let back = Instant::now();
+    claimed_node(fenced);
+    let id: i64 = fenced.query_one("SELECT snowflake_nextval()");
+    assert_eq!(node_of(fenced, id), 1);
+    println!(
+        "registry {how}: the fenced server issued again {:?} after it was back",
+        back.elapsed()
+    );
+}
+
+#[test]
+fn an_unreachable_registry_fences_one_mode_and_not_the_other() {
+    let registry = registry();
+    let fenced = member("fenced", &registry, Some(1));
+    create_table(&fenced);
+    let available = Server::start(
+        "available",
+        member_config(&registry, Some(2)).setting("pg_snowflake.registry_mode = 'available'"),
+    );
+    claimed_node(&fenced);
+    claimed_node(&available);
+    // Frozen (SIGSTOP): connections hang rather than fail.
+    registry_outage(
+        &registry,
+        &fenced,
+        &available,
+        "SIGSTOPped",
+        |r| signal_all(r, "STOP"),
+        |r| signal_all(r, "CONT"),
+    );
+    // Down: connections are refused.
+    registry_outage(
+        &registry,
+        &fenced,
+        &available,
+        "stopped",
+        |r| r.stop(),
+        |r| r.start_again(),
+    );
+}
+
+#[test]
+fn a_server_whose_id_was_taken_over_stops_at_its_next_heartbeat() {
+    let registry = registry();
+    let holder = member("holder", &registry, Some(9));
+    create_table(&holder);
+    claimed_node(&holder);
+    let _: i64 = holder.query_one("SELECT snowflake_nextval()");
+    // What a takeover does to the row: another generation.
+    registry.execute("UPDATE snowflake_nodes SET generation = generation + 1 WHERE node_id = 9");
+    wait_until(Duration::from_secs(10), "the lost claim", || {
+        refusing(&holder).as_deref() == Some("claim lost")
+    });
+    expect_error(
+        holder
+            .connect()
+            .query_one("SELECT snowflake_nextval()", &[]),
+        "55000",
+        "this server lost node id 9: another server took it over in the registry…",
+    );
+}
+
+#[test]
+fn a_retired_id_is_handed_out_again_only_past_its_mark_and_above_its_ids() {
+    let registry = registry();
+    let old = member("old", &registry, Some(5));
+    create_table(&old);
+    claimed_node(&old);
+    let old_ids = take_ids(&mut old.connect(), 1_000, 1_000);
+    old.stop();
+    let other = member("other", &registry, Some(6));
+    claimed_node(&other);
+    expect_error(
+        other
+            .connect()
+            .query_one("SELECT snowflake_registry_retire(77)", &[]),
+        "42704",
+        "the registry holds no live node id 77…",
+    );
+    let mark: String = other.query_one("SELECT snowflake_registry_retire(5)::text");
+    println!("node id 5 retired with its high-water mark at {mark}");
+    let retired_at = Instant::now();
+    // The new holder's margin: its clock within 8 s of the registry's.
+    let new = Server::start(
+        "new",
+        member_config(&registry, Some(5)).setting("pg_snowflake.max_clock_skew_ms = 8000"),
+    );
+    wait_until(Duration::from_secs(10), "the refusal", || {
+        refusing(&new).as_deref() == Some("claim refused")
+    });
+    expect_error(
+        new.connect().query_one("SELECT snowflake_nextval()", &[]),
+        "55000",
+        "node id 5 is retired and is handed out again only after …",
+    );
+    assert_eq!(claimed_node(&new), 5);
+    let waited = retired_at.elapsed();
+    println!("recycled after {waited:?}");
+    assert!(new.log().contains("recycled"), "{}", new.log());
+    let first_new: i64 = new.query_one("SELECT snowflake_nextval()");
+    assert!(first_new > *old_ids.iter().max().unwrap());
+}
+
+/// The IDs `server` hands out in `n` separate calls, each acknowledged to the client.
+fn acknowledged(server: &Server, n: usize) -> Vec<i64> {
+    let mut client = server.connect();
+    (0..n)
+        .map(|_| {
+            client
+                .query_one("SELECT snowflake_nextval()", &[])
+                .unwrap()
+                .get(0)
+        })
+        .collect()
+}
+
+#[test]
+fn a_standby_promoted_after_its_primary_died_continues_above_every_acknowledged_id() {
+    let registry = registry();
+    let primary = member("primary", &registry, None);
+    create_table(&primary);
+    let node = claimed_node(&primary);
+    // An asynchronous standby whose clock is 10 minutes behind (the clock check allows it
+    // here: the point is the high-water mark, not the check).
+    let standby = Server::standby_of(
+        &primary,
+        "standby",
+        member_config(&registry, None)
+            .fake_clock("-10m")
+            .setting("pg_snowflake.max_clock_skew_ms = 3600000"),
+    );
+    let ids = acknowledged(&primary, 2_000);
+    primary.crash();
+    standby.promote();
+    assert_eq!(
+        claimed_node(&standby),
+        node,
+        "the standby continues its primary's node id"
+    );
+    let after = acknowledged(&standby, 2_000);
+    let highest = *ids.iter().max().unwrap();
+    assert!(
+        after.iter().all(|&id| id > highest),
+        "an ID at or below the old primary's last acknowledged one"
+    );
+    assert!(standby.log().contains("(takeover") || standby.log().contains("(restart"));
+    // The old primary back, beside its successor: an older generation of the same node id.
+    primary.start_again();
+    let moved = claimed_node(&primary);
+    assert_ne!(
+        moved, node,
+        "the old primary must not make IDs under its old node id again"
+    );
+    assert!(primary.log().contains("fresh id"), "{}", primary.log());
+}
+
+#[test]
+fn a_standby_told_to_take_a_fresh_id_on_promotion_does_and_retires_its_primarys() {
+    let registry = registry();
+    let primary = member("primary2", &registry, None);
+    create_table(&primary);
+    let node = claimed_node(&primary);
+    let standby = Server::standby_of(
+        &primary,
+        "standby2",
+        member_config(&registry, None).setting("pg_snowflake.fresh_node_id_on_promotion = on"),
+    );
+    let _ = acknowledged(&primary, 100);
+    primary.crash();
+    standby.promote();
+    let fresh = claimed_node(&standby);
+    assert_ne!(fresh, node);
+    let state: String = standby.query_one(&format!(
+        "SELECT state FROM snowflake_registry() WHERE node_id = {node}"
+    ));
+    assert_eq!(state, "retired");
+    assert!(standby
+        .log()
+        .contains(&format!("retired node id {node}, its primary's")));
+    // A restart does not take yet another one.
+    standby.stop();
+    standby.start_again();
+    assert_eq!(claimed_node(&standby), fresh);
+}
+
+#[test]
+fn a_restored_backup_older_than_its_origins_last_claim_takes_a_fresh_id() {
+    let registry = registry();
+    let origin = member("origin3", &registry, None);
+    create_table(&origin);
+    let node = claimed_node(&origin);
+    // The backup: a copy of the data directory, kept stopped.
+    let backup = Server::standby_of(&origin, "backup3", member_config(&registry, None));
+    backup.stop();
+    // The origin restarts (a new generation), and is then gone.
+    origin.stop();
+    origin.start_again();
+    assert_eq!(claimed_node(&origin), node);
+    origin.stop();
+    // The backup, restored as a primary: older than the id's last claim.
+    backup.as_postgres(&format!("rm {}", backup.data_file("standby.signal")));
+    backup.start_again();
+    let fresh = claimed_node(&backup);
+    assert_ne!(fresh, node);
+    // The origin, back, still holds its own.
+    origin.start_again();
+    assert_eq!(claimed_node(&origin), node);
+}
+
+#[test]
+fn a_clone_configured_with_its_origins_node_id_is_refused() {
+    let registry = registry();
+    let origin = member("origin4", &registry, Some(4));
+    create_table(&origin);
+    claimed_node(&origin);
+    let clone = Server::standby_of(&origin, "clone4", member_config(&registry, Some(4)));
+    clone.promote();
+    wait_until(Duration::from_secs(20), "the refusal", || {
+        refusing(&clone).as_deref() == Some("claim refused")
+    });
+    expect_error(
+        clone.connect().query_one("SELECT snowflake_nextval()", &[]),
+        "55000",
+        "this data directory is a copy of the server holding node id 4, \"…",
+    );
+    assert_eq!(ids_issued(&clone), 0);
+}

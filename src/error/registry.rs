@@ -1,0 +1,249 @@
+//! The wording of the node-id registry's refusals, warnings and log lines (`src/registry/`).
+
+use super::report::{message, quoted, Message};
+use pgrx::PgSqlErrorCode::*;
+use snowflake_core::calendar::format_unix_ms;
+use snowflake_core::registry::Refusal;
+
+/// What the registry refuses or reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RegistryError {
+    /// A call waited this long for the registry's first claim, which is not made yet.
+    AwaitingClaim { waited_ms: i64 },
+    /// The registry refused this server's claim of `node`: `why`; its holder `holder` was last
+    /// seen at `last_seen` (Unix ms, the registry's clock).
+    ClaimRefused {
+        node: u32,
+        why: Refusal,
+        holder: String,
+        last_seen: i64,
+    },
+    /// Another server took `node` over: this one stops making IDs until it restarts.
+    ClaimLost { node: u32 },
+    /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
+    LeaseExpired { node: u32, ago_ms: i64 },
+    /// This clock is `offset_ms` from the registry's, more than `max_ms`.
+    ClockSkew { offset_ms: i64, max_ms: i64 },
+    /// Fenced mode: the next reservation would pass the lease's ceiling (Unix ms).
+    CeilingReached { ceiling: i64 },
+    /// Every node id of the layout (0 to `max`) is held or retired.
+    NoFreeNodeId { max: u32 },
+    /// WARNING from the renewer: the registry cannot be reached (at most one in a while).
+    Unreachable { cause: String, not_logged: u64 },
+    /// A SQL function's exchange with the registry failed.
+    Failed { action: &'static str, cause: String },
+    /// A registry function on a server without `pg_snowflake.registry`.
+    NotConfigured,
+    /// LOG: the node id claimed.
+    Claimed {
+        node: u32,
+        generation: i64,
+        floor: Option<i64>,
+        how: &'static str,
+    },
+    /// LOG: a promoted standby retired its primary's node id (the high-water mark kept, Unix ms).
+    Retired { node: u32, high_water: Option<i64> },
+    /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
+    RetireLive { node: u32, holder: String },
+    /// `snowflake_registry_retire` of an id the registry has no live row for.
+    NoSuchNode { node: i64 },
+}
+
+const LEASE_DETAIL: &str = "A node id is held under a lease in the registry \
+                            (pg_snowflake.registry), renewed by the pg_snowflake renewer.";
+
+fn when(unix_ms: i64) -> String {
+    format_unix_ms(unix_ms)
+}
+
+pub(super) fn message_of(error: &RegistryError) -> Message {
+    use RegistryError::*;
+    match error {
+        AwaitingClaim { waited_ms } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "this server has not claimed its node id from the registry yet",
+            Some(format!(
+                "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
+            )),
+            "Check that the registry named by pg_snowflake.registry is reachable; the server \
+             log says what the renewer met.",
+        ),
+        ClaimRefused {
+            node,
+            why,
+            holder,
+            last_seen,
+        } => {
+            let (text, hint) = match why {
+                Refusal::HeldByAnother => (
+                    format!(
+                        "node id {node} is held by another server, {}, last seen at {}",
+                        quoted(holder),
+                        when(*last_seen)
+                    ),
+                    "Give this server another pg_snowflake.node_id, or leave it unset so that the \
+                     registry assigns one. If that server is gone for good, retire the id with \
+                     snowflake_registry_retire().",
+                ),
+                Refusal::CopyOfLiveHolder => (
+                    format!(
+                        "this data directory is a copy of the server holding node id {node}, {}, \
+                         which is running (last seen at {})",
+                        quoted(holder),
+                        when(*last_seen)
+                    ),
+                    "A clone, snapshot or restored backup must not make IDs under its origin's \
+                     node id. Leave pg_snowflake.node_id unset so that the registry gives it a \
+                     fresh one, or set another.",
+                ),
+                Refusal::StaleCopy => (
+                    format!(
+                        "this data directory is an older copy of the server holding node id \
+                         {node}, {} (last seen at {})",
+                        quoted(holder),
+                        when(*last_seen)
+                    ),
+                    "Leave pg_snowflake.node_id unset so that the registry gives this copy a fresh \
+                     node id, or set another.",
+                ),
+                Refusal::RetiredUntil { until } => (
+                    format!(
+                        "node id {node} is retired and is handed out again only after {}",
+                        when(*until)
+                    ),
+                    "Wait until then, or give this server another pg_snowflake.node_id, or leave \
+                     it unset so that the registry assigns a free one.",
+                ),
+            };
+            message(
+                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                text,
+                Some(format!(
+                    "The registry refused this server's claim: it makes no IDs. {LEASE_DETAIL}"
+                )),
+                hint,
+            )
+        }
+        ClaimLost { node } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("this server lost node id {node}: another server took it over in the registry"),
+            Some(
+                "Its lease ran out (or its data directory was copied) and another server claimed \
+                 the id since. This server makes no more IDs until it restarts."
+                    .into(),
+            ),
+            "Find out which server holds the id now (snowflake_registry()); restart this one \
+             with pg_snowflake.node_id unset to be given a fresh id.",
+        ),
+        LeaseExpired { node, ago_ms } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not be \
+                 reached"
+            ),
+            Some(format!(
+                "In fenced mode (pg_snowflake.registry_mode) a server makes no IDs without a \
+                 lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
+            )),
+            "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
+             pg_snowflake.registry_mode = 'available' to keep making IDs while it is not.",
+        ),
+        ClockSkew { offset_ms, max_ms } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "this server's clock is {} ms {} the registry's, more than \
+                 pg_snowflake.max_clock_skew_ms ({max_ms} ms)",
+                offset_ms.unsigned_abs(),
+                if *offset_ms > 0 { "ahead of" } else { "behind" }
+            ),
+            Some(
+                "IDs carry their time: made with a clock that far off, they would be misplaced by \
+                 every reader and by the time-to-ID bounds."
+                    .into(),
+            ),
+            "Fix the system clock (NTP); IDs resume at the next heartbeat within the limit.",
+        ),
+        CeilingReached { ceiling } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the generator has reached the end of its lease in the registry ({})",
+                when(*ceiling)
+            ),
+            Some(format!(
+                "In fenced mode no reservation reaches past the time the registry recorded for \
+                 the lease. {LEASE_DETAIL}"
+            )),
+            "Make the registry reachable again, or lower the load: IDs resume at the next \
+             heartbeat.",
+        ),
+        NoFreeNodeId { max } => message(
+            ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+            format!("the registry has no free node id: every id from 0 to {max} is held or retired"),
+            None,
+            "Retire the ids of servers gone for good with snowflake_registry_retire(), or use a \
+             layout with more node bits.",
+        ),
+        Unreachable { cause, not_logged } => message(
+            ERRCODE_CONNECTION_FAILURE,
+            format!("could not reach the pg_snowflake registry: {}", quoted(cause)),
+            Some(format!(
+                "The renewer tries again at every heartbeat. {not_logged} more failures were not \
+                 logged since the last message."
+            )),
+            "Check pg_snowflake.registry and that the registry's server is up.",
+        ),
+        Failed { action, cause } => message(
+            ERRCODE_CONNECTION_FAILURE,
+            format!("could not {action} in the pg_snowflake registry: {}", quoted(cause)),
+            None,
+            "Check pg_snowflake.registry, that the registry's server is up, and that its user \
+             may use the table snowflake_nodes (snowflake_registry_create() makes it).",
+        ),
+        NotConfigured => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            "pg_snowflake.registry is not set",
+            None,
+            "Set pg_snowflake.registry in postgresql.conf to a connection string of the registry \
+             database and restart the server.",
+        ),
+        Claimed {
+            node,
+            generation,
+            floor,
+            how,
+        } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!("pg_snowflake claimed node id {node} from the registry ({how}, generation {generation})"),
+            floor.map(|floor| {
+                format!(
+                    "IDs continue above the id's high-water mark, {}.",
+                    when(floor)
+                )
+            }),
+            "snowflake_stats() shows this server's claim; snowflake_registry() lists every node id.",
+        ),
+        Retired { node, high_water } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!("pg_snowflake retired node id {node}, its primary's, for a fresh one"),
+            high_water.map(|mark| {
+                format!("It is handed out again once the registry's clock is past {}.", when(mark))
+            }),
+            "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on.",
+        ),
+        RetireLive { node, holder } => message(
+            ERRCODE_OBJECT_IN_USE,
+            format!(
+                "node id {node} is held by {}, which is connected to the registry",
+                quoted(holder)
+            ),
+            None,
+            "Stop that server first: only an id whose holder is gone can be retired.",
+        ),
+        NoSuchNode { node } => message(
+            ERRCODE_UNDEFINED_OBJECT,
+            format!("the registry holds no live node id {node}"),
+            None,
+            "snowflake_registry() lists the ids the registry knows.",
+        ),
+    }
+}

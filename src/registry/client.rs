@@ -1,0 +1,407 @@
+//! The registry's SQL: its table, a claim (one transaction under a table lock), a heartbeat
+//! (one UPDATE), the listing and retiring of ids. Plain SQL any PostgreSQL runs: the registry
+//! database needs no extension. What a claim decides is the core's (`snowflake_core::registry`).
+//!
+//! A holder keeps its registry session open and, in it, a session advisory lock on its node id
+//! (`pg_try_advisory_lock(KEY, node_id)`): the registry's own sign that the holder is connected,
+//! released by the registry's server the moment the session ends (a crash, a kill -9, a
+//! network reset), with nothing to clean up.
+
+use super::libpq::{Conn, Failure, Rows};
+use snowflake_core::registry::{self, Claimant, Decision, Identity, Refusal, Row, Wanted};
+
+/// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
+const KEY: &str = "1936617335";
+/// How long one exchange with the registry may take (ms), at most: a holder's exchanges take
+/// at most a third of its lease (`holder.rs`).
+pub const TIMEOUT_MS: i64 = 5_000;
+
+/// The table, made by `snowflake_registry_create()`.
+pub const CREATE: &str = "
+CREATE TABLE IF NOT EXISTS snowflake_nodes (
+    node_id integer PRIMARY KEY CHECK (node_id >= 0),
+    state text NOT NULL CHECK (state IN ('live', 'retired')),
+    owner_token text NOT NULL,
+    generation bigint NOT NULL,
+    holder_label text NOT NULL,
+    system_identifier text,
+    layout text NOT NULL,
+    claimed_at timestamptz NOT NULL,
+    last_seen timestamptz NOT NULL,
+    lease_until timestamptz NOT NULL,
+    high_water_ms bigint,
+    clock_offset_ms bigint,
+    retired_at timestamptz
+);
+COMMENT ON TABLE snowflake_nodes IS
+'pg_snowflake node-id registry: one row per node id ever claimed. Read it with snowflake_registry() on a server that uses it.'";
+
+/// Unix ms of a timestamptz expression, in SQL.
+macro_rules! ms {
+    ($e:literal) => {
+        concat!("(extract(epoch from ", $e, ") * 1000)::bigint")
+    };
+}
+
+/// What this server tells the registry about itself.
+pub struct Me<'a> {
+    pub label: &'a str,
+    pub system: u64,
+    pub layout: &'a str,
+    pub max_node: u32,
+    pub lease_ms: i64,
+    /// The high-water mark to record with the claim (Unix ms).
+    pub high_water: i64,
+    pub clock_offset_ms: i64,
+    pub margin_ms: i64,
+    /// The node id of this server's state file, with whose claim a token may be kept.
+    pub recorded_node: Option<u32>,
+    /// A token for a claim that needs a new one.
+    pub new_token: u128,
+}
+
+/// How a claim ended.
+pub enum Claimed {
+    Taken {
+        node: u32,
+        identity: Identity,
+        floor: i64,
+        how: &'static str,
+    },
+    Refused {
+        node: u32,
+        why: Refusal,
+        holder: String,
+        last_seen: i64,
+    },
+    NoFreeId,
+}
+
+fn text(value: impl ToString) -> Option<String> {
+    Some(value.to_string())
+}
+
+fn field(rows: &Rows, row: usize, column: usize) -> Result<&str, Failure> {
+    rows.get(row)
+        .and_then(|r| r.get(column))
+        .and_then(|v| v.as_deref())
+        .ok_or_else(|| Failure {
+            message: "the registry answered with an unexpected result".into(),
+            sqlstate: None,
+        })
+}
+
+fn number<T: std::str::FromStr>(rows: &Rows, row: usize, column: usize) -> Result<T, Failure> {
+    field(rows, row, column)?.parse().map_err(|_| Failure {
+        message: "the registry answered with an unexpected value".into(),
+        sqlstate: None,
+    })
+}
+
+/// The registry's clock (Unix ms).
+pub fn clock(conn: &Conn) -> Result<i64, Failure> {
+    let rows = conn.query(concat!("SELECT ", ms!("clock_timestamp()")), &[])?;
+    number(&rows, 0, 0)
+}
+
+/// Claims a node id for `claimant`, in one transaction under the table's lock.
+pub fn claim(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Claimed, Failure> {
+    conn.query("BEGIN", &[])?;
+    let claimed = claim_in_transaction(conn, claimant, me);
+    let end = if claimed.is_ok() {
+        "COMMIT"
+    } else {
+        "ROLLBACK"
+    };
+    // A failed COMMIT leaves the claim undecided: the caller tries again, as the holder.
+    conn.query(end, &[])?;
+    claimed
+}
+
+fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Claimed, Failure> {
+    conn.query(
+        "LOCK TABLE snowflake_nodes IN SHARE ROW EXCLUSIVE MODE",
+        &[],
+    )?;
+    let now = clock(conn)?;
+    let mut fresh = false;
+    if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
+        let (row, holder) = read_row(conn, node)?;
+        match registry::decide(claimant, node, row.as_ref(), now, me.margin_ms) {
+            Decision::Take {
+                generation,
+                floor,
+                recycled,
+                ..
+            } => {
+                let keep = claimant.identity.filter(|_| me.recorded_node == Some(node));
+                let how = match (row, recycled) {
+                    (None, _) => "new",
+                    (_, true) => "recycled",
+                    (Some(r), _) if keep.is_some_and(|k| k.token == r.holder.token) => "restart",
+                    _ => "takeover",
+                };
+                let token = keep.map_or(me.new_token, |k| k.token);
+                return take(conn, me, node, token, generation, floor, how);
+            }
+            Decision::Refuse { node, refusal } => {
+                unlock(conn, node)?;
+                let (holder, last_seen) = holder.unwrap_or_default();
+                return Ok(Claimed::Refused {
+                    node,
+                    why: refusal,
+                    holder,
+                    last_seen,
+                });
+            }
+            Decision::Fresh { .. } => {
+                unlock(conn, node)?;
+                fresh = true;
+            }
+        }
+    }
+    // The lowest id that has no row, or a retired one past its mark and the margin.
+    let rows = conn.query(
+        concat!(
+            "SELECT min(c.n) FROM (SELECT 0 AS n UNION ALL SELECT node_id + 1 FROM snowflake_nodes \
+             UNION ALL SELECT node_id FROM snowflake_nodes WHERE state = 'retired') c \
+             WHERE c.n <= $1 AND NOT EXISTS (SELECT 1 FROM snowflake_nodes r WHERE r.node_id = c.n \
+             AND NOT (r.state = 'retired' AND coalesce(r.high_water_ms, -9223372036854775808) < ",
+            ms!("clock_timestamp()"),
+            " - $2))"
+        ),
+        &[text(me.max_node), text(me.margin_ms)],
+    )?;
+    let Ok(node) = number::<u32>(&rows, 0, 0) else {
+        return Ok(Claimed::NoFreeId);
+    };
+    let (row, _) = read_row(conn, node)?;
+    let how = if fresh { "fresh id" } else { "assigned" };
+    match row {
+        Some(row) if row.connected || !registry::is_free(Some(&row), now, me.margin_ms) => {
+            unlock(conn, node)?;
+            Ok(Claimed::NoFreeId)
+        }
+        Some(row) => take(
+            conn,
+            me,
+            node,
+            me.new_token,
+            row.holder.generation + 1,
+            row.high_water,
+            "recycled",
+        ),
+        None => take(conn, me, node, me.new_token, 1, i64::MIN, how),
+    }
+}
+
+/// Reads `node`'s row (locked by the table lock) and tries its advisory lock: the row as the
+/// core judges it, and its holder's label and last heartbeat.
+fn read_row(conn: &Conn, node: u32) -> Result<(Option<Row>, Option<(String, i64)>), Failure> {
+    let locked = conn.query(
+        &format!("SELECT pg_try_advisory_lock({KEY}, $1)"),
+        &[text(node)],
+    )?;
+    let connected = field(&locked, 0, 0)? != "t";
+    let rows = conn.query(
+        concat!(
+            "SELECT owner_token, generation, state = 'retired', \
+             coalesce(high_water_ms, -9223372036854775808), ",
+            ms!("lease_until"),
+            ", holder_label, ",
+            ms!("last_seen"),
+            " FROM snowflake_nodes WHERE node_id = $1"
+        ),
+        &[text(node)],
+    )?;
+    if rows.is_empty() {
+        return Ok((None, None));
+    }
+    let token = u128::from_str_radix(field(&rows, 0, 0)?, 16).unwrap_or(0);
+    let row = Row {
+        node,
+        holder: Identity {
+            token,
+            generation: number(&rows, 0, 1)?,
+        },
+        retired: field(&rows, 0, 2)? == "t",
+        high_water: number(&rows, 0, 3)?,
+        lease_until: number(&rows, 0, 4)?,
+        connected,
+    };
+    let holder = (field(&rows, 0, 5)?.to_string(), number(&rows, 0, 6)?);
+    Ok((Some(row), Some(holder)))
+}
+
+fn unlock(conn: &Conn, node: u32) -> Result<(), Failure> {
+    // Only a lock this session took in read_row is released: a holder's own is never tried
+    // twice in one transaction.
+    conn.query(
+        &format!(
+            "SELECT pg_advisory_unlock({KEY}, $1) FROM pg_locks WHERE locktype = 'advisory' \
+             AND pid = pg_backend_pid() AND classid = {KEY}::oid AND objid = $1::oid \
+             AND objsubid = 2 AND granted"
+        ),
+        &[text(node)],
+    )?;
+    Ok(())
+}
+
+fn take(
+    conn: &Conn,
+    me: &Me,
+    node: u32,
+    token: u128,
+    generation: i64,
+    floor: i64,
+    how: &'static str,
+) -> Result<Claimed, Failure> {
+    conn.query(
+        concat!(
+            "INSERT INTO snowflake_nodes AS r (node_id, state, owner_token, generation, \
+             holder_label, system_identifier, layout, claimed_at, last_seen, lease_until, \
+             high_water_ms, clock_offset_ms) VALUES ($1, 'live', $2, $3, $4, $5, $6, \
+             clock_timestamp(), clock_timestamp(), clock_timestamp() + $7 * interval '1 ms', \
+             $8, $9) ON CONFLICT (node_id) DO UPDATE SET state = 'live', \
+             owner_token = EXCLUDED.owner_token, generation = EXCLUDED.generation, \
+             holder_label = EXCLUDED.holder_label, system_identifier = EXCLUDED.system_identifier, \
+             layout = EXCLUDED.layout, claimed_at = EXCLUDED.claimed_at, \
+             last_seen = EXCLUDED.last_seen, lease_until = EXCLUDED.lease_until, \
+             high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms), \
+             clock_offset_ms = EXCLUDED.clock_offset_ms, retired_at = NULL"
+        ),
+        &[
+            text(node),
+            text(format!("{token:032x}")),
+            text(generation),
+            text(me.label),
+            text(me.system),
+            text(me.layout),
+            text(me.lease_ms),
+            text(me.high_water.max(floor)),
+            text(me.clock_offset_ms),
+        ],
+    )?;
+    Ok(Claimed::Taken {
+        node,
+        identity: Identity { token, generation },
+        floor,
+        how,
+    })
+}
+
+/// One heartbeat of the holder of `node` under `identity`: renews the lease for `lease_ms` and
+/// raises the high-water mark to `high_water`. The registry's clock when it did, or `None` when
+/// the row is no longer this holder's: the claim is lost. On a new session, the advisory lock
+/// is taken again first (`Err` while another session holds it).
+pub fn heartbeat(
+    conn: &Conn,
+    new_session: bool,
+    node: u32,
+    identity: Identity,
+    lease_ms: i64,
+    high_water: i64,
+    clock_offset_ms: i64,
+) -> Result<Option<i64>, Failure> {
+    if new_session {
+        let locked = conn.query(
+            &format!("SELECT pg_try_advisory_lock({KEY}, $1)"),
+            &[text(node)],
+        )?;
+        if field(&locked, 0, 0)? != "t" {
+            return Err(Failure {
+                message: format!("another session of the registry holds node id {node}'s lock"),
+                sqlstate: None,
+            });
+        }
+    }
+    let rows = conn.query(
+        concat!(
+            "UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
+             lease_until = clock_timestamp() + $5 * interval '1 ms', \
+             high_water_ms = greatest(high_water_ms, $6), clock_offset_ms = $7 \
+             WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = $4 \
+             RETURNING ",
+            ms!("clock_timestamp()")
+        ),
+        &[
+            text(node),
+            text(format!("{:032x}", identity.token)),
+            text(identity.generation),
+            text("live"),
+            text(lease_ms),
+            text(high_water),
+            text(clock_offset_ms),
+        ],
+    )?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    number(&rows, 0, 0).map(Some)
+}
+
+/// Every row (times as Unix ms), with its state as the registry's clock and `margin_ms` make it: live (lease
+/// running), lost (lease run out, not retired), retired (not yet handed out again) or free.
+pub fn list(conn: &Conn, margin_ms: i64) -> Result<Rows, Failure> {
+    conn.query(
+        concat!(
+            "SELECT node_id, CASE WHEN state = 'retired' THEN CASE WHEN \
+             coalesce(high_water_ms, -9223372036854775808) < ",
+            ms!("clock_timestamp()"),
+            " - $1 THEN 'free' ELSE 'retired' END WHEN lease_until > clock_timestamp() \
+             THEN 'live' ELSE 'lost' END, holder_label, system_identifier, generation, \
+             owner_token, ",
+            ms!("claimed_at"),
+            ", ",
+            ms!("last_seen"),
+            ", ",
+            ms!("lease_until"),
+            ", high_water_ms, clock_offset_ms, ",
+            ms!("retired_at"),
+            " FROM snowflake_nodes ORDER BY node_id"
+        ),
+        &[text(margin_ms)],
+    )
+}
+
+/// Retires `node`: its holder must not be connected. The high-water mark it keeps (Unix ms),
+/// or why not.
+pub fn retire(conn: &Conn, node: u32) -> Result<Result<Option<i64>, (bool, String)>, Failure> {
+    conn.query("BEGIN", &[])?;
+    let retired = retire_in_transaction(conn, node);
+    conn.query(
+        if matches!(retired, Ok(Ok(_))) {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        },
+        &[],
+    )?;
+    retired
+}
+
+fn retire_in_transaction(
+    conn: &Conn,
+    node: u32,
+) -> Result<Result<Option<i64>, (bool, String)>, Failure> {
+    conn.query(
+        "LOCK TABLE snowflake_nodes IN SHARE ROW EXCLUSIVE MODE",
+        &[],
+    )?;
+    let (row, holder) = read_row(conn, node)?;
+    unlock(conn, node)?;
+    let label = holder.map(|(label, _)| label).unwrap_or_default();
+    match row {
+        None => Ok(Err((false, label))),
+        Some(row) if row.retired => Ok(Err((false, label))),
+        Some(row) if row.connected => Ok(Err((true, label))),
+        Some(row) => {
+            conn.query(
+                "UPDATE snowflake_nodes SET state = 'retired', retired_at = clock_timestamp() \
+                 WHERE node_id = $1",
+                &[text(node)],
+            )?;
+            Ok(Ok((row.high_water > i64::MIN).then_some(row.high_water)))
+        }
+    }
+}

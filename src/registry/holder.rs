@@ -1,0 +1,407 @@
+//! The renewer's side of the registry: claims the node id before the first ID, renews the lease
+//! with heartbeats, checks the clock at every contact, and says in shared memory whether IDs
+//! may be made ([`Holder::turn`], once per turn of the renewer's loop, between renewals). A
+//! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
+//! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
+
+use super::client::{self, Claimed, Me};
+use super::libpq::{Conn, Failure};
+use crate::error::{RegistryError, SnowflakeError};
+use crate::gucs::{self, RegistryMode};
+use crate::reservation::store;
+use crate::shmem::{Handle, Refusing};
+use pgrx::pg_sys;
+use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::registry::{self, Claimant, Identity, Lease, Wanted};
+use snowflake_core::retry::LogThrottle;
+
+/// A failure to reach the registry is logged at most once in this long.
+const UNREACHABLE_LOG_INTERVAL_MS: i64 = 10_000;
+
+/// What the renewer knows of its claim.
+pub struct Holder {
+    conninfo: String,
+    conn: Option<Conn>,
+    /// The connection was made since the last heartbeat: the advisory lock must be taken again.
+    new_session: bool,
+    held: Option<Held>,
+    /// The last refusal of a claim, retried at every heartbeat interval.
+    refused: bool,
+    lost: bool,
+    /// The clock is off by more than the limit (the offset).
+    skewed: Option<i64>,
+    next_contact: i64,
+    unreachable_log: LogThrottle,
+}
+
+struct Held {
+    node: u32,
+    identity: Identity,
+    lease: Lease,
+}
+
+impl Holder {
+    pub fn new(conninfo: String) -> Holder {
+        Holder {
+            conninfo,
+            conn: None,
+            new_session: false,
+            held: None,
+            refused: false,
+            lost: false,
+            skewed: None,
+            next_contact: i64::MIN,
+            unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),
+        }
+    }
+
+    /// Contacts the registry if it is time (a claim, or a heartbeat), then updates what shared
+    /// memory says about issuing. Returns how long the renewer may sleep before the next
+    /// contact is due (ms).
+    pub fn turn(&mut self, shm: Handle) -> i64 {
+        let settings = gucs::registry_settings();
+        let now = SystemClock.monotonic();
+        if !self.lost && now >= self.next_contact {
+            let interval = registry::heartbeat_interval_ms(settings.lease_ms);
+            // Until the first claim, retried every second.
+            let retry = if self.held.is_some() {
+                interval
+            } else {
+                1_000.min(interval)
+            };
+            self.next_contact = now + retry;
+            if let Err(failure) = self.contact(shm, &settings) {
+                self.conn = None;
+                if let Some(not_logged) = self.unreachable_log.due(now) {
+                    SnowflakeError::from(RegistryError::Unreachable {
+                        cause: failure.message,
+                        not_logged,
+                    })
+                    .report_warning();
+                }
+            } else {
+                self.unreachable_log.reset();
+            }
+        }
+        self.publish(shm, settings.mode);
+        (self.next_contact - SystemClock.monotonic()).clamp(10, 1_000)
+    }
+
+    /// One claim or heartbeat, with the clock check, on the open connection (made anew when
+    /// the last one failed).
+    fn contact(&mut self, shm: Handle, settings: &gucs::RegistrySettings) -> Result<(), Failure> {
+        let conn = match self.conn.take() {
+            Some(conn) if conn.is_ok() => conn,
+            _ => {
+                self.new_session = true;
+                // An exchange may take a third of the lease: a registry that hangs (stopped,
+                // not down) is given up in time to renew the lease on the next try.
+                let timeout = (settings.lease_ms / 3).clamp(500, client::TIMEOUT_MS);
+                Conn::connect(&self.conninfo, timeout)?
+            }
+        };
+        let result = self.exchange(&conn, shm, settings);
+        self.conn = Some(conn);
+        result
+    }
+
+    fn exchange(
+        &mut self,
+        conn: &Conn,
+        shm: Handle,
+        settings: &gucs::RegistrySettings,
+    ) -> Result<(), Failure> {
+        let (sent_mono, sent) = (SystemClock.monotonic(), wall_now());
+        let registry_now = client::clock(conn)?;
+        let offset = registry::clock_offset(sent, wall_now(), registry_now);
+        self.skewed = (offset.abs() > settings.max_clock_skew_ms).then_some(offset);
+        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.registry.clock_offset_ms = offset;
+            shared.registry.last_contact = sent;
+        });
+        if self.skewed.is_some() {
+            return Ok(());
+        }
+        let state = shm.snapshot();
+        let fenced = settings.mode == RegistryMode::Fenced;
+        let high_water = if fenced {
+            Lease::ceiling_for(sent, settings.lease_ms)
+        } else {
+            state.generator.reserved_until()
+        };
+        match &self.held {
+            Some(held) => {
+                let answer = client::heartbeat(
+                    conn,
+                    self.new_session,
+                    held.node,
+                    held.identity,
+                    settings.lease_ms,
+                    high_water,
+                    offset,
+                )?;
+                self.new_session = false;
+                match answer {
+                    None => self.lost = true,
+                    Some(_) => {
+                        let lease = Lease::granted(sent_mono, sent, settings.lease_ms);
+                        if let Some(held) = self.held.as_mut() {
+                            held.lease = lease;
+                        }
+                        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                            shared.ceiling = if fenced { lease.ceiling } else { i64::MAX };
+                            shared.registry.lease_ends_at = lease.ends_at;
+                        });
+                    }
+                }
+                Ok(())
+            }
+            None => self.claim(conn, shm, settings, sent_mono, sent, offset, high_water),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn claim(
+        &mut self,
+        conn: &Conn,
+        shm: Handle,
+        settings: &gucs::RegistrySettings,
+        sent_mono: i64,
+        sent: i64,
+        offset: i64,
+        high_water: i64,
+    ) -> Result<(), Failure> {
+        let state = shm.snapshot();
+        let inherited = state.claim.map(|_| state.node);
+        let configured = gucs::configured_node();
+        // A promoted standby told to take a fresh id gives up its primary's.
+        let fresh = state.started_as_standby && settings.fresh_on_promotion && configured.is_none();
+        let recorded_node = if fresh { None } else { inherited };
+        let wanted = match (configured, recorded_node) {
+            (Some(node), _) => Wanted::Configured(node),
+            (None, Some(node)) => Wanted::Pinned(node),
+            (None, None) => Wanted::Any,
+        };
+        let claimant = Claimant {
+            identity: state.claim.filter(|_| !fresh),
+            wanted,
+        };
+        let layout = gucs::layout();
+        let me = Me {
+            label: &label(),
+            // SAFETY: reads the control file data, which every server process has.
+            system: unsafe { pg_sys::GetSystemIdentifier() },
+            layout: &layout.describe(),
+            max_node: layout.max_node(),
+            lease_ms: settings.lease_ms,
+            high_water,
+            clock_offset_ms: offset,
+            margin_ms: settings.max_clock_skew_ms,
+            recorded_node,
+            new_token: new_token(),
+        };
+        let claimed = client::claim(conn, &claimant, &me)?;
+        self.new_session = false;
+        match claimed {
+            Claimed::Taken {
+                node,
+                identity,
+                floor,
+                how,
+            } => {
+                let lease = Lease::granted(sent_mono, sent, settings.lease_ms);
+                let fenced = settings.mode == RegistryMode::Fenced;
+                let (until, history) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    if shared.claim.is_some() && shared.node != node {
+                        // The old node id's IDs stay below its reservation, on record.
+                        let until = shared.generator.reserved_until();
+                        shared.history.add(Some(shared.node), until);
+                    }
+                    shared.generator.observe_reservation(floor);
+                    shared.node = node;
+                    shared.claim = Some(identity);
+                    shared.ceiling = if fenced { lease.ceiling } else { i64::MAX };
+                    shared.registry.lease_ends_at = lease.ends_at;
+                    shared.registry.refusal = None;
+                    shared.started_as_standby = false;
+                    (shared.generator.reserved_until(), shared.history)
+                });
+                // The claim is pinned in the state file (and the WAL, for the standbys) before
+                // any ID is made under it: the renewer is the only writer while no ID may be
+                // made.
+                store::reserve(layout, until, node, &history, Some(identity)).map_err(|e| {
+                    Failure {
+                        message: format!("could not write the state file: {e}"),
+                        sqlstate: None,
+                    }
+                })?;
+                SnowflakeError::from(RegistryError::Claimed {
+                    node,
+                    generation: identity.generation,
+                    floor: (floor > i64::MIN).then_some(floor),
+                    how,
+                })
+                .report_log();
+                if let Some(old) = inherited.filter(|&old| fresh && old != node) {
+                    retire_inherited(conn, old);
+                }
+                self.refused = false;
+                self.held = Some(Held {
+                    node,
+                    identity,
+                    lease,
+                });
+            }
+            Claimed::Refused {
+                node,
+                why,
+                holder,
+                last_seen,
+            } => {
+                if !self.refused {
+                    SnowflakeError::from(RegistryError::ClaimRefused {
+                        node,
+                        why,
+                        holder: holder.clone(),
+                        last_seen,
+                    })
+                    .report_warning();
+                }
+                self.refused = true;
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    shared.registry.refusal = Some((node, why, last_seen));
+                    shared.registry.set_label(&holder);
+                });
+            }
+            Claimed::NoFreeId => {
+                self.refused = true;
+                SnowflakeError::from(RegistryError::NoFreeNodeId {
+                    max: layout.max_node(),
+                })
+                .report_warning();
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    shared.registry.refusal = None;
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Says in shared memory whether IDs may be made, and wakes the callers waiting for it.
+    fn publish(&self, shm: Handle, mode: RegistryMode) {
+        let now = SystemClock.monotonic();
+        let refusing = if self.lost {
+            Refusing::ClaimLost
+        } else if self.skewed.is_some() {
+            Refusing::ClockSkew
+        } else {
+            match &self.held {
+                None if self.refused => Refusing::ClaimRefused,
+                None => Refusing::AwaitingClaim,
+                Some(held) if mode == RegistryMode::Fenced && !held.lease.runs_at(now) => {
+                    Refusing::LeaseExpired
+                }
+                Some(_) => Refusing::Nothing,
+            }
+        };
+        let changed = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            if shared.refusing == Refusing::AwaitingOldStateFile || shared.refusing == refusing {
+                return false;
+            }
+            if mode == RegistryMode::Available {
+                shared.ceiling = i64::MAX;
+            }
+            shared.refusing = refusing;
+            true
+        });
+        if changed {
+            shm.broadcast_renewed();
+        }
+    }
+}
+
+/// Retires the node id a promoted standby inherited and gave up for a fresh one: its primary is
+/// gone (a connected one keeps it, and is logged).
+fn retire_inherited(conn: &Conn, node: u32) {
+    let outcome = match client::retire(conn, node) {
+        Ok(Ok(high_water)) => RegistryError::Retired { node, high_water },
+        Ok(Err((_, holder))) => RegistryError::RetireLive { node, holder },
+        Err(failure) => RegistryError::Failed {
+            action: "retire the primary's node id",
+            cause: failure.message,
+        },
+    };
+    SnowflakeError::from(outcome).report_log();
+}
+
+/// The error a call meets while `refusing`, with what the registry said last.
+pub fn refusal_error(refusing: Refusing, shared: &crate::shmem::Shared) -> RegistryError {
+    let node = shared.node;
+    match refusing {
+        Refusing::ClaimRefused => match shared.registry.refusal {
+            Some((node, why, last_seen)) => RegistryError::ClaimRefused {
+                node,
+                why,
+                holder: shared.registry.label(),
+                last_seen,
+            },
+            None => RegistryError::NoFreeNodeId {
+                max: gucs::layout().max_node(),
+            },
+        },
+        Refusing::ClaimLost => RegistryError::ClaimLost { node },
+        Refusing::LeaseExpired => RegistryError::LeaseExpired {
+            node,
+            ago_ms: (SystemClock.monotonic() - shared.registry.lease_ends_at).max(0),
+        },
+        Refusing::ClockSkew => RegistryError::ClockSkew {
+            offset_ms: shared.registry.clock_offset_ms,
+            max_ms: gucs::registry_settings().max_clock_skew_ms,
+        },
+        _ => RegistryError::AwaitingClaim {
+            waited_ms: super::CLAIM_WAIT_MS,
+        },
+    }
+}
+
+/// How this server is named in the registry: `cluster_name` if set, and its host and port.
+fn label() -> String {
+    let setting = |name: &std::ffi::CStr| {
+        // SAFETY: a NUL-terminated name; missing_ok; the value is copied at once.
+        let value = unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) };
+        (!value.is_null())
+            .then(|| {
+                unsafe { std::ffi::CStr::from_ptr(value) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .unwrap_or_default()
+    };
+    let mut host = [0u8; 256];
+    // SAFETY: a buffer of its stated length.
+    let host = if unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len()) } == 0 {
+        let end = host.iter().position(|&b| b == 0).unwrap_or(host.len());
+        String::from_utf8_lossy(&host[..end]).into_owned()
+    } else {
+        "?".into()
+    };
+    let place = format!("{host}:{}", setting(c"port"));
+    match setting(c"cluster_name") {
+        name if name.is_empty() => place,
+        name => format!("{name} ({place})"),
+    }
+}
+
+/// 128 random bits from the server's strong random source.
+fn new_token() -> u128 {
+    let mut bytes = [0u8; 16];
+    // SAFETY: a buffer of its stated length.
+    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
+        // No strong randomness: the clocks and the pid still make a token no copy shares.
+        let mixed = (wall_now() as u128) << 64
+            | (SystemClock.monotonic() as u128) << 32
+            | u128::from(std::process::id());
+        return mixed;
+    }
+    u128::from_le_bytes(bytes)
+}

@@ -1,0 +1,22 @@
+//! The node-id registry: node ids leased from a table in a PostgreSQL database the servers
+//! reach (`pg_snowflake.registry`), so that two servers never make IDs under one node id —
+//! copies of a data directory, restored backups and failovers included — and every server's
+//! clock is checked against a second one. Without the setting nothing here runs.
+//!
+//! - [`holder`]: the renewer's side — claim, heartbeats, the clock check, what shared memory
+//!   says about issuing
+//! - [`client`]: the registry's SQL (its table, a claim, a heartbeat, listing, retiring)
+//! - [`libpq`]: the connection, through PostgreSQL's client library
+//!
+//! The decisions (who may take which id, leases, clock offsets) and the reasoning about
+//! identity are the core's: `core/src/registry.rs`. The SQL face is `sql/registry.rs`; the
+//! guide for operators, docs/FLEETS.md.
+
+pub mod client;
+pub mod holder;
+pub mod libpq;
+
+pub use holder::refusal_error;
+
+/// How long a call waits for the registry's first claim before it gives up (ms).
+pub const CLAIM_WAIT_MS: i64 = 10_000;

@@ -1,0 +1,149 @@
+//! The node-id registry's SQL face (`src/registry/`): making its table, listing and retiring
+//! node ids. Each call opens its own connection to the registry with the server's
+//! `pg_snowflake.registry`; EXECUTE is revoked from PUBLIC (the connection string may carry a
+//! password, and retiring an id is an operator's act).
+
+use super::timestamps::timestamptz;
+use crate::error::{OrReport, RegistryError, SnowflakeError};
+use crate::gucs;
+use crate::registry::client;
+use crate::registry::libpq::{Conn, Failure};
+use crate::shmem;
+use pgrx::prelude::*;
+
+/// A connection to the registry, or the error that says why not.
+fn connect() -> Result<Conn, SnowflakeError> {
+    let conninfo = gucs::registry().ok_or(RegistryError::NotConfigured)?;
+    Conn::connect(&conninfo, client::TIMEOUT_MS).map_err(|e| failed("connect", e))
+}
+
+fn failed(action: &'static str, failure: Failure) -> SnowflakeError {
+    RegistryError::Failed {
+        action,
+        cause: failure.message,
+    }
+    .into()
+}
+
+/// Makes the registry's table `snowflake_nodes` in the registry database, if it is not there.
+#[pg_extern(volatile, parallel_unsafe)]
+fn snowflake_registry_create() {
+    let conn = connect().or_report();
+    conn.query(client::CREATE, &[])
+        .map_err(|e| failed("create the table snowflake_nodes", e))
+        .or_report();
+}
+
+/// Every node id the registry knows: its state (live: leased; lost: lease run out; retired:
+/// not yet handed out again; free: retired and free again), holder, generation, lease,
+/// high-water mark and clock offset; `this_server` marks the row of this server's claim.
+#[allow(clippy::type_complexity)]
+#[pg_extern(volatile, parallel_unsafe)]
+fn snowflake_registry() -> TableIterator<
+    'static,
+    (
+        name!(node_id, i32),
+        name!(state, String),
+        name!(holder_label, String),
+        name!(system_identifier, Option<String>),
+        name!(generation, i64),
+        name!(claimed_at, Option<TimestampWithTimeZone>),
+        name!(last_seen, Option<TimestampWithTimeZone>),
+        name!(lease_until, Option<TimestampWithTimeZone>),
+        name!(high_water, Option<TimestampWithTimeZone>),
+        name!(clock_offset_ms, Option<i64>),
+        name!(retired_at, Option<TimestampWithTimeZone>),
+        name!(this_server, bool),
+    ),
+> {
+    let conn = connect().or_report();
+    let margin = gucs::registry_settings().max_clock_skew_ms;
+    let rows = client::list(&conn, margin)
+        .map_err(|e| failed("list the node ids", e))
+        .or_report();
+    let mine = shmem::get()
+        .ok()
+        .and_then(|shm| {
+            let shared = shm.snapshot();
+            shared.claim.map(|claim| (shared.node, claim))
+        })
+        .map(|(node, claim)| {
+            (
+                node.to_string(),
+                format!("{:032x}", claim.token),
+                claim.generation,
+            )
+        });
+    let ms = |v: &Option<String>| v.as_deref().and_then(|v| v.parse::<i64>().ok());
+    let at = |v: &Option<String>| ms(v).map(timestamptz);
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let rows: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let generation = ms(&r[4]).unwrap_or(0);
+            let this_server = mine.as_ref().is_some_and(|(node, token, g)| {
+                r[0].as_deref() == Some(node) && r[5].as_deref() == Some(token) && *g == generation
+            });
+            (
+                ms(&r[0]).unwrap_or(-1) as i32,
+                text(&r[1]),
+                text(&r[2]),
+                r[3].clone(),
+                generation,
+                at(&r[6]),
+                at(&r[7]),
+                at(&r[8]),
+                at(&r[9]),
+                ms(&r[10]),
+                at(&r[11]),
+                this_server,
+            )
+        })
+        .collect();
+    TableIterator::new(rows)
+}
+
+/// Retires node id `node_id`, whose holder is gone: it is handed out again once the registry's
+/// clock is past its high-water mark (returned) by `pg_snowflake.max_clock_skew_ms`.
+#[pg_extern(volatile, parallel_unsafe)]
+fn snowflake_registry_retire(node_id: i32) -> Option<TimestampWithTimeZone> {
+    let node = u32::try_from(node_id)
+        .map_err(|_| RegistryError::NoSuchNode {
+            node: i64::from(node_id),
+        })
+        .or_report();
+    let conn = connect().or_report();
+    let retired = client::retire(&conn, node)
+        .map_err(|e| failed("retire the node id", e))
+        .or_report();
+    match retired {
+        Ok(high_water) => high_water.map(timestamptz),
+        Err((true, holder)) => {
+            SnowflakeError::from(RegistryError::RetireLive { node, holder }).report()
+        }
+        Err((false, _)) => SnowflakeError::from(RegistryError::NoSuchNode {
+            node: i64::from(node_id),
+        })
+        .report(),
+    }
+}
+
+extension_sql!(
+    r#"
+REVOKE EXECUTE ON FUNCTION snowflake_registry_create() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION snowflake_registry() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION snowflake_registry_retire(integer) FROM PUBLIC;
+COMMENT ON FUNCTION snowflake_registry_create() IS
+'Makes the node-id registry''s table snowflake_nodes in the database pg_snowflake.registry names, if it is not there.';
+COMMENT ON FUNCTION snowflake_registry() IS
+'Lists every node id the registry knows: state (live, lost, retired, free), holder, generation, lease, high-water mark, clock offset, and whether it is this server''s.';
+COMMENT ON FUNCTION snowflake_registry_retire(integer) IS
+'Retires a node id whose holder is gone; it is handed out again once the registry''s clock is past its high-water mark (returned) by pg_snowflake.max_clock_skew_ms.';
+"#,
+    name = "registry_functions",
+    requires = [
+        snowflake_registry_create,
+        snowflake_registry,
+        snowflake_registry_retire
+    ],
+);
