@@ -137,9 +137,9 @@ func main() {
 	say("4. decoded (node %d, seq %d, %v); last hour by key: %s", node, seq, ts.UTC(), plan[0])
 
 	// snippet: errors
-	for _, c := range []struct{ url, sqlstate string }{
-		{os.Getenv("NODE_UNSET_URL"), "F0000"},
-		{os.Getenv("NOT_PRELOADED_URL"), "55000"},
+	for _, c := range []struct{ url, sqlstate, message string }{
+		{os.Getenv("NODE_UNSET_URL"), "F0000", "pg_snowflake.node_id is not set"},
+		{os.Getenv("NOT_PRELOADED_URL"), "55000", "pg_snowflake must be loaded via shared_preload_libraries"},
 	} {
 		other, err := pgx.Connect(ctx, c.url)
 		must(err)
@@ -147,15 +147,11 @@ func main() {
 		_, err = other.Exec(ctx, "INSERT INTO orders (item) VALUES ('pear')")
 		var pgErr *pgconn.PgError
 		check(errors.As(err, &pgErr) && pgErr.Code == c.sqlstate, "SQLSTATE of %v", err)
-		// end snippet
-		message := map[string]string{
-			"F0000": "pg_snowflake.node_id is not set",
-			"55000": "pg_snowflake must be loaded via shared_preload_libraries",
-		}[c.sqlstate]
-		check(pgErr.Message == message, "message %q", pgErr.Message)
-		say("5. %s: %s", pgErr.Code, pgErr.Message)
+		check(pgErr.Message == c.message, "message %q", pgErr.Message)
 		other.Close(ctx)
+		say("5. %s: %s", pgErr.Code, pgErr.Message)
 	}
+	// end snippet
 	say("all five points hold")
 }
 

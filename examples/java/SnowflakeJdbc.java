@@ -176,7 +176,10 @@ public class SnowflakeJdbc {
         }
 
         // snippet: errors
-        String[][] cases = {{"NODE_UNSET_URL", "F0000"}, {"NOT_PRELOADED_URL", "55000"}};
+        String[][] cases = {
+            {"NODE_UNSET_URL", "F0000", "pg_snowflake.node_id is not set"},
+            {"NOT_PRELOADED_URL", "55000", "pg_snowflake must be loaded via shared_preload_libraries"},
+        };
         for (String[] c : cases) {
             try (Connection other = connect(System.getenv(c[0]))) {
                 migrate(other);
@@ -187,14 +190,12 @@ public class SnowflakeJdbc {
                     error = e;
                 }
                 check(error != null && c[1].equals(error.getSQLState()), "SQLSTATE of " + error);
-        // end snippet
-                String message = c[1].equals("F0000") ? "pg_snowflake.node_id is not set"
-                        : "pg_snowflake must be loaded via shared_preload_libraries";
-                String got = ((PSQLException) error).getServerErrorMessage().getMessage();
-                check(message.equals(got), got);
-                say("5. " + error.getSQLState() + ": " + got);
+                String message = ((PSQLException) error).getServerErrorMessage().getMessage();
+                check(c[2].equals(message), message);
+                say("5. " + error.getSQLState() + ": " + message);
             }
         }
+        // end snippet
         say("all five points hold");
     }
 

@@ -9,6 +9,10 @@ import knexFactory from 'knex';
 
 const NODE_ID = 7; // the test server's pg_snowflake.node_id (scripts/clients)
 const LARGEST = '9223372036854775807'; // the last ID of the layout: 19 digits, i64::MAX
+const MESSAGES = { // the errors of point 5, as the server words them
+  F0000: 'pg_snowflake.node_id is not set',
+  55000: 'pg_snowflake must be loaded via shared_preload_libraries',
+};
 const say = (words) => console.log(`knex: ${words}`);
 
 // snippet: connect
@@ -87,15 +91,12 @@ for (const [url, sqlstate] of [[process.env.NODE_UNSET_URL, 'F0000'],
   const error = await other('orders').insert({ item: 'pear' }).returning('id').then(
     () => assert.fail('the insert worked'), (e) => e);
   assert.equal(error.code, sqlstate, error.message);
-// end snippet
-  const message = {
-    F0000: 'pg_snowflake.node_id is not set',
-    '55000': 'pg_snowflake must be loaded via shared_preload_libraries',
-  }[sqlstate];
-  assert.ok(error.message.endsWith(` - ${message}`), error.message);
-  say(`5. ${error.code}: ${message}`);
+  // Knex's message: the statement, " - ", then the server's message.
+  assert.ok(error.message.endsWith(` - ${MESSAGES[sqlstate]}`), error.message);
   await other.destroy();
+  say(`5. ${error.code}: ${MESSAGES[sqlstate]}`);
 }
+// end snippet
 say('all five points hold');
 
 async function checkBulk(ids) {

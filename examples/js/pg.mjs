@@ -8,6 +8,10 @@ import pg from 'pg';
 
 const NODE_ID = 7; // the test server's pg_snowflake.node_id (scripts/clients)
 const LARGEST = '9223372036854775807'; // the last ID of the layout: 19 digits, i64::MAX
+const MESSAGES = { // the errors of point 5, as the server words them
+  F0000: 'pg_snowflake.node_id is not set',
+  55000: 'pg_snowflake must be loaded via shared_preload_libraries',
+};
 const say = (words) => console.log(`node-pg: ${words}`);
 
 // snippet: migrate
@@ -103,14 +107,11 @@ for (const [url, sqlstate] of [[process.env.NODE_UNSET_URL, 'F0000'],
   const error = await other.query("INSERT INTO orders (item) VALUES ('pear')").then(
     () => assert.fail('the insert worked'), (e) => e);
   assert.equal(error.code, sqlstate, error.message);
-// end snippet
-  assert.equal(error.message, {
-    F0000: 'pg_snowflake.node_id is not set',
-    '55000': 'pg_snowflake must be loaded via shared_preload_libraries',
-  }[sqlstate]);
-  say(`5. ${error.code}: ${error.message}`);
+  assert.equal(error.message, MESSAGES[sqlstate]);
   await other.end();
+  say(`5. ${error.code}: ${error.message}`);
 }
+// end snippet
 say('all five points hold');
 
 async function checkBulk(ids) {

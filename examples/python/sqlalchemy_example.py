@@ -16,6 +16,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 NODE_ID = 7  # the test server's pg_snowflake.node_id (scripts/clients)
 LARGEST = 9223372036854775807  # the last ID of the layout: 19 digits, i64::MAX
+MESSAGES = {  # the errors of point 5, as the server words them
+    "F0000": "pg_snowflake.node_id is not set",
+    "55000": "pg_snowflake must be loaded via shared_preload_libraries",
+}
 
 
 def say(words):
@@ -132,12 +136,10 @@ def main():
             else:
                 raise AssertionError("the insert worked")
         assert error.orig.sqlstate == sqlstate, (error.orig.sqlstate, str(error))
-    # end snippet
-        message = {"F0000": "pg_snowflake.node_id is not set",
-                   "55000": "pg_snowflake must be loaded via shared_preload_libraries"}[sqlstate]
-        assert error.orig.diag.message_primary == message, error.orig.diag.message_primary
-        say(f"5. {sqlstate}: {message} ({type(error).__name__})")
+        assert error.orig.diag.message_primary == MESSAGES[sqlstate], str(error)
         other.dispose()
+    # end snippet
+        say(f"5. {sqlstate}: {MESSAGES[sqlstate]} ({type(error).__name__})")
 
 
 def check_bulk(session, ids):

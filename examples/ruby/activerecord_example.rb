@@ -97,7 +97,10 @@ first = plan.lines.find { |l| l.include?("Scan") }.strip
 say("4. decoded (node #{decoded.node_id}, seq #{decoded.seq}, #{decoded.ts.utc}); last hour by key: #{first}")
 
 # snippet: errors
-{ "NODE_UNSET_URL" => "F0000", "NOT_PRELOADED_URL" => "55000" }.each do |variable, sqlstate|
+{
+  "NODE_UNSET_URL" => ["F0000", "pg_snowflake.node_id is not set"],
+  "NOT_PRELOADED_URL" => ["55000", "pg_snowflake must be loaded via shared_preload_libraries"],
+}.each do |variable, (sqlstate, message)|
   connect_and_migrate(ENV.fetch(variable))
   error = begin
     Order.create!(item: "pear")
@@ -106,13 +109,8 @@ say("4. decoded (node #{decoded.node_id}, seq #{decoded.seq}, #{decoded.ts.utc})
     e
   end
   check(error&.cause&.result&.error_field(PG::PG_DIAG_SQLSTATE) == sqlstate, error.inspect)
-  # end snippet
-  message = {
-    "F0000" => "pg_snowflake.node_id is not set",
-    "55000" => "pg_snowflake must be loaded via shared_preload_libraries",
-  }.fetch(sqlstate)
-  got = error.cause.result.error_field(PG::PG_DIAG_MESSAGE_PRIMARY)
-  check(got == message, got)
-  say("5. #{sqlstate}: #{got} (#{error.class})")
+  check(error.cause.result.error_field(PG::PG_DIAG_MESSAGE_PRIMARY) == message, error.message)
+  say("5. #{sqlstate}: #{message} (#{error.class})")
 end
+# end snippet
 say("all five points hold")

@@ -27,6 +27,10 @@ from orders.models import Order  # noqa: E402
 
 NODE_ID = 7  # the test server's pg_snowflake.node_id (scripts/clients)
 LARGEST = 9223372036854775807  # the last ID of the layout: 19 digits, i64::MAX
+MESSAGES = {  # the errors of point 5, as the server words them
+    "F0000": "pg_snowflake.node_id is not set",
+    "55000": "pg_snowflake must be loaded via shared_preload_libraries",
+}
 
 
 def say(words):
@@ -118,11 +122,9 @@ def main():
         else:
             raise AssertionError("the insert worked")
         assert error.__cause__.sqlstate == sqlstate, (error.__cause__.sqlstate, str(error))
+        assert error.__cause__.diag.message_primary == MESSAGES[sqlstate], str(error)
     # end snippet
-        message = {"F0000": "pg_snowflake.node_id is not set",
-                   "55000": "pg_snowflake must be loaded via shared_preload_libraries"}[sqlstate]
-        assert error.__cause__.diag.message_primary == message, str(error)
-        say(f"5. {sqlstate}: {message} ({type(error).__name__})")
+        say(f"5. {sqlstate}: {MESSAGES[sqlstate]} ({type(error).__name__})")
 
 
 def check_bulk(ids):

@@ -170,12 +170,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ));
 
     // snippet: errors
-    for (variable, sqlstate) in [
-        ("NODE_UNSET_URL", SqlState::CONFIG_FILE_ERROR), // F0000
+    for (variable, sqlstate, message) in [
+        (
+            "NODE_UNSET_URL",
+            SqlState::CONFIG_FILE_ERROR,
+            "pg_snowflake.node_id is not set",
+        ), // F0000
         (
             "NOT_PRELOADED_URL",
-            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
-        ), // 55000
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, // 55000
+            "pg_snowflake must be loaded via shared_preload_libraries",
+        ),
     ] {
         let other = connect(&std::env::var(variable)?).await?;
         let error = other
@@ -183,16 +188,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .await
             .expect_err("the insert worked");
         assert_eq!(error.code(), Some(&sqlstate), "{error}");
-        // end snippet
-        let message = error.as_db_error().map(|e| e.message()).unwrap_or_default();
-        let expected = if sqlstate == SqlState::CONFIG_FILE_ERROR {
-            "pg_snowflake.node_id is not set"
-        } else {
-            "pg_snowflake must be loaded via shared_preload_libraries"
-        };
-        assert_eq!(message, expected);
+        assert_eq!(error.as_db_error().map(|e| e.message()), Some(message));
         say(&format!("5. {}: {message}", sqlstate.code()));
     }
+    // end snippet
     say("all five points hold");
     Ok(())
 }
