@@ -89,7 +89,9 @@ def main():
     if sys.argv[1] == "update":
         doc.write_text(text)
         for problem in problems:
-            print(f"updated: {problem}")
+            print(f"updated: {problem}" if "differs" in problem else problem)
+        if any("differs" not in problem for problem in problems):
+            sys.exit(1)
         return
     for problem in problems:
         print(problem, file=sys.stderr)

@@ -50,7 +50,7 @@ public class SnowflakeJdbc {
     // snippet: json
     // The JSON an API sends: the ID as a string, which every client reads exactly (a JavaScript
     // Number cannot hold it), and which Debian 12's Jackson 2.14 reads back into a long (it
-    // refuses a 19-digit JSON *number* for a long field: "out of range of long").
+    // refuses 19-digit JSON *numbers* for a long field: "out of range of long").
     record OrderJson(@JsonFormat(shape = JsonFormat.Shape.STRING) long id, String item) {}
     // end snippet
 
