@@ -40,40 +40,37 @@ pub fn next_id() -> Result<i64, SnowflakeError> {
 pub fn next_run(shm: Handle, layout: &Layout, want: u64) -> Result<(Run, u32), SnowflakeError> {
     ensure_not_in_recovery()?;
     let limits = gucs::limits();
-    let allocation = allocate(shm, layout, &limits, want);
+    let mut node = 0;
+    let allocation = allocate(shm, layout, &limits, want, &mut node);
     // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
-    if let Ok((
-        Ok(Allocation::Run {
-            run,
-            clock_event: None,
-            wake_renewer: false,
-        }),
-        node,
-    )) = allocation
+    if let Some(Ok(Allocation::Run {
+        run,
+        clock_event: None,
+        wake_renewer: false,
+    })) = allocation
     {
         return Ok((run, node));
     }
-    next_run_otherwise(shm, layout, &limits, want, allocation)
+    next_run_otherwise(shm, layout, &limits, want, allocation, node)
 }
 
-/// What one call of the generator under the lock gave, with the node id; or why no ID may be
-/// made now.
-type Allocated = Result<(Result<Allocation, CoreError>, u32), Refusing>;
-
-/// One call of the generator under the lock.
+/// One call of the generator under the lock, for the node id it sets `node` to; `None` while
+/// no ID may be made (`Shared::refusing` says why).
 #[inline(always)]
-fn allocate(shm: Handle, layout: &Layout, limits: &Limits, want: u64) -> Allocated {
+fn allocate(
+    shm: Handle,
+    layout: &Layout,
+    limits: &Limits,
+    want: u64,
+    node: &mut u32,
+) -> Option<Result<Allocation, CoreError>> {
     shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        if shared.refusing != Refusing::Nothing {
-            return Err(shared.refusing);
-        }
-        let node = shared.node;
-        Ok((
+        *node = shared.node;
+        (shared.refusing == Refusing::Nothing).then(|| {
             shared
                 .generator
-                .allocate(layout, node, &mut SystemClock, limits, want),
-            node,
-        ))
+                .allocate(layout, shared.node, &mut SystemClock, limits, want)
+        })
     })
 }
 
@@ -85,7 +82,8 @@ fn next_run_otherwise(
     layout: &Layout,
     limits: &Limits,
     want: u64,
-    first: Allocated,
+    first: Option<Result<Allocation, CoreError>>,
+    mut node: u32,
 ) -> Result<(Run, u32), SnowflakeError> {
     // The failure count when this call first waited for a reservation.
     let mut failures_seen: Option<u64> = None;
@@ -95,23 +93,27 @@ fn next_run_otherwise(
     loop {
         let allocation = match next.take() {
             Some(first) => first,
-            None => allocate(shm, layout, limits, want),
+            None => allocate(shm, layout, limits, want, &mut node),
         };
-        let (allocation, node) = match allocation {
-            Ok(allocated) => allocated,
-            Err(Refusing::AwaitingClaim) if claim_waited_ms < registry::CLAIM_WAIT_MS => {
-                // The registry's first claim is under way (the renewer broadcasts when it is
-                // made or refused).
-                waited_on_renewal = true;
-                shm.sleep_until_renewed(100);
-                claim_waited_ms += 100;
-                pg_sys::check_for_interrupts!();
-                continue;
+        let Some(allocation) = allocation else {
+            let refusing = shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| shared.refusing);
+            match refusing {
+                // Made possible since: allocate again.
+                Refusing::Nothing => {}
+                Refusing::AwaitingClaim if claim_waited_ms < registry::CLAIM_WAIT_MS => {
+                    // The registry's first claim is under way (the renewer broadcasts when it
+                    // is made or refused).
+                    waited_on_renewal = true;
+                    shm.sleep_until_renewed(100);
+                    claim_waited_ms += 100;
+                    pg_sys::check_for_interrupts!();
+                }
+                refusing => {
+                    shmem::stop_waiting(waited_on_renewal);
+                    return Err(refusal_error(shm, refusing));
+                }
             }
-            Err(refusing) => {
-                shmem::stop_waiting(waited_on_renewal);
-                return Err(refusal_error(shm, refusing));
-            }
+            continue;
         };
         match allocation? {
             Allocation::Run {
