@@ -195,9 +195,12 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
     }
 }
 
+/// A holder's label and its last heartbeat (Unix ms, the registry's clock).
+type HolderSeen = (String, i64);
+
 /// Reads `node`'s row (locked by the table lock) and tries its advisory lock: the row as the
 /// core judges it, and its holder's label and last heartbeat.
-fn read_row(conn: &Conn, node: u32) -> Result<(Option<Row>, Option<(String, i64)>), Failure> {
+fn read_row(conn: &Conn, node: u32) -> Result<(Option<Row>, Option<HolderSeen>), Failure> {
     let locked = conn.query(
         &format!("SELECT pg_try_advisory_lock({KEY}, $1)"),
         &[text(node)],
@@ -257,8 +260,7 @@ fn take(
     how: &'static str,
 ) -> Result<Claimed, Failure> {
     conn.query(
-        concat!(
-            "INSERT INTO snowflake_nodes AS r (node_id, state, owner_token, generation, \
+        "INSERT INTO snowflake_nodes AS r (node_id, state, owner_token, generation, \
              holder_label, system_identifier, layout, claimed_at, last_seen, lease_until, \
              high_water_ms, clock_offset_ms) VALUES ($1, 'live', $2, $3, $4, $5, $6, \
              clock_timestamp(), clock_timestamp(), clock_timestamp() + $7 * interval '1 ms', \
@@ -268,8 +270,7 @@ fn take(
              layout = EXCLUDED.layout, claimed_at = EXCLUDED.claimed_at, \
              last_seen = EXCLUDED.last_seen, lease_until = EXCLUDED.lease_until, \
              high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms), \
-             clock_offset_ms = EXCLUDED.clock_offset_ms, retired_at = NULL"
-        ),
+             clock_offset_ms = EXCLUDED.clock_offset_ms, retired_at = NULL",
         &[
             text(node),
             text(format!("{token:032x}")),

@@ -369,13 +369,13 @@ fn label() -> String {
     let setting = |name: &std::ffi::CStr| {
         // SAFETY: a NUL-terminated name; missing_ok; the value is copied at once.
         let value = unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) };
-        (!value.is_null())
-            .then(|| {
-                unsafe { std::ffi::CStr::from_ptr(value) }
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .unwrap_or_default()
+        if value.is_null() {
+            String::new()
+        } else {
+            unsafe { std::ffi::CStr::from_ptr(value) }
+                .to_string_lossy()
+                .into_owned()
+        }
     };
     let mut host = [0u8; 256];
     // SAFETY: a buffer of its stated length.
