@@ -183,23 +183,27 @@ pub fn clock_offset(sent: i64, received: i64, registry_ms: i64) -> i64 {
 pub struct Lease {
     /// Monotonic ms at which the lease ends here.
     pub ends_at: i64,
-    /// The highest time (Unix ms, this server's clock) its reservations may reach: the mark
-    /// the registry recorded before granting it.
+    /// The highest time (Unix ms, the time of this server's IDs) its reservations may reach:
+    /// the mark the registry recorded before granting it.
     pub ceiling: i64,
 }
 
 impl Lease {
-    /// The lease a heartbeat sent at monotonic `sent_mono` and wall `sent_wall` gets.
-    pub fn granted(sent_mono: i64, sent_wall: i64, lease_ms: i64) -> Lease {
+    /// The lease a heartbeat sent at monotonic `sent_mono` gets, with the `ceiling` it recorded.
+    pub fn granted(sent_mono: i64, ceiling: i64, lease_ms: i64) -> Lease {
         Lease {
             ends_at: sent_mono.saturating_add(lease_ms),
-            ceiling: sent_wall.saturating_add(lease_ms),
+            ceiling,
         }
     }
 
-    /// The ceiling to ask for in a heartbeat sent at wall time `sent_wall`.
-    pub fn ceiling_for(sent_wall: i64, lease_ms: i64) -> i64 {
-        sent_wall.saturating_add(lease_ms)
+    /// The ceiling to record in a heartbeat (or claim) sent at wall time `sent_wall` by a
+    /// generator whose IDs may already reach `position` (its durable reservation, or the floor
+    /// a takeover starts above; Unix ms): a lease's worth past whichever is later, so that a
+    /// holder whose clock is behind its floor can still reserve, and never past what the
+    /// registry recorded.
+    pub fn ceiling_for(sent_wall: i64, position: i64, lease_ms: i64) -> i64 {
+        sent_wall.max(position).saturating_add(lease_ms)
     }
 
     /// Whether the lease still runs at monotonic `now`.

@@ -50,8 +50,10 @@ pub struct Me<'a> {
     pub layout: &'a str,
     pub max_node: u32,
     pub lease_ms: i64,
-    /// The high-water mark to record with the claim (Unix ms).
+    /// The high-water mark to record with the claim (Unix ms), for a claim that owes nothing.
     pub high_water: i64,
+    /// How far past a takeover's floor the mark reaches: the lease (fenced mode), or 0.
+    pub ahead_of_floor_ms: i64,
     pub clock_offset_ms: i64,
     pub margin_ms: i64,
     /// The node id of this server's state file, with whose claim a token may be kept.
@@ -66,6 +68,8 @@ pub enum Claimed {
         node: u32,
         identity: Identity,
         floor: i64,
+        /// The high-water mark recorded (Unix ms): the lease's ceiling in fenced mode.
+        mark: i64,
         how: &'static str,
     },
     Refused {
@@ -259,6 +263,9 @@ fn take(
     floor: i64,
     how: &'static str,
 ) -> Result<Claimed, Failure> {
+    let mark = me
+        .high_water
+        .max(floor.saturating_add(me.ahead_of_floor_ms));
     conn.query(
         "INSERT INTO snowflake_nodes AS r (node_id, state, owner_token, generation, \
              holder_label, system_identifier, layout, claimed_at, last_seen, lease_until, \
@@ -279,7 +286,7 @@ fn take(
             text(me.system),
             text(me.layout),
             text(me.lease_ms),
-            text(me.high_water.max(floor)),
+            text(mark),
             text(me.clock_offset_ms),
         ],
     )?;
@@ -287,6 +294,7 @@ fn take(
         node,
         identity: Identity { token, generation },
         floor,
+        mark,
         how,
     })
 }

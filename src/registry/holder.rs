@@ -124,10 +124,11 @@ impl Holder {
         }
         let state = shm.snapshot();
         let fenced = settings.mode == RegistryMode::Fenced;
+        let reserved = state.generator.reserved_until();
         let high_water = if fenced {
-            Lease::ceiling_for(sent, settings.lease_ms)
+            Lease::ceiling_for(sent, reserved, settings.lease_ms)
         } else {
-            state.generator.reserved_until()
+            reserved
         };
         match &self.held {
             Some(held) => {
@@ -144,7 +145,7 @@ impl Holder {
                 match answer {
                     None => self.lost = true,
                     Some(_) => {
-                        let lease = Lease::granted(sent_mono, sent, settings.lease_ms);
+                        let lease = Lease::granted(sent_mono, high_water, settings.lease_ms);
                         if let Some(held) = self.held.as_mut() {
                             held.lease = lease;
                         }
@@ -156,7 +157,7 @@ impl Holder {
                 }
                 Ok(())
             }
-            None => self.claim(conn, shm, settings, sent_mono, sent, offset, high_water),
+            None => self.claim(conn, shm, settings, sent_mono, offset, high_water),
         }
     }
 
@@ -167,7 +168,6 @@ impl Holder {
         shm: Handle,
         settings: &gucs::RegistrySettings,
         sent_mono: i64,
-        sent: i64,
         offset: i64,
         high_water: i64,
     ) -> Result<(), Failure> {
@@ -195,6 +195,11 @@ impl Holder {
             max_node: layout.max_node(),
             lease_ms: settings.lease_ms,
             high_water,
+            ahead_of_floor_ms: if settings.mode == RegistryMode::Fenced {
+                settings.lease_ms
+            } else {
+                0
+            },
             clock_offset_ms: offset,
             margin_ms: settings.max_clock_skew_ms,
             recorded_node,
@@ -207,9 +212,10 @@ impl Holder {
                 node,
                 identity,
                 floor,
+                mark,
                 how,
             } => {
-                let lease = Lease::granted(sent_mono, sent, settings.lease_ms);
+                let lease = Lease::granted(sent_mono, mark, settings.lease_ms);
                 let fenced = settings.mode == RegistryMode::Fenced;
                 let (until, history) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                     if shared.claim.is_some() && shared.node != node {

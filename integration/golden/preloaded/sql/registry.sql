@@ -24,8 +24,6 @@ CREATE ROLE registry_reader;
 SET ROLE registry_reader;
 SELECT * FROM snowflake_registry();
 \echo :LAST_ERROR_SQLSTATE
-SHOW pg_snowflake.registry;
-\echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 DROP ROLE registry_reader;
 
