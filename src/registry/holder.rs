@@ -8,7 +8,7 @@ use super::client::{self, Claimed, Me};
 use super::libpq::{Conn, Failure};
 use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
-use crate::reservation::store;
+use crate::reservation::renew::{self, Renewal};
 use crate::shmem::{Handle, Refusing};
 use pgrx::pg_sys;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
@@ -38,6 +38,8 @@ struct Held {
     node: u32,
     identity: Identity,
     lease: Lease,
+    /// The claim is written in the state file and the WAL: IDs may be made under it.
+    pinned: bool,
 }
 
 impl Holder {
@@ -83,8 +85,42 @@ impl Holder {
                 self.unreachable_log.reset();
             }
         }
+        let pin_due = self.held.as_ref().is_some_and(|held| !held.pinned);
+        if pin_due {
+            self.pin(shm);
+        }
         self.publish(shm, settings.mode);
+        let pin_due = self.held.as_ref().is_some_and(|held| !held.pinned);
+        if pin_due {
+            return 10;
+        }
         (self.next_contact - SystemClock.monotonic()).clamp(10, 1_000)
+    }
+
+    /// Writes the new claim into the state file and the WAL (for the standbys) before any ID
+    /// is made under it, as the one writer of the moment (`renew::claim_rewrite`: after a
+    /// stand-in's renewal in progress, if any); tried again on the next turn if it cannot be.
+    fn pin(&mut self, shm: Handle) {
+        let Some(claim) = renew::claim_rewrite(shm) else {
+            return;
+        };
+        match renew::renew(claim) {
+            Renewal::Done { .. } => {
+                if let Some(held) = self.held.as_mut() {
+                    held.pinned = true;
+                }
+            }
+            Renewal::Failed { errno } => {
+                if let Some(not_logged) = self.unreachable_log.due(SystemClock.monotonic()) {
+                    SnowflakeError::ReservationsFailing {
+                        cause: SnowflakeError::state_file_write(errno).message().text,
+                        not_logged,
+                    }
+                    .report_warning();
+                }
+            }
+            Renewal::Fenced { .. } | Renewal::Abandoned => {}
+        }
     }
 
     /// One claim or heartbeat, with the clock check, on the open connection (made anew when
@@ -217,7 +253,7 @@ impl Holder {
             } => {
                 let lease = Lease::granted(sent_mono, mark, settings.lease_ms);
                 let fenced = settings.mode == RegistryMode::Fenced;
-                let (until, history) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                     if shared.claim.is_some() && shared.node != node {
                         // The old node id's IDs stay below its reservation, on record.
                         let until = shared.generator.reserved_until();
@@ -230,17 +266,11 @@ impl Holder {
                     shared.registry.lease_ends_at = lease.ends_at;
                     shared.registry.refusal = None;
                     shared.started_as_standby = false;
-                    (shared.generator.reserved_until(), shared.history)
-                });
-                // The claim is pinned in the state file (and the WAL, for the standbys) before
-                // any ID is made under it: the renewer is the only writer while no ID may be
-                // made.
-                store::reserve(layout, until, node, &history, Some(identity)).map_err(|e| {
-                    Failure {
-                        message: format!("could not write the state file: {e}"),
-                        sqlstate: None,
+                    // No ID under the new claim before it is pinned (`pin`, next).
+                    if shared.refusing != Refusing::AwaitingOldStateFile {
+                        shared.refusing = Refusing::AwaitingClaim;
                     }
-                })?;
+                });
                 SnowflakeError::from(RegistryError::Claimed {
                     node,
                     generation: identity.generation,
@@ -256,6 +286,7 @@ impl Holder {
                     node,
                     identity,
                     lease,
+                    pinned: false,
                 });
             }
             Claimed::Refused {
@@ -304,6 +335,7 @@ impl Holder {
             match &self.held {
                 None if self.refused => Refusing::ClaimRefused,
                 None => Refusing::AwaitingClaim,
+                Some(held) if !held.pinned => Refusing::AwaitingClaim,
                 Some(held) if mode == RegistryMode::Fenced && !held.lease.runs_at(now) => {
                     Refusing::LeaseExpired
                 }

@@ -26,6 +26,8 @@ pub struct Claim {
     node: u32,
     history: History,
     claim: Option<Identity>,
+    /// The durable reservation written again as it is (`claim_rewrite`), not a renewal.
+    rewrite: bool,
 }
 
 impl Drop for Claim {
@@ -51,9 +53,31 @@ pub fn claim_renewal(shm: Handle, by_renewer: bool) -> Option<Claim> {
             node: shared.node,
             history: shared.history,
             claim: shared.claim,
+            rewrite: false,
         })
     })?;
     Some(claimed)
+}
+
+/// Claims, for the renewer, the writing of the durable reservation again as it is, with what
+/// shared memory now says goes with it (the registry claim): `None` while a renewal is being
+/// written (`Generator::claim_rewrite`). Written and reported by [`renew`].
+pub fn claim_rewrite(shm: Handle) -> Option<Claim> {
+    release_on_exit();
+    // SAFETY: a plain read of this process's pid.
+    let pid = unsafe { pg_sys::MyProcPid };
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        let until = shared.generator.claim_rewrite()?;
+        shared.claimant_pid = pid;
+        Some(Claim {
+            shm,
+            until,
+            node: shared.node,
+            history: shared.history,
+            claim: shared.claim,
+            rewrite: true,
+        })
+    })
 }
 
 /// Keeps the reservation ahead of the clock between calls (`Generator::keep_ahead`: for a
@@ -157,7 +181,7 @@ pub fn renew(claim: Claim) -> Renewal {
     let durable = claim.shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
         shared.generator.reserved_until()
     });
-    let renewal = if claim.until <= durable {
+    let renewal = if claim.until <= durable && !claim.rewrite {
         // Capped at the fenced lease's ceiling, it would cover nothing more.
         Renewal::Fenced {
             ceiling: claim.until,

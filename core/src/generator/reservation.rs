@@ -22,6 +22,10 @@
 //! failed renewal leaves `durable_until` where it was, so it never issues an uncovered ID; it
 //! drops the demand, and the waiting calls see the count of failures grow.
 //!
+//! Rewrites: when what is written with the reservation changes (a node-id registry claim),
+//! the renewer writes the durable reservation again, claiming the writer's role like a renewal
+//! ([`Generator::claim_rewrite`]), so that it never writes at the same time as a stand-in.
+//!
 //! Writers: normally the server's renewer process; where none runs, a backend that needs the
 //! renewal claims and writes it itself, standing in. A claim is always released: by its report;
 //! as abandoned when its writer is gone without one, its process exited or its write ended by
@@ -139,6 +143,20 @@ impl Generator {
         r.renewing = true;
         r.claimed_by_renewer = by_renewer;
         Some(r.wanted_until)
+    }
+
+    /// Claims the writer's role, for the renewer, to write the durable reservation again as it
+    /// is (returned, Unix ms), when no renewal is being written: what is written with it has
+    /// changed (the node id's registry claim), and only one writer may write at a time.
+    /// Reported like a renewal; it raises nothing.
+    pub fn claim_rewrite(&mut self) -> Option<i64> {
+        let r = &mut self.reservation;
+        if r.renewing {
+            return None;
+        }
+        r.renewing = true;
+        r.claimed_by_renewer = true;
+        Some(r.durable_until)
     }
 
     /// How far ahead of the issued time reservations reach now (ms): the setting

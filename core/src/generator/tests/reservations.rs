@@ -353,3 +353,23 @@ fn a_renewer_that_starts_leaves_a_backends_claim_to_that_backend() {
     g.renewal_done(until, 0);
     assert_eq!(g.reserved_until(), until);
 }
+
+#[test]
+fn a_rewrite_waits_for_a_running_renewal_and_raises_nothing() {
+    let mut g = Generator::resume(T0 + 1_000);
+    // A stand-in is writing a renewal: no rewrite meanwhile.
+    let wanted = g.keep_ahead(&L, &LIMITS, T0 + 900, T0);
+    assert!(wanted);
+    let claimed = g.claim_renewal(false).expect("a due renewal");
+    assert_eq!(g.claim_rewrite(), None);
+    g.renewal_done(claimed, 3);
+    // Then the renewer may rewrite the reservation as it is; nobody else may write meanwhile.
+    let durable = g.reserved_until();
+    assert_eq!(g.claim_rewrite(), Some(durable));
+    assert!(g.renewing());
+    assert_eq!(g.claim_renewal(false), None);
+    assert_eq!(g.claim_rewrite(), None);
+    g.renewal_done(durable, 1);
+    assert_eq!(g.reserved_until(), durable);
+    assert!(!g.renewing());
+}
