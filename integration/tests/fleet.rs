@@ -322,6 +322,29 @@ fn registry_outage(
     assert!(db
         .hint()
         .is_some_and(|h| h.starts_with("Make the registry reachable again")));
+    // A registry function says it cannot reach it.
+    let err = fenced
+        .connect()
+        .query_one("SELECT count(*) FROM snowflake_registry()", &[])
+        .expect_err("no registry to list");
+    let db = assert_error(
+        &err,
+        "08006",
+        "could not connect in the pg_snowflake registry: …",
+        None,
+        None,
+    );
+    assert!(db
+        .hint()
+        .is_some_and(|h| h.starts_with("Check pg_snowflake.registry")));
+    // The renewer says why in the log (at most once in ten seconds).
+    assert!(
+        fenced
+            .log()
+            .contains("could not reach the pg_snowflake registry: "),
+        "{}",
+        fenced.log()
+    );
     // Available: still issuing well past the lease.
     thread::sleep(Duration::from_millis(LEASE_MS as u64));
     let id: i64 = available.query_one("SELECT snowflake_nextval()");
@@ -407,6 +430,20 @@ fn a_retired_id_is_handed_out_again_only_past_its_mark_and_above_its_ids() {
         "42704",
         "the registry holds no live node id 77…",
     );
+    // An id whose holder is connected is not retired.
+    let err = other
+        .connect()
+        .query_one("SELECT snowflake_registry_retire(6)", &[])
+        .expect_err("a connected holder's id");
+    let db = assert_error(&err, "55006", "node id 6 is held by \"…", None, None);
+    assert!(
+        db.message()
+            .ends_with(", which is connected to the registry"),
+        "{db:?}"
+    );
+    assert!(db
+        .hint()
+        .is_some_and(|h| h.starts_with("Stop that server first")));
     let mark: String = other.query_one("SELECT snowflake_registry_retire(5)::text");
     println!("node id 5 retired with its high-water mark at {mark}");
     let retired_at = Instant::now();

@@ -124,11 +124,11 @@ fn replay_reservation(shm: Handle, record: &wal_record::Record) -> Result<(), Sn
             shared.history.add(node, until);
         }
         let own = if inherits { node } else { own };
-        (raised || inherits).then_some((shared.history, own, shared.claim))
+        let durable = shared.generator.reserved_until();
+        (raised || inherits).then_some((durable, shared.history, own, shared.claim))
     });
-    if let Some((history, own, claim)) = raised {
-        let until = until.max(shm.snapshot().generator.reserved_until());
-        store::write_state_file(&layout, until, own, &history, claim)?;
+    if let Some((durable, history, own, claim)) = raised {
+        store::write_state_file(&layout, durable, own, &history, claim)?;
     }
     Ok(())
 }
