@@ -15,11 +15,42 @@ use crate::registry;
 use crate::reservation::renew;
 use crate::shmem::{self, Handle, Refusing, RenewalFailure};
 use pgrx::prelude::*;
-use snowflake_core::clock::SystemClock;
+use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::error::Error as CoreError;
 use snowflake_core::generator::{Allocation, ClockEvent, Limits, Run, FORWARD_CONFIRM_MS};
 use snowflake_core::layout::{Layout, Parts};
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The next ID in the common case (`Generator::next_one`: the server out of recovery as this
+/// backend has seen before, the generator making IDs, one ID in the current or a fresh tick,
+/// nothing to wait for, wake or warn of), or `None`, having changed nothing, when
+/// [`next_id`] must decide. The fast path of `snowflake_nextval()`, called without pgrx's guard
+/// (`sql/nextval.rs` has the safety argument): nothing here allocates, raises an ERROR or can
+/// panic, and no value with a destructor is alive across the lock's calls.
+#[inline(always)]
+pub fn next_id_fast() -> Option<i64> {
+    if !RECOVERY_OVER.load(Ordering::Relaxed) {
+        return None;
+    }
+    let shm = shmem::get().ok()?;
+    let layout = gucs::preloaded_layout()?;
+    let limits = gucs::limits();
+    let (time, seq, node) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        if shared.refusing != Refusing::Nothing {
+            return None;
+        }
+        let wall = SystemClock.wall();
+        let (time, seq) = shared
+            .generator
+            .next_one(layout, shared.node, wall, &limits)?;
+        Some((time, seq, shared.node))
+    })?;
+    Some(layout.pack(Parts {
+        time: time as u64,
+        node,
+        seq,
+    }))
+}
 
 /// The next ID from the server's generator.
 pub fn next_id() -> Result<i64, SnowflakeError> {
@@ -208,11 +239,13 @@ fn sleep_ms(ms: i64) {
     pg_sys::check_for_interrupts!();
 }
 
+/// Set once this backend has seen recovery over (see [`ensure_not_in_recovery`]).
+static RECOVERY_OVER: AtomicBool = AtomicBool::new(false);
+
 /// Refuses while the server is in recovery (a standby): it cannot write the WAL record a
 /// reservation needs, and its IDs would carry its primary's node id. Recovery only ever ends, so
 /// once a backend has seen it over, it does not ask again (saving a guarded FFI call per ID).
 fn ensure_not_in_recovery() -> Result<(), SnowflakeError> {
-    static RECOVERY_OVER: AtomicBool = AtomicBool::new(false);
     if RECOVERY_OVER.load(Ordering::Relaxed) {
         return Ok(());
     }

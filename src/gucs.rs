@@ -322,6 +322,13 @@ pub fn layout() -> &'static Layout {
     LAYOUT.get().unwrap_or(&DEFAULT_LAYOUT)
 }
 
+/// This server's layout where the library was preloaded, read through one pointer (the hot
+/// path's: `layout()` selects each field it reads from the default too).
+#[inline(always)]
+pub fn preloaded_layout() -> Option<&'static Layout> {
+    LAYOUT.get()
+}
+
 /// The generator's tunables as currently configured.
 pub fn limits() -> Limits {
     Limits {

@@ -26,7 +26,7 @@ mod steady_clock;
 
 use crate::clock::Clock;
 use crate::error::Error;
-use crate::layout::{Layout, Parts};
+use crate::layout::{Layout, Parts, LATEST_END_UNIX_MS};
 use reservation::Reservation;
 use steady_clock::SteadyClock;
 
@@ -336,7 +336,80 @@ impl Generator {
         })
     }
 
+    /// The common case of [`Generator::allocate`] for one ID, for the wall clock reading
+    /// `wall` (Unix ms): the steady clock on its normal path with nothing to warn of, a whole
+    /// tick past the floor, the ID in a fresh tick or the next sequence number of the last
+    /// one (no borrowing, so no wait), inside the time field and the node field, and covered by
+    /// the durable reservation with at least half of the reservation left (nothing to renew).
+    /// Then it issues that ID exactly as `allocate(layout, node, wall, limits, 1)` would, to the
+    /// last field of the state, and returns its tick and sequence number; otherwise it returns
+    /// `None` and has changed nothing, and the caller calls `allocate`. The extension's fast
+    /// path (`allocate::next_id_fast`, for `snowflake_nextval()`) calls it under the lock; `tests/model.rs` checks it against
+    /// `allocate` on every state the model reaches.
+    ///
+    /// Never panics: no indexing, no division but by the layout's `unit_ms` (at least 1) and the
+    /// clamped spread, and every sum and product bounded (a wall clock within `i64` milliseconds,
+    /// ticks and reservations within the layout's time field, which ends by year 9999).
+    #[inline(always)]
+    pub fn next_one(
+        &mut self,
+        layout: &Layout,
+        node: u32,
+        wall: i64,
+        limits: &Limits,
+    ) -> Option<(i64, u32)> {
+        let steady_ms = self.clock.normal(wall)?;
+        // Within a tick of the floor, `allocate` starts at the floor's tick: left to it. (So the
+        // steady clock is the wall clock here: `wall - unit_ms >= floor` is `steady_ms >=
+        // floor + unit_ms` without the saturation.)
+        if wall
+            .checked_sub(layout.unit_ms)
+            .is_none_or(|w| w < self.clock.floor)
+            || node > layout.max_node()
+        {
+            return None;
+        }
+        debug_assert_eq!(steady_ms, wall);
+        let (last_time, last_seq) = self.last?;
+        let steady = layout.tick_at(steady_ms);
+        let fresh = steady > last_time;
+        let (time, seq) = if fresh {
+            // Within the time field: at most its last tick (a shift), and not past the year
+            // 9999 (`end_tick` without its division: a tick that begins before that ends
+            // at or before it).
+            if steady as u64 > layout.max_time() || steady_ms > LATEST_END_UNIX_MS {
+                return None;
+            }
+            (steady, self.fresh_seq(limits, layout.max_seq()))
+        } else if last_seq < layout.max_seq() {
+            (last_time, last_seq + 1)
+        } else {
+            return None;
+        };
+        // Covered, and at least half of the reservation left: `2 * left < ahead` is
+        // `left < ahead - ahead / 2`, without an overflow.
+        let at = layout.unix_ms(time as u64);
+        if at >= self.reservation.durable_until {
+            return None;
+        }
+        let (left, ahead) = (
+            self.reservation.durable_until - at,
+            self.effective_reservation_ms(limits),
+        );
+        if left < ahead - ahead / 2 {
+            return None;
+        }
+        if fresh {
+            self.rotation = self.rotation.wrapping_add(1);
+        }
+        self.clock.take_in_normal(wall, steady_ms);
+        self.last = Some((time, seq));
+        self.stats.issued += 1;
+        Some((time, seq))
+    }
+
     /// The first sequence number of a fresh tick (`sequence_spread`).
+    #[inline]
     fn fresh_seq(&self, limits: &Limits, max_seq: u32) -> u32 {
         let spread = u64::from(limits.sequence_spread).clamp(1, u64::from(max_seq) + 1);
         (u64::from(self.rotation) % spread) as u32

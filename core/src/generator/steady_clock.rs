@@ -130,6 +130,27 @@ impl SteadyClock {
         }
     }
 
+    /// The steady clock for the wall clock reading `wall` when it is on the normal path (see
+    /// [`SteadyClock::read`]) and no event waits to be warned of; `None` otherwise. Reads and
+    /// changes nothing: [`SteadyClock::take_in_normal`] takes the reading in.
+    #[inline(always)]
+    pub(super) fn normal(&self, wall: i64) -> Option<i64> {
+        if (wall.wrapping_sub(self.steady) as u64) < self.normal_window
+            && self.pending_event.is_none()
+        {
+            Some(wall.max(self.floor))
+        } else {
+            None
+        }
+    }
+
+    /// Takes in a reading [`SteadyClock::normal`] accepted, as [`SteadyClock::take_in`] does.
+    #[inline(always)]
+    pub(super) fn take_in_normal(&mut self, wall: i64, steady: i64) {
+        self.steady = steady;
+        self.wall = wall;
+    }
+
     /// Reads `clock` and works out the steady clock from it, without taking the reading in (see
     /// [`Reading`]). On the normal path (the wall clock at or ahead of the steady clock by at
     /// most `FORWARD_STEP_MS`, no step held) only the wall clock is read; the rest is

@@ -171,3 +171,175 @@ proptest! {
         }
     }
 }
+
+/// The layouts the fast path is checked on: the default, ticks longer than 1 ms, and a
+/// sequence of 4 numbers per tick (so that ticks run out and are borrowed).
+fn fast_path_layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![
+        Just(L),
+        Just(Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, 10, 16, 8).unwrap()),
+        Just(Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, 1, 10, 2).unwrap()),
+    ]
+}
+
+fn fast_path_limits() -> impl Strategy<Value = Limits> {
+    (
+        prop_oneof![Just(0u32), Just(1), Just(3), Just(4_096)],
+        prop_oneof![Just(1i64), Just(20), Just(1_000), Just(60_000)],
+        prop_oneof![Just(0i64), Just(5), Just(1_000)],
+    )
+        .prop_map(|(sequence_spread, reservation_ms, max_borrow_ms)| Limits {
+            max_borrow_ms,
+            reservation_ms,
+            sequence_spread,
+        })
+}
+
+/// One step of the fast path's model: the clock moves (by small steps, steps back and forward
+/// jumps past `FORWARD_STEP_MS`), single calls and batches, the renewer, restarts.
+fn fast_path_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => (prop_oneof![6 => -2i64..3, 1 => -20_000i64..40_000], Just(1u64))
+            .prop_map(|(jump, want)| Step::Call { jump, want }),
+        1 => (0i64..3, 2u64..50_000).prop_map(|(jump, want)| Step::Call { jump, want }),
+        2 => Just(Step::Claim),
+        2 => prop_oneof![Just(0i64), 0i64..30_000].prop_map(|took_ms| Step::Finish { took_ms }),
+        1 => Just(Step::Fail),
+        1 => Just(Step::Crash),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// `Generator::next_one` (the extension's fast path) is `allocate` for one ID whenever it
+    /// answers: the same ID, no event, nothing to wake, and the same state after, to the last
+    /// field; when it does not answer it has changed nothing. Checked before every step of a
+    /// model with any clock, single calls and batches, renewals done, failed and slow, and
+    /// restarts; and the model's IDs strictly increase whichever path made them.
+    #[test]
+    fn the_fast_path_is_allocate_for_one_id_whenever_it_answers(
+        layout in fast_path_layout(),
+        limits in fast_path_limits(),
+        node in 0u32..4,
+        steps in proptest::collection::vec(fast_path_step(), 1..400),
+    ) {
+        let mut g = Generator::new();
+        let (mut now, mut previous) = (T0, -1i64);
+        let mut claimed: Option<i64> = None;
+        let mut on_disk = i64::MIN;
+        for step in steps {
+            match step {
+                Step::Call { jump, want } => {
+                    now += jump;
+                    let (original, mut fast) = (g, g);
+                    let answer = fast.next_one(&layout, node, now, &limits);
+                    let allocation = g.allocate(&layout, node, &mut Clocks::at(now), &limits, want);
+                    if want == 1 {
+                        if let Some((time, seq)) = answer {
+                            prop_assert_eq!(
+                                allocation.clone().unwrap(),
+                                Allocation::Run {
+                                    run: Run { time, seq, count: 1 },
+                                    clock_event: None,
+                                    wake_renewer: false,
+                                }
+                            );
+                            prop_assert_eq!(fast, g);
+                        }
+                    }
+                    if answer.is_none() {
+                        prop_assert_eq!(fast, original);
+                    }
+                    if let Ok(Allocation::Run { run, wake_renewer, .. }) = allocation {
+                        for id in run.ids(layout, node) {
+                            prop_assert!(id > previous);
+                            previous = id;
+                        }
+                        if wake_renewer && claimed.is_none() {
+                            claimed = g.claim_renewal(true);
+                        }
+                    }
+                }
+                Step::Claim => {
+                    if claimed.is_none() {
+                        claimed = g.claim_renewal(true);
+                    }
+                }
+                Step::Finish { took_ms } => {
+                    if let Some(until) = claimed.take() {
+                        on_disk = on_disk.max(until);
+                        g.renewal_done(until, took_ms);
+                    }
+                }
+                Step::Fail => {
+                    if claimed.take().is_some() {
+                        g.renewal_failed();
+                    }
+                }
+                Step::Crash => {
+                    if let Some(until) = claimed.take() {
+                        on_disk = on_disk.max(until);
+                    }
+                    g = Generator::resume(on_disk);
+                }
+            }
+        }
+    }
+}
+
+/// The fast path answers in the steady state (it is not a path that never runs): after a
+/// first ID and a reservation well ahead, the next IDs in the same tick and in later ticks, as
+/// `allocate` would make them; and it declines a call `allocate` must decide (a clock step
+/// back, an exhausted tick, the reservation nearly reached), changing nothing.
+#[test]
+fn the_fast_path_answers_the_common_case_and_declines_the_rest() {
+    let mut g = Generator::new();
+    let first = id(&mut g, T0);
+    g.claim_renewal(true);
+    g.renewal_done(T0 + 10_000, 0);
+    let (time, seq) = g.next_one(&L, NODE, T0, &LIMITS).expect("the same tick");
+    let second = L.pack(Parts {
+        time: time as u64,
+        node: NODE,
+        seq,
+    });
+    assert_eq!(second, first + 1);
+    let (time, seq) = g.next_one(&L, NODE, T0 + 3, &LIMITS).expect("a later tick");
+    assert_eq!(
+        (
+            unix_ms(L.pack(Parts {
+                time: time as u64,
+                node: NODE,
+                seq
+            })),
+            seq
+        ),
+        (T0 + 3, 0)
+    );
+    assert_eq!(g.stats().issued, 3);
+
+    // A step back: the steady clock leaves its normal path; allocate slews.
+    let before = g;
+    assert_eq!(g.next_one(&L, NODE, T0 - 5_000, &LIMITS), None);
+    assert_eq!(g, before);
+    // Past half of the reservation: allocate asks for the next one.
+    assert_eq!(g.next_one(&L, NODE, T0 + 9_600, &LIMITS), None);
+    assert_eq!(g, before);
+    // A node outside the field: allocate refuses it.
+    assert_eq!(g.next_one(&L, L.max_node() + 1, T0 + 4, &LIMITS), None);
+    assert_eq!(g, before);
+    // An exhausted tick: allocate borrows the next.
+    let tiny = Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, 1, 10, 1).unwrap();
+    let mut g = Generator::new();
+    g.allocate(&tiny, NODE, &mut Clocks::at(T0), &LIMITS, 1)
+        .unwrap(); // awaits a reservation
+    g.claim_renewal(true);
+    g.renewal_done(T0 + 10_000, 0);
+    g.allocate(&tiny, NODE, &mut Clocks::at(T0), &LIMITS, 1)
+        .unwrap(); // sequence 0
+    assert!(g.next_one(&tiny, NODE, T0, &LIMITS).is_some());
+    let before = g;
+    assert_eq!(g.next_one(&tiny, NODE, T0, &LIMITS), None);
+    assert_eq!(g, before);
+}
