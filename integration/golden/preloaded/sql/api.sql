@@ -10,9 +10,10 @@ SELECT p.proname, pg_get_function_arguments(p.oid) AS arguments,
        p.provolatile AS vol, p.proisstrict AS strict, p.proparallel AS par
 FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
 JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_snowflake'
-ORDER BY 1;
+ORDER BY 1, pg_get_function_arguments(p.oid) COLLATE "C";
 SELECT p.proname, obj_description(p.oid, 'pg_proc') AS comment
-FROM pg_proc p WHERE p.proname LIKE 'snowflake\_%' ORDER BY 1;
+FROM pg_proc p WHERE p.proname LIKE 'snowflake\_%'
+ORDER BY 1, obj_description(p.oid, 'pg_proc') COLLATE "C";
 
 -- The node id is the one in postgresql.conf, and IDs carry it.
 SHOW pg_snowflake.node_id;
