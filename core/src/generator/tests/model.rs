@@ -32,6 +32,52 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// The renewer and the disk of the models below: a claimed renewal, and the furthest
+/// reservation that reached the disk.
+struct Renewer {
+    claimed: Option<i64>,
+    on_disk: i64,
+}
+
+impl Renewer {
+    const fn new() -> Self {
+        Renewer {
+            claimed: None,
+            on_disk: i64::MIN,
+        }
+    }
+
+    /// A step other than a call: claim a renewal, finish it (written in `took_ms`), fail it, or
+    /// crash the whole server (a write may have reached the disk without being reported).
+    fn act(&mut self, g: &mut Generator, step: Step) {
+        match step {
+            Step::Call { .. } => unreachable!("calls are the model's"),
+            Step::Claim => {
+                if self.claimed.is_none() {
+                    self.claimed = g.claim_renewal(true);
+                }
+            }
+            Step::Finish { took_ms } => {
+                if let Some(until) = self.claimed.take() {
+                    self.on_disk = self.on_disk.max(until);
+                    g.renewal_done(until, took_ms);
+                }
+            }
+            Step::Fail => {
+                if self.claimed.take().is_some() {
+                    g.renewal_failed();
+                }
+            }
+            Step::Crash => {
+                if let Some(until) = self.claimed.take() {
+                    self.on_disk = self.on_disk.max(until);
+                }
+                *g = Generator::resume(self.on_disk);
+            }
+        }
+    }
+}
+
 proptest! {
     #[test]
     fn any_clock_readings_give_strictly_increasing_ids(
@@ -128,8 +174,7 @@ proptest! {
     ) {
         let mut g = Generator::new();
         let (mut now, mut previous) = (T0, -1i64);
-        let mut on_disk = i64::MIN;
-        let mut claimed: Option<i64> = None;
+        let mut renewer = Renewer::new();
         for step in steps {
             match step {
                 Step::Call { jump, want } => {
@@ -140,33 +185,11 @@ proptest! {
                         let last = last_of(run);
                         prop_assert!(run.ids(L, NODE).next().unwrap() > previous);
                         prop_assert!(unix_ms(last) < durable);
-                        prop_assert!(unix_ms(last) < on_disk);
+                        prop_assert!(unix_ms(last) < renewer.on_disk);
                         previous = last;
                     }
                 }
-                Step::Claim => {
-                    if claimed.is_none() {
-                        claimed = g.claim_renewal(true);
-                    }
-                }
-                Step::Finish { took_ms } => {
-                    if let Some(until) = claimed.take() {
-                        on_disk = on_disk.max(until);
-                        g.renewal_done(until, took_ms);
-                    }
-                }
-                Step::Fail => {
-                    if claimed.take().is_some() {
-                        g.renewal_failed();
-                    }
-                }
-                Step::Crash => {
-                    // A write may have reached the disk without being reported.
-                    if let Some(until) = claimed.take() {
-                        on_disk = on_disk.max(until);
-                    }
-                    g = Generator::resume(on_disk);
-                }
+                step => renewer.act(&mut g, step),
             }
         }
     }
@@ -226,8 +249,7 @@ proptest! {
     ) {
         let mut g = Generator::new();
         let (mut now, mut previous) = (T0, -1i64);
-        let mut claimed: Option<i64> = None;
-        let mut on_disk = i64::MIN;
+        let mut renewer = Renewer::new();
         for step in steps {
             match step {
                 Step::Call { jump, want } => {
@@ -256,33 +278,12 @@ proptest! {
                             prop_assert!(id > previous);
                             previous = id;
                         }
-                        if wake_renewer && claimed.is_none() {
-                            claimed = g.claim_renewal(true);
+                        if wake_renewer && renewer.claimed.is_none() {
+                            renewer.claimed = g.claim_renewal(true);
                         }
                     }
                 }
-                Step::Claim => {
-                    if claimed.is_none() {
-                        claimed = g.claim_renewal(true);
-                    }
-                }
-                Step::Finish { took_ms } => {
-                    if let Some(until) = claimed.take() {
-                        on_disk = on_disk.max(until);
-                        g.renewal_done(until, took_ms);
-                    }
-                }
-                Step::Fail => {
-                    if claimed.take().is_some() {
-                        g.renewal_failed();
-                    }
-                }
-                Step::Crash => {
-                    if let Some(until) = claimed.take() {
-                        on_disk = on_disk.max(until);
-                    }
-                    g = Generator::resume(on_disk);
-                }
+                step => renewer.act(&mut g, step),
             }
         }
     }
