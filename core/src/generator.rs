@@ -344,8 +344,8 @@ impl Generator {
     /// Then it issues that ID exactly as `allocate(layout, node, wall, limits, 1)` would, to the
     /// last field of the state, and returns its tick and sequence number; otherwise it returns
     /// `None` and has changed nothing, and the caller calls `allocate`. The extension's fast
-    /// path (`allocate::next_id_fast`, for `snowflake_nextval()`) calls it under the lock; `tests/model.rs` checks it against
-    /// `allocate` on every state the model reaches.
+    /// path (`allocate::next_id_fast`, for `snowflake_nextval()`) calls it under the lock;
+    /// `tests/model.rs` checks it against `allocate` on every state the model reaches.
     ///
     /// Never panics: no indexing, no division but by the layout's `unit_ms` (at least 1) and the
     /// clamped spread, and every sum and product bounded (a wall clock within `i64` milliseconds,
@@ -358,26 +358,25 @@ impl Generator {
         wall: i64,
         limits: &Limits,
     ) -> Option<(i64, u32)> {
-        let steady_ms = self.clock.normal(wall)?;
-        // Within a tick of the floor, `allocate` starts at the floor's tick: left to it. (So the
-        // steady clock is the wall clock here: `wall - unit_ms >= floor` is `steady_ms >=
-        // floor + unit_ms` without the saturation.)
-        if wall
-            .checked_sub(layout.unit_ms)
-            .is_none_or(|w| w < self.clock.floor)
+        // Within a tick of the floor, `allocate` starts at the floor's tick: left to it. Past it,
+        // the steady clock (the wall clock, or the floor when that is later) is the wall clock.
+        // (`wall - unit_ms >= floor` is `wall >= floor + unit_ms` without the saturation.)
+        if !self.clock.is_normal(wall)
+            || wall
+                .checked_sub(layout.unit_ms)
+                .is_none_or(|w| w < self.clock.floor)
             || node > layout.max_node()
         {
             return None;
         }
-        debug_assert_eq!(steady_ms, wall);
         let (last_time, last_seq) = self.last?;
-        let steady = layout.tick_at(steady_ms);
+        let steady = layout.tick_at(wall);
         let fresh = steady > last_time;
         let (time, seq) = if fresh {
             // Within the time field: at most its last tick (a shift), and not past the year
             // 9999 (`end_tick` without its division: a tick that begins before that ends
             // at or before it).
-            if steady as u64 > layout.max_time() || steady_ms > LATEST_END_UNIX_MS {
+            if steady as u64 > layout.max_time() || wall > LATEST_END_UNIX_MS {
                 return None;
             }
             (steady, self.fresh_seq(limits, layout.max_seq()))
@@ -402,7 +401,7 @@ impl Generator {
         if fresh {
             self.rotation = self.rotation.wrapping_add(1);
         }
-        self.clock.take_in_normal(wall, steady_ms);
+        self.clock.take_in_normal(wall);
         self.last = Some((time, seq));
         self.stats.issued += 1;
         Some((time, seq))

@@ -130,24 +130,19 @@ impl SteadyClock {
         }
     }
 
-    /// The steady clock for the wall clock reading `wall` when it is on the normal path (see
-    /// [`SteadyClock::read`]) and no event waits to be warned of; `None` otherwise. Reads and
-    /// changes nothing: [`SteadyClock::take_in_normal`] takes the reading in.
+    /// Whether the wall clock reading `wall` is on the normal path (see [`SteadyClock::read`])
+    /// with no event waiting to be warned of. Changes nothing: [`SteadyClock::take_in_normal`]
+    /// takes the reading in.
     #[inline(always)]
-    pub(super) fn normal(&self, wall: i64) -> Option<i64> {
-        if (wall.wrapping_sub(self.steady) as u64) < self.normal_window
-            && self.pending_event.is_none()
-        {
-            Some(wall.max(self.floor))
-        } else {
-            None
-        }
+    pub(super) fn is_normal(&self, wall: i64) -> bool {
+        (wall.wrapping_sub(self.steady) as u64) < self.normal_window && self.pending_event.is_none()
     }
 
-    /// Takes in a reading [`SteadyClock::normal`] accepted, as [`SteadyClock::take_in`] does.
+    /// Takes in a normal-path reading `wall` that is past the floor (so the steady clock is the
+    /// wall clock), as [`SteadyClock::take_in`] does.
     #[inline(always)]
-    pub(super) fn take_in_normal(&mut self, wall: i64, steady: i64) {
-        self.steady = steady;
+    pub(super) fn take_in_normal(&mut self, wall: i64) {
+        self.steady = wall;
         self.wall = wall;
     }
 
