@@ -17,13 +17,17 @@
 //! on first use, preloaded into it, makes every fsync and fdatasync sleep for as many
 //! milliseconds as a file in the server's directory says; tests rewrite it while the server runs.//!
 //! The parts: [`server`] (Config, Server), [`checks`] (what tests do with one), [`paths`] (where
-//! the PostgreSQL under test and the repository are), [`ports`] (port leases).
+//! the PostgreSQL under test and the repository are), [`ports`] (port leases), [`proxy`] (a TCP
+//! forwarder whose link a test cuts and heals), [`registry`] (a fleet with a node-id registry).
 
 pub mod checks;
 pub mod paths;
 mod ports;
+pub mod proxy;
+pub mod registry;
 pub mod server;
 
 pub use checks::*;
 pub use paths::*;
+pub use proxy::Proxy;
 pub use server::*;

@@ -1,0 +1,247 @@
+//! The node-id registry after a member's link to it failed and came back: a server whose
+//! assigned id a rival took meanwhile takes a fresh one (issue 27 R1); an old holder in
+//! available mode finds at its first contact after a partition heals that its id was taken
+//! over, and stops (R2); a retired id whose old holder came back does not block assigning the
+//! other free ids (R3). Real servers; a member's link is cut and healed through a TCP proxy
+//! ([`Proxy`]) between it and the registry.
+
+use snowflake_it::registry::{
+    claimed_node, claimed_within, log_lines_since, member_config, next_id, node_state, refusing,
+    registry_rows, registry_server, LEASE_MS,
+};
+use snowflake_it::{describe, take_ids, wait_until, Proxy, Server};
+use std::collections::HashSet;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a fix has to act after the link heals: three leases and a second.
+fn within_leases() -> Duration {
+    Duration::from_millis(3 * LEASE_MS as u64 + 1_000)
+}
+
+fn create_table(member: &Server) {
+    member.execute("SELECT snowflake_registry_create()");
+}
+
+fn node_of(server: &Server, id: i64) -> i32 {
+    server.query_one(&format!("SELECT snowflake_node_id({id}::bigint)"))
+}
+
+/// Issue 27 R1. Server a was assigned id 0; server d is configured with node id 0 and refused
+/// while a holds it. a's link to the registry is cut and the registry is stopped for longer
+/// than a lease and started again: d reaches it first and takes id 0 over (a's lease ran out:
+/// correct). Once a's link is back, a, whose id was only assigned, takes a fresh one within
+/// seconds and makes IDs again, none of d's; it does not log the registry as unreachable
+/// while it reaches it.
+#[test]
+fn an_assigned_server_whose_id_a_rival_took_takes_a_fresh_one() {
+    let registry = registry_server("r1registry");
+    let link = Proxy::to(registry.port);
+    let a = Server::start("r1a", member_config(&link.conninfo("postgres"), None));
+    create_table(&a);
+    assert_eq!(claimed_node(&a), 0);
+    let d = Server::start(
+        "r1d",
+        member_config(&registry.conninfo("postgres"), Some(0)),
+    );
+    wait_until(Duration::from_secs(20), "d's refusal", || {
+        refusing(&d).as_deref() == Some("claim refused")
+    });
+    let before = take_ids(&mut a.connect(), 1_000, 1_000);
+
+    // The registry away for longer than the lease; back for d first.
+    link.cut();
+    registry.stop();
+    thread::sleep(Duration::from_millis(LEASE_MS as u64 + 2_000));
+    registry.start_again();
+    assert_eq!(claimed_node(&d), 0, "d takes id 0 over");
+    let d_ids = take_ids(&mut d.connect(), 10_000, 10_000);
+    link.heal();
+    let healed = Instant::now();
+    let log_at_heal = a.log().len();
+
+    let node = claimed_within(&a, Duration::from_secs(15)).unwrap_or_else(|said| {
+        panic!(
+            "a made no ID again within 15 s of its link's heal: {said}; a's log since the \
+             heal:\n{}\nthe registry:\n{}",
+            log_lines_since(&a, log_at_heal, "registry").join("\n"),
+            registry_rows(&registry)
+        )
+    });
+    println!(
+        "a took node id {node} {:?} after the heal",
+        healed.elapsed()
+    );
+    assert_ne!(node, 0, "a makes IDs under d's node id");
+    let a_ids = take_ids(&mut a.connect(), 10_000, 10_000);
+    assert_eq!(node_of(&a, a_ids[0]), node);
+    assert!(a_ids[0] > *before.last().unwrap());
+    let d_set: HashSet<i64> = d_ids.iter().copied().collect();
+    assert!(a_ids.iter().all(|id| !d_set.contains(id)));
+    let unreachable = log_lines_since(&a, log_at_heal, "could not reach the pg_snowflake registry");
+    assert!(
+        unreachable.is_empty(),
+        "a says the registry it reaches is unreachable:\n{}",
+        unreachable.join("\n")
+    );
+}
+
+/// Takes IDs on `server` in batches of 1,000 until `until`, stopping at the first error: the
+/// IDs, and the error if one came.
+fn ids_until(server: &Server, until: Instant) -> (Vec<i64>, Option<String>) {
+    let mut client = server.connect();
+    let statement = client
+        .prepare("SELECT snowflake_nextval() FROM generate_series(1, 1000)")
+        .unwrap();
+    let mut ids = vec![];
+    while Instant::now() < until {
+        match client.query(&statement, &[]) {
+            Ok(rows) => ids.extend(rows.iter().map(|row| row.get::<_, i64>(0))),
+            Err(e) => return (ids, Some(describe(&e))),
+        }
+    }
+    (ids, None)
+}
+
+/// Issue 27 R2. A and B both configured with node id 650 in available mode; A holds it, B is
+/// refused. A's link to the registry is cut: B takes 650 over once A's lease has run out, and
+/// A, available, goes on issuing meanwhile (as available mode allows). The link heals: within
+/// three leases A's next contact finds its claim lost and A refuses (SQLSTATE 55000, naming
+/// node id 650); from then on, with both asked for IDs at once, A makes none that B makes.
+#[test]
+fn after_a_partition_heals_the_old_holder_stops_and_makes_none_of_the_new_holders_ids() {
+    let registry = registry_server("r2registry");
+    let link = Proxy::to(registry.port);
+    let available = "pg_snowflake.registry_mode = 'available'";
+    let a = Server::start(
+        "r2a",
+        member_config(&link.conninfo("postgres"), Some(650)).setting(available),
+    );
+    create_table(&a);
+    assert_eq!(claimed_node(&a), 650);
+    let b = Server::start(
+        "r2b",
+        member_config(&registry.conninfo("postgres"), Some(650)).setting(available),
+    );
+    wait_until(Duration::from_secs(20), "B's refusal", || {
+        refusing(&b).as_deref() == Some("claim refused")
+    });
+
+    let before = take_ids(&mut a.connect(), 1_000, 1_000);
+    link.cut();
+    assert_eq!(claimed_node(&b), 650, "B takes 650 over");
+    let during = next_id(&a)
+        .unwrap_or_else(|e| panic!("A, available, refused while cut off: {}", describe(&e)));
+    assert_eq!(node_of(&a, during), 650);
+    assert!(during > *before.last().unwrap());
+    println!(
+        "the registry after B's takeover:\n{}",
+        registry_rows(&registry)
+    );
+    link.heal();
+    let healed = Instant::now();
+
+    // A's first contacts after the heal: it is to refuse within three leases.
+    let refused = loop {
+        match next_id(&a) {
+            Err(e) => break Some(e),
+            Ok(_) if healed.elapsed() > within_leases() => break None,
+            Ok(_) => thread::sleep(Duration::from_millis(100)),
+        }
+    };
+    let waited = healed.elapsed();
+
+    // Both asked for IDs at once for a second: none of A's may be one of B's.
+    let until = Instant::now() + Duration::from_secs(1);
+    let ((a_ids, a_error), (b_ids, b_error)) = thread::scope(|scope| {
+        let from_a = scope.spawn(|| ids_until(&a, until));
+        let from_b = scope.spawn(|| ids_until(&b, until));
+        (from_a.join().unwrap(), from_b.join().unwrap())
+    });
+    assert_eq!(b_error, None, "B, the holder, refused");
+    let b_set: HashSet<i64> = b_ids.iter().copied().collect();
+    let both = a_ids.iter().filter(|id| b_set.contains(id)).count();
+    println!(
+        "{:?} after the heal: A made {} IDs (then {a_error:?}), B {}; {both} made by both",
+        waited + Duration::from_secs(1),
+        a_ids.len(),
+        b_ids.len()
+    );
+    assert_eq!(
+        both,
+        0,
+        "{both} of the {} IDs A made from {waited:?} after the heal were also made by B (B: {} \
+         IDs); A's first ID of them under node id {}; A's stats: refusing {:?}, generation {:?}; \
+         the registry:\n{}",
+        a_ids.len(),
+        b_ids.len(),
+        a_ids.first().map_or(-1, |&id| node_of(&a, id)),
+        refusing(&a),
+        a.query_one::<Option<i64>>("SELECT registry_generation FROM snowflake_stats()"),
+        registry_rows(&registry)
+    );
+    let err = refused.unwrap_or_else(|| {
+        panic!("A still issued under 650 {waited:?} after the heal (and made none of B's IDs)")
+    });
+    let db = err.as_db_error().expect("an error of the server");
+    assert_eq!(db.code().code(), "55000", "{}", describe(&err));
+    assert!(db.message().contains("node id 650"), "{}", describe(&err));
+    println!("A refused {waited:?} after the heal: {}", describe(&err));
+}
+
+/// Issue 27 R3. Servers assigned ids 0 (the keeper) and 1 (the old holder); the old holder's
+/// link is cut, its lease runs out, and the keeper retires id 1 while the old holder still
+/// runs. The link heals: the old holder's next contact finds its claim gone. Once id 1 is past
+/// its mark, a new server without a node id asks for one: it gets a free one within seconds,
+/// whatever the old holder's session still holds.
+#[test]
+fn a_retired_id_whose_old_holder_came_back_does_not_block_assigning_the_others() {
+    let registry = registry_server("r3registry");
+    let link = Proxy::to(registry.port);
+    let keeper = Server::start(
+        "r3keeper",
+        member_config(&registry.conninfo("postgres"), None),
+    );
+    create_table(&keeper);
+    assert_eq!(claimed_node(&keeper), 0);
+    let old = Server::start("r3old", member_config(&link.conninfo("postgres"), None));
+    assert_eq!(claimed_node(&old), 1);
+
+    link.cut();
+    wait_until(Duration::from_secs(20), "id 1's lease to run out", || {
+        node_state(&keeper, 1).as_deref() == Some("lost")
+    });
+    keeper.execute("SELECT snowflake_registry_retire(1)");
+    link.heal();
+    wait_until(
+        Duration::from_secs(20),
+        "the old holder's lost claim",
+        || refusing(&old).as_deref() == Some("claim lost"),
+    );
+    wait_until(Duration::from_secs(20), "id 1 to be free again", || {
+        node_state(&keeper, 1).as_deref() == Some("free")
+    });
+    println!(
+        "the registry before the new server:\n{}",
+        registry_rows(&registry)
+    );
+
+    let new = Server::start("r3new", member_config(&registry.conninfo("postgres"), None));
+    let node = claimed_within(&new, Duration::from_secs(15)).unwrap_or_else(|said| {
+        panic!(
+            "the new server got no node id: {said}; the registry:\n{}",
+            registry_rows(&registry)
+        )
+    });
+    println!("the new server got node id {node}");
+    let mut taken = vec![0];
+    if let Ok(other) = claimed_within(&old, Duration::ZERO) {
+        taken.push(other);
+    }
+    assert!(
+        !taken.contains(&node),
+        "node id {node} is also another's ({taken:?})"
+    );
+    let id = next_id(&new).unwrap_or_else(|e| panic!("{}", describe(&e)));
+    assert_eq!(node_of(&new, id), node);
+}

@@ -1,0 +1,196 @@
+//! A server's identity across restarts: the node ids it used before (its history) and its
+//! registry claim (token, generation) must survive whatever a restart can fall between. A
+//! standby that replayed its primary's move to a new node id remembers it past a restartpoint
+//! and a restart, so that promoted under that id with its clock behind it makes none of the
+//! primary's IDs again (audit G1); a restart between a registry claim and the claim's pin in
+//! the state file leaves the server able to claim its node id again (audit G4). Real servers:
+//! streaming replication (pg_basebackup), libfaketime for the clocks, a registry server.
+
+use snowflake_it::registry::{
+    claimed_node, claimed_within, member_config, next_id, refusing, registry_server,
+};
+use snowflake_it::{describe, wait_until, Config, Server};
+use std::time::{Duration, Instant};
+
+/// The real time, Unix ms.
+fn real_now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// Waits until `standby` has replayed everything `primary` has written so far.
+fn caught_up(primary: &Server, standby: &Server) {
+    let lsn: String = primary.query_one("SELECT pg_current_wal_lsn()::text");
+    wait_until(Duration::from_secs(30), "the standby's replay", || {
+        standby.query_one::<bool>(&format!(
+            "SELECT pg_last_wal_replay_lsn() >= '{lsn}'::pg_lsn"
+        ))
+    });
+}
+
+/// Audit G1. The documented remedy for a lead (SAFETY.md §3: give the server a node id it
+/// never used) on a primary with a streaming standby: the primary's clock ran 10 minutes
+/// ahead under node id 5, then it restarts with node id 6 and its clock right. Its node-6
+/// reservations lie below the standby's floor (node 5's lead), so replaying them raises
+/// nothing. After an idle minute (keep-ahead stops) and a restartpoint past the last node-6
+/// record, the standby restarts with node id 6, is promoted when the primary is gone, and its
+/// clock is set back to the time of the primary's first node-6 rows: every ID it makes must
+/// lie above the primary's node-6 IDs (no duplicate key).
+#[test]
+fn a_standby_promoted_under_its_primarys_new_node_id_makes_none_of_that_ids_ids_again() {
+    let primary = Server::start("g1primary", Config::node(5).fake_clock("+600"));
+    primary.execute(
+        "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), who text); \
+         INSERT INTO t (who) SELECT 'P5' FROM generate_series(1, 1000)",
+    );
+    let standby = Server::standby_of(&primary, "g1standby", Config::default().fake_clock("+0"));
+    primary.execute("INSERT INTO t (who) SELECT 'P5' FROM generate_series(1, 1000)");
+    caught_up(&primary, &standby);
+
+    // The remedy: node id 6, never used, and the clock set right.
+    primary.execute("ALTER SYSTEM SET pg_snowflake.node_id = 6");
+    primary.set_clock("+0");
+    primary.stop();
+    primary.start_again();
+    primary.execute("INSERT INTO t (who) SELECT 'P6' FROM generate_series(1, 50000)");
+    let (first_6, last_6): (i64, i64) = {
+        let row = primary
+            .connect()
+            .query_one("SELECT min(id), max(id) FROM t WHERE who = 'P6'", &[])
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    let stamped_ms = |server: &Server, id: i64| -> i64 {
+        server.query_one(&format!(
+            "SELECT (extract(epoch FROM snowflake_timestamp({id}::bigint)) * 1000)::bigint"
+        ))
+    };
+    let (first_6_ms, last_6_ms) = (stamped_ms(&primary, first_6), stamped_ms(&primary, last_6));
+    assert_eq!(
+        primary.query_one::<i32>(&format!("SELECT snowflake_node_id({first_6}::bigint)")),
+        6
+    );
+    println!(
+        "the primary's node-6 IDs: {first_6}..{last_6}, stamped over {} ms",
+        last_6_ms - first_6_ms
+    );
+    assert!(
+        (first_6_ms - real_now_ms()).abs() < 10_000,
+        "node 6 kept the lead: the remedy did not apply"
+    );
+
+    // An idle minute: keep-ahead stops, no node-6 reservation follows. Then a checkpoint on
+    // the primary and a restartpoint on the standby, past the last node-6 record.
+    std::thread::sleep(Duration::from_secs(65));
+    primary.execute("CHECKPOINT");
+    caught_up(&primary, &standby);
+    standby.execute("CHECKPOINT");
+    let file =
+        standby.output_as_postgres(&format!("cat {}", standby.data_file("pg_snowflake.state")));
+    println!("the standby's state file: {}", file.trim());
+
+    // The standby takes its primary's node id (a standby keeps its primary's), restarts, and
+    // is promoted once the primary is gone.
+    standby.execute("ALTER SYSTEM SET pg_snowflake.node_id = 6");
+    standby.stop();
+    standby.start_again();
+    primary.stop();
+    standby.promote();
+    // Its clock set back to 2 s before the primary's first node-6 row (the backends read the
+    // offset within a second, a connection at its start).
+    let settle_ms = 2_200;
+    let offset_s = (first_6_ms - 2_000 - settle_ms - real_now_ms()) / 1_000;
+    standby.set_clock(&format!("{offset_s:+}"));
+    std::thread::sleep(Duration::from_millis(settle_ms as u64));
+    println!(
+        "the promoted standby's clock is {:.1} s behind",
+        standby.clock_behind_s()
+    );
+
+    // Rows until the standby's clock has passed the primary's node-6 rows (a few seconds), or
+    // the first error.
+    let mut client = standby.connect();
+    let started = Instant::now();
+    let mut failure = None;
+    let mut inserted = 0;
+    while started.elapsed() < Duration::from_secs(20) {
+        match client.batch_execute("INSERT INTO t (who) SELECT 'S' FROM generate_series(1, 20000)")
+        {
+            Ok(()) => inserted += 20_000,
+            Err(e) => {
+                failure = Some(describe(&e));
+                break;
+            }
+        }
+        let latest: i64 = client
+            .query_one("SELECT max(id) FROM t WHERE who = 'S'", &[])
+            .unwrap()
+            .get(0);
+        if stamped_ms(&standby, latest) > last_6_ms + 1_000 {
+            break;
+        }
+    }
+    assert_eq!(
+        failure, None,
+        "the promoted standby re-issued its primary's node-6 IDs ({first_6}..{last_6}) after \
+         {inserted} rows"
+    );
+    let lowest: i64 = standby.query_one("SELECT min(id) FROM t WHERE who = 'S'");
+    assert!(
+        lowest > last_6,
+        "the standby's IDs start at {lowest}, within or below its primary's node-6 IDs \
+         ({first_6}..{last_6})"
+    );
+    let next: i64 = standby.query_one("SELECT snowflake_nextval()");
+    assert!(next > last_6);
+}
+
+/// Audit G4. A restart between a registry claim and its pin: the claim raised the registry's
+/// generation, the pin (the state file's rewrite) failed (`pg_snowflake.state.tmp` made a
+/// directory: EISDIR), and the server stopped. Once the file can be written again, the next
+/// start claims its node id again and makes IDs above the ones it made before, within seconds.
+#[test]
+fn a_restart_between_a_claim_and_its_pin_does_not_refuse_the_server_for_good() {
+    let registry = registry_server("g4registry");
+    let server = Server::start(
+        "g4member",
+        member_config(&registry.conninfo("postgres"), Some(5)),
+    );
+    server.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&server), 5);
+    let first: i64 = server.query_one("SELECT snowflake_nextval()");
+    let generation = || -> i64 {
+        registry.query_one("SELECT generation FROM snowflake_nodes WHERE node_id = 5")
+    };
+    assert_eq!(generation(), 1);
+    server.stop();
+
+    // The pin's write fails: the claim is made (generation 2), the file keeps generation 1.
+    let tmp = server.data_file("pg_snowflake.state.tmp");
+    server.as_postgres(&format!("mkdir {tmp}"));
+    server.start_again();
+    wait_until(Duration::from_secs(15), "the second claim", || {
+        generation() == 2
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        refusing(&server).as_deref(),
+        Some("awaiting the registry claim"),
+        "the pin was to fail"
+    );
+    server.stop();
+    server.as_postgres(&format!("rmdir {tmp}"));
+    server.start_again();
+
+    let node = claimed_within(&server, Duration::from_secs(15)).unwrap_or_else(|said| {
+        panic!(
+            "the server did not claim its node id again: {said}; registry generation {}",
+            generation()
+        )
+    });
+    assert_eq!(node, 5);
+    let after = next_id(&server).unwrap_or_else(|e| panic!("{}", describe(&e)));
+    assert!(after > first, "{after} <= {first}, the ID it made before");
+}
