@@ -75,9 +75,21 @@ pub fn claimed_node(server: &Server) -> i32 {
 }
 
 /// The registry's table, read on the registry's server: node id, state, generation,
-/// high-water mark (Unix ms), lease end and holder, one line each (for failure messages).
+/// high-water mark (Unix ms), lease end and holder, one line each, and the node ids whose
+/// advisory lock a session holds (for failure messages).
 pub fn registry_rows(registry: &Server) -> String {
-    registry
+    let locked: Vec<i64> = registry
+        .connect()
+        .query(
+            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' \
+             AND classid = 1936617335::oid AND objsubid = 2 AND granted ORDER BY 1",
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("pg_locks: {}", describe(&e)))
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let rows = registry
         .connect()
         .query(
             "SELECT node_id, state, generation, high_water_ms, lease_until::text, holder_label \
@@ -98,7 +110,8 @@ pub fn registry_rows(registry: &Server) -> String {
             )
         })
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    format!("{rows}\nnode ids locked by a registry session: {locked:?}")
 }
 
 /// The state of `node`'s row as a member lists it (live, lost, retired, free), None without a
