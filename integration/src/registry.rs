@@ -3,6 +3,7 @@
 //! [`crate::Proxy`]), and what a test asks a member: its refusal, its claim, its next ID.
 
 use crate::checks::describe;
+use crate::ports::{lease_port, PortLease};
 use crate::server::{Config, Server};
 use std::time::{Duration, Instant};
 
@@ -78,17 +79,7 @@ pub fn claimed_node(server: &Server) -> i32 {
 /// high-water mark (Unix ms), lease end and holder, one line each, and the node ids whose
 /// advisory lock a session holds (for failure messages).
 pub fn registry_rows(registry: &Server) -> String {
-    let locked: Vec<i64> = registry
-        .connect()
-        .query(
-            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' \
-             AND classid = 1936617335::oid AND objsubid = 2 AND granted ORDER BY 1",
-            &[],
-        )
-        .unwrap_or_else(|e| panic!("pg_locks: {}", describe(&e)))
-        .iter()
-        .map(|row| row.get(0))
-        .collect();
+    let locked = locked_nodes(registry);
     let rows = registry
         .connect()
         .query(
@@ -112,6 +103,47 @@ pub fn registry_rows(registry: &Server) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     format!("{rows}\nnode ids locked by a registry session: {locked:?}")
+}
+
+/// The node ids whose advisory lock a session of the registry holds (its holders' sign that
+/// they are connected), read on the registry's server.
+pub fn locked_nodes(registry: &Server) -> Vec<i64> {
+    registry
+        .connect()
+        .query(
+            "SELECT objid::bigint FROM pg_locks WHERE locktype = 'advisory' \
+             AND classid = 1936617335::oid AND objsubid = 2 AND granted ORDER BY 1",
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("pg_locks: {}", describe(&e)))
+        .iter()
+        .map(|row| row.get(0))
+        .collect()
+}
+
+/// A TCP port on 127.0.0.1 where nothing listens, held (no server of the tests takes it) for as
+/// long as this lives: a registry that refuses connections.
+pub struct VacantPort {
+    pub port: u16,
+    _lease: PortLease,
+}
+
+impl VacantPort {
+    pub fn lease() -> VacantPort {
+        let lease = lease_port();
+        VacantPort {
+            port: lease.number,
+            _lease: lease,
+        }
+    }
+
+    /// A connection string for database `postgres` on the port.
+    pub fn conninfo(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
 }
 
 /// The state of `node`'s row as a member lists it (live, lost, retired, free), None without a
