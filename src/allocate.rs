@@ -13,12 +13,13 @@ use crate::error::{RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
 use crate::registry;
 use crate::reservation::renew;
-use crate::shmem::{self, Handle, Refusing, RenewalFailure};
+use crate::shmem::{self, Handle, RenewalFailure};
 use pgrx::prelude::*;
 use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::error::Error as CoreError;
 use snowflake_core::generator::{Allocation, ClockEvent, Limits, Run, FORWARD_CONFIRM_MS};
 use snowflake_core::layout::{Layout, Parts};
+use snowflake_core::node::Refusing;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The next ID in the common case (`Generator::next_one`: the server out of recovery as this
@@ -36,14 +37,14 @@ pub fn next_id_fast() -> Option<i64> {
     let layout = gucs::preloaded_layout()?;
     let limits = gucs::limits();
     let (time, seq, node) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        if shared.refusing != Refusing::Nothing {
+        if shared.node.refusing != Refusing::Nothing {
             return None;
         }
         let wall = SystemClock.wall();
         let (time, seq) = shared
             .generator
-            .next_one(layout, shared.node, wall, &limits)?;
-        Some((time, seq, shared.node))
+            .next_one(layout, shared.node.id, wall, &limits)?;
+        Some((time, seq, shared.node.id))
     })?;
     Some(layout.pack(Parts {
         time: time as u64,
@@ -96,11 +97,11 @@ fn allocate(
     node: &mut u32,
 ) -> Option<Result<Allocation, CoreError>> {
     shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        *node = shared.node;
-        (shared.refusing == Refusing::Nothing).then(|| {
+        *node = shared.node.id;
+        (shared.node.refusing == Refusing::Nothing).then(|| {
             shared
                 .generator
-                .allocate(layout, shared.node, &mut SystemClock, limits, want)
+                .allocate(layout, shared.node.id, &mut SystemClock, limits, want)
         })
     })
 }
@@ -127,7 +128,7 @@ fn next_run_otherwise(
             None => allocate(shm, layout, limits, want, &mut node),
         };
         let Some(allocation) = allocation else {
-            let refusing = shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| shared.refusing);
+            let refusing = shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| shared.node.refusing);
             match refusing {
                 // Made possible since: allocate again.
                 Refusing::Nothing => {}

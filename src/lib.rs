@@ -2,12 +2,15 @@
 //!
 //! The pure core — the crate `snowflake_core` in `core/`: layout, calendar, generator (clock
 //! passed in), the reservation protocol, base 32, the bytes of the state file and WAL record —
-//! cannot call Postgres: it does not depend on pgrx. This crate is the thin layer around it:
+//! cannot call Postgres: it does not depend on pgrx. The server's identity (node id, history,
+//! registry claim, refusal) is the core's too (`node`). This crate is the thin layer around it:
 //!
 //! - [`sql`]: the SQL face, every function a user calls
 //! - [`allocate`]: the hot path: the next IDs from the shared generator, and the waits
-//! - [`reservation`]: the durable reservation: renewing it (by the renewer, a background
-//!   worker, or a backend standing in), its state file and WAL record, their replay
+//! - [`renewer`]: the background worker's loop, which conducts both wings below: the
+//!   registry's turn, then keep-ahead and the renewals
+//! - [`reservation`]: the durable reservation: renewing it (by the renewer, or a backend
+//!   standing in), its state file and WAL record, their replay
 //! - [`registry`]: node ids leased from a registry database, the clock checked against it
 //! - [`shmem`]: the generator in shared memory, its lock and condition variables (no I/O)
 //! - [`gucs`]: every setting, and the layout built from them at start-up
@@ -23,6 +26,7 @@ mod error;
 mod gucs;
 mod pg;
 mod registry;
+mod renewer;
 mod reservation;
 mod shmem;
 mod sql;
@@ -42,7 +46,7 @@ pub extern "C-unwind" fn _PG_init() {
         gucs::init(wall_now()).unwrap_or_else(|e| e.report_fatal());
         reservation::redo::register();
         shmem::init(reservation::store::start_state);
-        reservation::worker::register();
+        renewer::register();
     } else if unsafe { pg_sys::IsBinaryUpgrade } {
         // pg_upgrade's check LOADs every library the old cluster's functions use into the new
         // cluster: refusing here stops pg_upgrade before it builds a data directory that would

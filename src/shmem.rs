@@ -23,62 +23,29 @@ use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
 use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::generator::Generator;
-use snowflake_core::registry::{Identity, Refusal};
-use snowflake_core::state_file::History;
+use snowflake_core::node::{Node, RegistryStatus};
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;
 
-/// The locked state: every field is read and written under the lock only.
+/// The locked state: every field is read and written under the lock only. The generator's
+/// rules are the core's `Generator`, the identity's the core's `Node`: this file holds them,
+/// it does not decide.
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct Shared {
     pub generator: Generator,
-    /// Why no ID may be made now; IDs are made only at [`Refusing::Nothing`].
-    pub refusing: Refusing,
-    /// The node id IDs are made under (meaningful at [`Refusing::Nothing`]): the setting, or
-    /// the registry's claim.
-    pub node: u32,
+    /// The server's identity: node id, history, registry claim, ceiling, and why IDs are
+    /// refused (`snowflake_core::node`).
+    pub node: Node,
+    /// What the registry said last, for reporting (`src/registry/`).
+    pub registry: RegistryStatus,
     /// Why the last renewal failed, for the callers that waited for it.
     pub last_failure: RenewalFailure,
     /// The process holding the claim of the renewal in progress (0: none), so that the claim is
     /// released if it exits without reporting it.
     pub claimant_pid: i32,
-    /// The node ids used here before this one, written with every reservation.
-    pub history: History,
-    /// The registry claim the node id is held under (`None`: no registry, or not claimed yet),
-    /// written with every reservation.
-    pub claim: Option<Identity>,
-    /// No reservation may reach past this (Unix ms): in fenced mode, the ceiling the registry
-    /// recorded for the lease; `i64::MAX` otherwise.
-    pub ceiling: i64,
-    /// What the registry said last, for reporting (`src/registry/`).
-    pub registry: RegistryStatus,
-    /// The server started as a standby and has not claimed a node id since (with
-    /// `pg_snowflake.fresh_node_id_on_promotion`, its first claim takes a fresh one).
-    pub started_as_standby: bool,
-}
-
-/// Why no ID may be made now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
-pub enum Refusing {
-    Nothing,
-    /// Neither `pg_snowflake.node_id` nor a registry gives a node id.
-    NodeUnset,
-    /// pg_upgrade made the data directory and its old state file has not been copied in.
-    AwaitingOldStateFile,
-    /// A registry is set and the node id has not been claimed yet.
-    AwaitingClaim,
-    /// The registry refused the claim (`registry.refusal` says why).
-    ClaimRefused,
-    /// Another server took the node id over: no more IDs until a restart.
-    ClaimLost,
-    /// Fenced mode: the lease ran out without a heartbeat.
-    LeaseExpired,
-    /// The clock is further from the registry's than `pg_snowflake.max_clock_skew_ms`.
-    ClockSkew,
 }
 
 /// Why a renewal failed.
@@ -91,49 +58,7 @@ pub enum RenewalFailure {
     Fenced { ceiling: i64 },
 }
 
-/// The registry's view of this server, as last seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
-pub struct RegistryStatus {
-    /// The last successful contact (Unix ms; `i64::MIN`: none).
-    pub last_contact: i64,
-    /// The lease's end on this server's monotonic clock (`i64::MIN`: none).
-    pub lease_ends_at: i64,
-    /// This clock minus the registry's at the last contact (ms).
-    pub clock_offset_ms: i64,
-    /// The last refusal, with the refused node id and its holder's last heartbeat (Unix ms).
-    pub refusal: Option<(u32, Refusal, i64)>,
-    /// The holder's label, NUL-padded.
-    pub holder_label: [u8; 64],
-}
-
-impl RegistryStatus {
-    pub const NONE: RegistryStatus = RegistryStatus {
-        last_contact: i64::MIN,
-        lease_ends_at: i64::MIN,
-        clock_offset_ms: 0,
-        refusal: None,
-        holder_label: [0; 64],
-    };
-
-    /// The holder's label as text.
-    pub fn label(&self) -> String {
-        let end = self.holder_label.iter().position(|&b| b == 0).unwrap_or(64);
-        String::from_utf8_lossy(&self.holder_label[..end]).into_owned()
-    }
-
-    /// Keeps `label` (cut at 63 bytes, at a character boundary).
-    pub fn set_label(&mut self, label: &str) {
-        let mut end = label.len().min(63);
-        while !label.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.holder_label = [0; 64];
-        self.holder_label[..end].copy_from_slice(&label.as_bytes()[..end]);
-    }
-}
-
-// SAFETY: Shared is plain data (integers, booleans, enums and options of them): no pointers,
+// SAFETY: Shared is plain data (integers, booleans, enums, arrays and options of them): no pointers,
 // nothing process-local, valid when copied between processes.
 unsafe impl PGRXSharedMemory for Shared {}
 

@@ -5,6 +5,7 @@
 //! - [`clock`]: the clock readings the generator is given
 //! - [`generator`]: the next-id state machine (steady clock, borrowing, reservations)
 //! - [`registry`]: the node-id registry's decisions: claims, leases, clock offsets
+//! - [`node`]: the server's identity (node id, history, registry claim, refusal) and its transitions
 //! - [`retry`]: pacing retries and their log lines after failures
 //! - [`base32`]: the 13-character text form
 //! - [`state_file`] and [`wal_record`]: the bytes of the durable reservation
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod error;
 pub mod generator;
 pub mod layout;
+pub mod node;
 pub mod registry;
 pub mod retry;
 pub mod state_file;

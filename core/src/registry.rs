@@ -76,7 +76,17 @@ pub enum Refusal {
     StaleCopy,
     /// Retired; handed out again once the registry's clock passes `until` (Unix ms).
     RetiredUntil { until: i64 },
+    /// Its high-water mark (Unix ms) is further ahead of the registry's clock (`now`) than any
+    /// holder's IDs can be: a clock that ran far ahead, or a damaged row. Taking it would stamp
+    /// every ID that far in the future.
+    MarkAhead { mark: i64, now: i64 },
 }
+
+/// How far a high-water mark may lead the registry's clock before a claim refuses it as a
+/// clock fault, beyond the lease and the clock margin: a holder's reservations lead its clock
+/// by at most a few seconds (its reservation, borrowing), and its clock is within the margin of
+/// the registry's.
+pub const MARK_AHEAD_SLACK_MS: i64 = 60_000;
 
 /// What a claim of one node id comes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,19 +106,35 @@ pub enum Decision {
     Refuse { node: u32, refusal: Refusal },
 }
 
+/// The registry's clock and the bounds a claim is judged by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Judged {
+    /// The registry's time (Unix ms).
+    pub now: i64,
+    /// The clock margin (`pg_snowflake.max_clock_skew_ms`): a retired id is handed out again
+    /// once `now` is past its high-water mark by this.
+    pub margin_ms: i64,
+    /// The lease (`pg_snowflake.registry_lease_ms`): a fenced holder's mark leads its clock by
+    /// up to this.
+    pub lease_ms: i64,
+}
+
+impl Judged {
+    /// The furthest a high-water mark may lead the registry's clock (Unix ms).
+    fn mark_limit(&self) -> i64 {
+        self.now
+            .saturating_add(self.lease_ms)
+            .saturating_add(self.margin_ms)
+            .saturating_add(MARK_AHEAD_SLACK_MS)
+    }
+}
+
 /// Decides a claim of `row`'s node id (or of an id without a row, `row == None`, numbered
-/// `node`), at the registry's time `now` (Unix ms); a retired id is handed out again once
-/// `now` is past its high-water mark by `margin_ms`.
-pub fn decide(
-    claimant: &Claimant,
-    node: u32,
-    row: Option<&Row>,
-    now: i64,
-    margin_ms: i64,
-) -> Decision {
+/// `node`), at the registry's time `at.now`.
+pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Judged) -> Decision {
     let outcome = match row {
         None => Ok((i64::MIN, 1, false)),
-        Some(row) => judge(claimant, row, now, margin_ms),
+        Some(row) => judge(claimant, row, at),
     };
     match (outcome, claimant.wanted) {
         (Ok((floor, generation, recycled)), _) => Decision::Take {
@@ -126,15 +152,17 @@ pub fn decide(
 
 /// Whether `claimant` may take `row`'s id: its floor, generation and whether it is a
 /// recycled one, or why not.
-fn judge(
-    claimant: &Claimant,
-    row: &Row,
-    now: i64,
-    margin_ms: i64,
-) -> Result<(i64, i64, bool), Refusal> {
+fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool), Refusal> {
+    let now = at.now;
     let next = row.holder.generation.saturating_add(1);
+    if row.high_water > at.mark_limit() {
+        return Err(Refusal::MarkAhead {
+            mark: row.high_water,
+            now,
+        });
+    }
     if row.retired {
-        let until = row.high_water.saturating_add(margin_ms);
+        let until = row.high_water.saturating_add(at.margin_ms);
         return if now > until {
             Ok((row.high_water, next, true))
         } else {
@@ -153,8 +181,14 @@ fn judge(
     }
     match claimant.identity {
         // The holder itself, restarted (or a copy standing in for a holder that is gone, as a
-        // promoted standby does): continues above everything the id reserved.
-        Some(me) if same_token && me.generation == row.holder.generation => {
+        // promoted standby does): continues above everything the id reserved. Its state file
+        // may also name the generation after the row's: the claim's intent, written before the
+        // registry's commit (`node::Node::claimed`), which did not commit; or did, unseen (a
+        // time-out), and then the row names it. Either way it claims the row's next
+        // generation, so that intents that keep failing never run ahead of the row.
+        Some(me)
+            if same_token && (me.generation == row.holder.generation || me.generation == next) =>
+        {
             Ok((row.high_water, next, false))
         }
         Some(_) if same_token => Err(Refusal::StaleCopy),
@@ -164,9 +198,74 @@ fn judge(
     }
 }
 
-/// Whether an id without a row, or with `row`, is free to hand out as a fresh id at `now`.
-pub fn is_free(row: Option<&Row>, now: i64, margin_ms: i64) -> bool {
-    row.is_none_or(|row| row.retired && now > row.high_water.saturating_add(margin_ms))
+/// Why an id may not be retired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unretirable {
+    /// No live row: never claimed, or retired already.
+    NoLiveRow,
+    /// Its holder is connected to the registry.
+    Connected,
+    /// Its holder's lease runs until then (Unix ms, the registry's clock): a holder cut off
+    /// from the registry, or one the registry restarted under, may still be making IDs.
+    LeaseRuns { until: i64 },
+}
+
+/// Whether `row`'s id may be retired at the registry's time `now`: only once its holder is
+/// gone, neither connected nor within its lease. Retiring a holder that still makes IDs would
+/// hand its id out again below them (in available mode the mark does not bound them).
+pub fn may_retire(row: Option<&Row>, now: i64) -> Result<(), Unretirable> {
+    match row {
+        None => Err(Unretirable::NoLiveRow),
+        Some(row) if row.retired => Err(Unretirable::NoLiveRow),
+        Some(row) if row.connected => Err(Unretirable::Connected),
+        Some(row) if now < row.lease_until => Err(Unretirable::LeaseRuns {
+            until: row.lease_until,
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Whether the session holding `row`'s advisory lock is this server's own, from before a crash
+/// or a lost connection: the claimant carries the row's token and runs where its holder ran
+/// (`same_place`: the holder's label, cluster name, host and port, is the claimant's; no two
+/// running servers share one). The claim ends that session first (`pg_terminate_backend`):
+/// otherwise a server restarted after a crash could not claim its own id — or, without a node
+/// id set, would take a second one — until the registry notices the dead connection, which
+/// without TCP keepalives takes hours.
+pub fn stale_own_session(claimant: &Claimant, row: &Row, same_place: bool) -> bool {
+    row.connected
+        && same_place
+        && claimant
+            .identity
+            .is_some_and(|me| me.token == row.holder.token)
+}
+
+/// What one heartbeat found, from whether the registry's row still names this holder (`ours`:
+/// its token and generation) and whether the session now holds the id's advisory lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Beat {
+    /// The lease is renewed. Without the lock (`locked: false`: this server's previous session,
+    /// cut off, still holds it until the registry notices, or a rival's claim is reading the
+    /// row this instant) it is tried again at the next heartbeat.
+    Renewed { locked: bool },
+    /// Another server took the id over: this one's claim is lost, whatever its lock says.
+    Lost,
+}
+
+/// A heartbeat's outcome. The row decides, never the lock alone: a lock held by another
+/// session says nothing about whose the id is now, and a holder that took it for "unreachable"
+/// would never find a takeover made while it was cut off.
+pub fn beat(ours: bool, locked: bool) -> Beat {
+    if ours {
+        Beat::Renewed { locked }
+    } else {
+        Beat::Lost
+    }
+}
+
+/// Whether an id without a row, or with `row`, is free to hand out as a fresh id at `at.now`.
+pub fn is_free(row: Option<&Row>, at: &Judged) -> bool {
+    row.is_none_or(|row| row.retired && at.now > row.high_water.saturating_add(at.margin_ms))
 }
 
 /// How far the local wall clock is ahead of the registry's (ms; negative: behind): the
@@ -210,6 +309,18 @@ impl Lease {
     pub fn runs_at(&self, now: i64) -> bool {
         now < self.ends_at
     }
+}
+
+/// The TCP keepalives (idle seconds, interval seconds, probes) a holder asks its registry
+/// session for, so that the registry ends the session of a holder whose host vanished (power
+/// loss, a frozen link: no FIN, no reset) within about a lease, not the two hours the system's
+/// defaults take. Until it does, the id's advisory lock says "connected" and no rival can take
+/// the id. Set in the session (`SET tcp_keepalives_*`), so nothing needs configuring on the
+/// registry's server.
+pub fn keepalives(lease_ms: i64) -> (i64, i64, i64) {
+    let third_s = (lease_ms / 3_000).max(1);
+    let interval_s = (lease_ms / 9_000).max(1);
+    (third_s, interval_s, 3)
 }
 
 /// How often the holder renews a lease of `lease_ms`: three times per lease, so two heartbeats

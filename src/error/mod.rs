@@ -308,8 +308,10 @@ impl SnowflakeError {
                 )),
                 format!(
                     "Stop the server, copy \"{path}\" from the old data directory into this one, \
-                     and start the server again. If the old server never made snowflake IDs, \
-                     delete this directory's \"{path}\" instead."
+                     and start the server again. If this directory holds \"{path}.before-upgrade\", \
+                     that is a reservation this cluster made itself before pg_upgrade: keep it, \
+                     and copy the old directory's file. Delete this directory's \"{path}\" only if \
+                     no server before it ever made snowflake IDs."
                 ),
             ),
             NotPreloadedForUpgrade => message(

@@ -1,6 +1,6 @@
 //! The wording of the node-id registry's refusals, warnings and log lines (`src/registry/`).
 
-use super::report::{message, quoted, Message};
+use super::report::{message, quoted, quoted_cause, Message};
 use pgrx::PgSqlErrorCode::*;
 use snowflake_core::calendar::format_unix_ms;
 use snowflake_core::registry::Refusal;
@@ -18,8 +18,9 @@ pub enum RegistryError {
         holder: String,
         last_seen: i64,
     },
-    /// Another server took `node` over: this one stops making IDs until it restarts.
-    ClaimLost { node: u32 },
+    /// Another server, `holder`, took `node` over, or (`None`) it was retired: found at a
+    /// heartbeat; this one claims again.
+    ClaimLost { node: u32, holder: Option<String> },
     /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
     LeaseExpired { node: u32, ago_ms: i64 },
     /// This clock is `offset_ms` from the registry's, more than `max_ms`.
@@ -45,6 +46,12 @@ pub enum RegistryError {
     Retired { node: u32, high_water: Option<i64> },
     /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
     RetireLive { node: u32, holder: String },
+    /// `snowflake_registry_retire` of an id whose holder's lease runs until `until` (Unix ms).
+    RetireLeaseRuns {
+        node: u32,
+        holder: String,
+        until: i64,
+    },
     /// `snowflake_registry_retire` of an id the registry has no live row for.
     NoSuchNode { node: i64 },
 }
@@ -106,6 +113,19 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                     "Leave pg_snowflake.node_id unset so that the registry gives this copy a fresh \
                      node id, or set another.",
                 ),
+                Refusal::MarkAhead { mark, now } => (
+                    format!(
+                        "node id {node}'s high-water mark in the registry, {}, is {} s ahead of the \
+                         registry's clock, {}",
+                        when(*mark),
+                        mark.saturating_sub(*now) / 1_000,
+                        when(*now)
+                    ),
+                    "A server's clock ran far ahead, or the row was damaged: taking the id would \
+                     stamp every ID that far in the future. Leave pg_snowflake.node_id unset so \
+                     that the registry assigns another id, or set another; once the clocks are \
+                     right, retire this id with snowflake_registry_retire().",
+                ),
                 Refusal::RetiredUntil { until } => (
                     format!(
                         "node id {node} is retired and is handed out again only after {}",
@@ -124,16 +144,25 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                 hint,
             )
         }
-        ClaimLost { node } => message(
+        ClaimLost { node, holder } => message(
             ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("this server lost node id {node}: another server took it over in the registry"),
+            match holder {
+                Some(holder) => format!(
+                    "this server lost node id {node}: another server, {}, took it over in the \
+                     registry",
+                    quoted(holder)
+                ),
+                None => format!("this server lost node id {node}: it was retired in the registry"),
+            },
             Some(
-                "Its lease ran out (or its data directory was copied) and another server claimed \
-                 the id since. This server makes no more IDs until it restarts."
+                "Its lease ran out while it could not reach the registry (or its data directory \
+                 was copied), and another server claimed the id since. This server makes no IDs \
+                 under it any more and claims again: with pg_snowflake.node_id set it is refused \
+                 while the other server holds the id; without, it is given a fresh one."
                     .into(),
             ),
-            "Find out which server holds the id now (snowflake_registry()); restart this one \
-             with pg_snowflake.node_id unset to be given a fresh id.",
+            "Find out which server holds the id now (snowflake_registry()). Give this server \
+             another pg_snowflake.node_id, or leave it unset so that the registry assigns one.",
         ),
         LeaseExpired { node, ago_ms } => message(
             ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
@@ -185,7 +214,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
         ),
         Unreachable { cause, not_logged } => message(
             ERRCODE_CONNECTION_FAILURE,
-            format!("could not reach the pg_snowflake registry: {}", quoted(cause)),
+            format!("could not reach the pg_snowflake registry: {}", quoted_cause(cause)),
             Some(format!(
                 "The renewer tries again at every heartbeat. {not_logged} more failures were not \
                  logged since the last message."
@@ -194,7 +223,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
         ),
         Failed { action, cause } => message(
             ERRCODE_CONNECTION_FAILURE,
-            format!("could not {action} in the pg_snowflake registry: {}", quoted(cause)),
+            format!("could not {action} in the pg_snowflake registry: {}", quoted_cause(cause)),
             None,
             "Check pg_snowflake.registry, that the registry's server is up, and that its user \
              may use the table snowflake_nodes (snowflake_registry_create() makes it).",
@@ -238,6 +267,25 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
             ),
             None,
             "Stop that server first: only an id whose holder is gone can be retired.",
+        ),
+        RetireLeaseRuns {
+            node,
+            holder,
+            until,
+        } => message(
+            ERRCODE_OBJECT_IN_USE,
+            format!(
+                "node id {node} is leased to {} until {}: it may still be making IDs",
+                quoted(holder),
+                when(*until)
+            ),
+            Some(
+                "A holder cut off from the registry, or one the registry restarted under, goes on \
+                 making IDs until its lease runs out; retiring its id before would hand the id \
+                 out again below them."
+                    .into(),
+            ),
+            "Retire it once the lease has run out (pg_snowflake.registry_lease_ms).",
         ),
         NoSuchNode { node } => message(
             ERRCODE_UNDEFINED_OBJECT,

@@ -31,10 +31,26 @@ pub(super) fn message(
 /// How many characters of a user's text a message shows.
 pub const SHOWN_CHARS: usize = 64;
 
+/// How many characters of a cause another program worded (libpq's message of a failed
+/// connection: its own prefix alone takes about 60) a message shows.
+pub const CAUSE_CHARS: usize = 400;
+
 /// User-typed text for a message: in double quotes, whole when short; otherwise its first
 /// [`SHOWN_CHARS`] characters, an ellipsis, and its length.
 pub fn quoted(text: &str) -> String {
-    match text.char_indices().nth(SHOWN_CHARS) {
+    quoted_up_to(text, SHOWN_CHARS)
+}
+
+/// A cause worded by another program (libpq), on one line, in double quotes: whole up to
+/// [`CAUSE_CHARS`] characters, so that what failed ("password authentication failed",
+/// "Connection refused") reaches the log. libpq never puts a password in its messages.
+pub fn quoted_cause(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    quoted_up_to(&line, CAUSE_CHARS)
+}
+
+fn quoted_up_to(text: &str, shown: usize) -> String {
+    match text.char_indices().nth(shown) {
         None => format!("\"{text}\""),
         Some((end, _)) => format!(
             "\"{}...\" ({} characters)",

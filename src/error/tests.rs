@@ -1,4 +1,4 @@
-use super::report::{quoted, SHOWN_CHARS};
+use super::report::{quoted, quoted_cause, CAUSE_CHARS, SHOWN_CHARS};
 use super::*;
 use snowflake_core::layout::DEFAULT_LAYOUT;
 use snowflake_core::registry::Refusal;
@@ -20,6 +20,25 @@ fn short_input_is_shown_whole_and_long_input_as_a_counted_prefix() {
         quoted(&wide),
         format!("\"{}...\" (100 characters)", "é".repeat(SHOWN_CHARS))
     );
+}
+
+/// R6: libpq's own prefix takes about 60 characters; the cause after it must reach the log.
+#[test]
+fn a_registry_cause_is_shown_on_one_line_with_what_failed() {
+    let libpq = "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password \
+                 authentication failed for user \"snowflake\"\n";
+    let message = RegistryError::Unreachable {
+        cause: libpq.into(),
+        not_logged: 0,
+    };
+    let text = SnowflakeError::from(message).message().text;
+    assert_eq!(
+        text,
+        "could not reach the pg_snowflake registry: \"connection to server at \"127.0.0.1\", port \
+         5432 failed: FATAL: password authentication failed for user \"snowflake\"\""
+    );
+    let long = "x".repeat(CAUSE_CHARS + 1);
+    assert!(quoted_cause(&long).ends_with(&format!("({} characters)", CAUSE_CHARS + 1)));
 }
 
 #[test]
@@ -108,13 +127,14 @@ fn variant(error: &SnowflakeError) -> usize {
             R::Claimed { .. } => 51,
             R::RetireLive { .. } => 52,
             R::NoSuchNode { .. } => 53,
+            R::RetireLeaseRuns { .. } => 56,
             R::Retired { .. } => 55,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
     }
 }
 
-const VARIANTS: usize = 56;
+const VARIANTS: usize = 57;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -270,7 +290,18 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         refusal(Refusal::RetiredUntil {
             until: 1_800_000_000_000,
         }),
-        RegistryError::ClaimLost { node: 3 },
+        refusal(Refusal::MarkAhead {
+            mark: 1_831_536_000_000,
+            now: 1_800_000_000_000,
+        }),
+        RegistryError::ClaimLost {
+            node: 3,
+            holder: Some("db-2 (10.0.0.2:5432)".into()),
+        },
+        RegistryError::ClaimLost {
+            node: 3,
+            holder: None,
+        },
         RegistryError::LeaseExpired {
             node: 3,
             ago_ms: 1_500,
@@ -313,6 +344,11 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             holder: "db-2".into(),
         },
         RegistryError::NoSuchNode { node: 3 },
+        RegistryError::RetireLeaseRuns {
+            node: 3,
+            holder: "db-2 (10.0.0.2:5432)".into(),
+            until: 1_800_000_000_000,
+        },
         RegistryError::Retired {
             node: 3,
             high_water: Some(1_800_000_000_000),

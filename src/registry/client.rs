@@ -8,13 +8,18 @@
 //! network reset), with nothing to clean up.
 
 use super::libpq::{Conn, Failure, Rows};
-use snowflake_core::registry::{self, Claimant, Decision, Identity, Refusal, Row, Wanted};
+use snowflake_core::node::Taken;
+use snowflake_core::registry::{
+    self, Beat, Claimant, Decision, Identity, Judged, Lease, Refusal, Row, Unretirable, Wanted,
+};
 
 /// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
 const KEY: &str = "1936617335";
 /// How long one exchange with the registry may take (ms), at most: a holder's exchanges take
 /// at most a third of its lease (`holder.rs`).
 pub const TIMEOUT_MS: i64 = 5_000;
+/// How many free ids a claim of any id tries, lowest first, before it says none is free.
+const FRESH_CANDIDATES: i64 = 64;
 
 /// The table, made by `snowflake_registry_create()`.
 pub const CREATE: &str = "
@@ -62,16 +67,32 @@ pub struct Me<'a> {
     pub new_token: u128,
 }
 
+/// A claim the registry decided to grant (committed once [`claim`] returns it).
+pub struct Decided {
+    pub node: u32,
+    pub identity: Identity,
+    pub floor: i64,
+    /// The high-water mark recorded (Unix ms): the lease's ceiling in fenced mode.
+    pub mark: i64,
+    pub how: &'static str,
+}
+
+impl Decided {
+    /// The claim as the server's identity takes it, with the lease a claim sent at monotonic
+    /// `sent_mono` gets.
+    pub fn taken(&self, sent_mono: i64, lease_ms: i64) -> Taken {
+        Taken {
+            node: self.node,
+            identity: self.identity,
+            floor: self.floor,
+            lease: Lease::granted(sent_mono, self.mark, lease_ms),
+        }
+    }
+}
+
 /// How a claim ended.
 pub enum Claimed {
-    Taken {
-        node: u32,
-        identity: Identity,
-        floor: i64,
-        /// The high-water mark recorded (Unix ms): the lease's ceiling in fenced mode.
-        mark: i64,
-        how: &'static str,
-    },
+    Taken(Decided),
     Refused {
         node: u32,
         why: Refusal,
@@ -102,24 +123,54 @@ fn number<T: std::str::FromStr>(rows: &Rows, row: usize, column: usize) -> Resul
     })
 }
 
+/// Asks the registry's server to probe this session's connection (`registry::keepalives`), so
+/// that it ends it, and releases the id's advisory lock, within about a lease of this server
+/// vanishing. Ignored on a Unix-domain socket, which has no such failure.
+pub fn keep_alive(conn: &Conn, lease_ms: i64) -> Result<(), Failure> {
+    let (idle, interval, probes) = registry::keepalives(lease_ms);
+    conn.query(
+        &format!(
+            "SET tcp_keepalives_idle = {idle}; SET tcp_keepalives_interval = {interval}; \
+             SET tcp_keepalives_count = {probes}"
+        ),
+        &[],
+    )?;
+    Ok(())
+}
+
 /// The registry's clock (Unix ms).
 pub fn clock(conn: &Conn) -> Result<i64, Failure> {
     let rows = conn.query(concat!("SELECT ", ms!("clock_timestamp()")), &[])?;
     number(&rows, 0, 0)
 }
 
-/// Claims a node id for `claimant`, in one transaction under the table's lock.
-pub fn claim(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Claimed, Failure> {
+/// Claims a node id for `claimant`, in one transaction under the table's lock. A claim the
+/// registry grants is handed to `intent` before the COMMIT (the server records it durably
+/// there); if `intent` fails, the transaction is rolled back.
+pub fn claim(
+    conn: &Conn,
+    claimant: &Claimant,
+    me: &Me,
+    intent: impl FnOnce(&Decided) -> Result<(), Failure>,
+) -> Result<Claimed, Failure> {
     conn.query("BEGIN", &[])?;
-    let claimed = claim_in_transaction(conn, claimant, me);
-    let end = if claimed.is_ok() {
-        "COMMIT"
-    } else {
-        "ROLLBACK"
-    };
-    // A failed COMMIT leaves the claim undecided: the caller tries again, as the holder.
-    conn.query(end, &[])?;
-    claimed
+    let claimed = claim_in_transaction(conn, claimant, me).and_then(|claimed| {
+        if let Claimed::Taken(decided) = &claimed {
+            intent(decided)?;
+        }
+        Ok(claimed)
+    });
+    match claimed {
+        // A failed COMMIT leaves the claim undecided: the caller tries again with the intent
+        // it recorded, which the registry accepts whether or not it committed.
+        Ok(claimed) => conn.query("COMMIT", &[]).map(|_| claimed),
+        Err(failure) => {
+            // The failure is what the caller is told: a ROLLBACK on a connection that timed out
+            // fails too, with nothing to say about the cause.
+            let _ = conn.query("ROLLBACK", &[]);
+            Err(failure)
+        }
+    }
 }
 
 fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Claimed, Failure> {
@@ -127,11 +178,20 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
         "LOCK TABLE snowflake_nodes IN SHARE ROW EXCLUSIVE MODE",
         &[],
     )?;
-    let now = clock(conn)?;
+    let at = Judged {
+        now: clock(conn)?,
+        margin_ms: me.margin_ms,
+        lease_ms: me.lease_ms,
+    };
     let mut fresh = false;
     if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
-        let (row, holder) = read_row(conn, node)?;
-        match registry::decide(claimant, node, row.as_ref(), now, me.margin_ms) {
+        let (mut row, mut holder) = read_row(conn, node)?;
+        let same_place = holder.as_ref().is_some_and(|(label, _)| label == me.label);
+        if row.is_some_and(|r| registry::stale_own_session(claimant, &r, same_place)) {
+            end_lock_holder(conn, node)?;
+            (row, holder) = read_row(conn, node)?;
+        }
+        match registry::decide(claimant, node, row.as_ref(), &at) {
             Decision::Take {
                 generation,
                 floor,
@@ -164,39 +224,47 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
             }
         }
     }
-    // The lowest id that has no row, or a retired one past its mark and the margin.
+    // The lowest id that has no row, or a retired one past its mark and the margin, whose
+    // advisory lock no session holds: a retired id's old holder may still be connected (it
+    // lost its claim and has not noticed yet), so the next candidate is tried.
     let rows = conn.query(
         concat!(
-            "SELECT min(c.n) FROM (SELECT 0 AS n UNION ALL SELECT node_id + 1 FROM snowflake_nodes \
-             UNION ALL SELECT node_id FROM snowflake_nodes WHERE state = 'retired') c \
+            "SELECT DISTINCT c.n FROM (SELECT 0 AS n UNION ALL SELECT node_id + 1 FROM \
+             snowflake_nodes UNION ALL SELECT node_id FROM snowflake_nodes WHERE state = 'retired') c \
              WHERE c.n <= $1 AND NOT EXISTS (SELECT 1 FROM snowflake_nodes r WHERE r.node_id = c.n \
              AND NOT (r.state = 'retired' AND coalesce(r.high_water_ms, -9223372036854775808) < ",
             ms!("clock_timestamp()"),
-            " - $2))"
+            " - $2)) ORDER BY c.n LIMIT $3"
         ),
-        &[text(me.max_node), text(me.margin_ms)],
+        &[
+            text(me.max_node),
+            text(me.margin_ms),
+            text(FRESH_CANDIDATES),
+        ],
     )?;
-    let Ok(node) = number::<u32>(&rows, 0, 0) else {
-        return Ok(Claimed::NoFreeId);
-    };
-    let (row, _) = read_row(conn, node)?;
     let how = if fresh { "fresh id" } else { "assigned" };
-    match row {
-        Some(row) if row.connected || !registry::is_free(Some(&row), now, me.margin_ms) => {
-            unlock(conn, node)?;
-            Ok(Claimed::NoFreeId)
+    for candidate in 0..rows.len() {
+        let node = number::<u32>(&rows, candidate, 0)?;
+        let (row, _) = read_row(conn, node)?;
+        match row {
+            Some(row) if row.connected || !registry::is_free(Some(&row), &at) => {
+                unlock(conn, node)?;
+            }
+            Some(row) => {
+                return take(
+                    conn,
+                    me,
+                    node,
+                    me.new_token,
+                    row.holder.generation + 1,
+                    row.high_water,
+                    "recycled",
+                )
+            }
+            None => return take(conn, me, node, me.new_token, 1, i64::MIN, how),
         }
-        Some(row) => take(
-            conn,
-            me,
-            node,
-            me.new_token,
-            row.holder.generation + 1,
-            row.high_water,
-            "recycled",
-        ),
-        None => take(conn, me, node, me.new_token, 1, i64::MIN, how),
     }
+    Ok(Claimed::NoFreeId)
 }
 
 /// A holder's label and its last heartbeat (Unix ms, the registry's clock).
@@ -238,6 +306,21 @@ fn read_row(conn: &Conn, node: u32) -> Result<(Option<Row>, Option<HolderSeen>),
     };
     let holder = (field(&rows, 0, 5)?.to_string(), number(&rows, 0, 6)?);
     Ok((Some(row), Some(holder)))
+}
+
+/// Ends the registry session holding `node`'s advisory lock, this server's own from before a
+/// restart (`registry::stale_own_session`), waiting up to two seconds for it to go. The
+/// registry's role may end sessions of its own (every server of a fleet uses the same one).
+fn end_lock_holder(conn: &Conn, node: u32) -> Result<(), Failure> {
+    conn.query(
+        &format!(
+            "SELECT pg_terminate_backend(pid, 2000) FROM pg_locks WHERE locktype = 'advisory' \
+             AND classid = {KEY}::oid AND objid = $1::oid AND objsubid = 2 AND granted \
+             AND pid <> pg_backend_pid()"
+        ),
+        &[text(node)],
+    )?;
+    Ok(())
 }
 
 fn unlock(conn: &Conn, node: u32) -> Result<(), Failure> {
@@ -286,67 +369,78 @@ fn take(
             text(me.system),
             text(me.layout),
             text(me.lease_ms),
-            text(mark),
+            // Nothing reserved yet: no mark (NULL), not the smallest bigint.
+            (mark > i64::MIN).then(|| mark.to_string()),
             text(me.clock_offset_ms),
         ],
     )?;
-    Ok(Claimed::Taken {
+    Ok(Claimed::Taken(Decided {
         node,
         identity: Identity { token, generation },
         floor,
         mark,
         how,
-    })
+    }))
+}
+
+/// What one heartbeat found.
+pub enum Heartbeat {
+    /// The lease is renewed; `locked`: the session holds the id's advisory lock.
+    Renewed { locked: bool },
+    /// The row no longer names this holder: another server took the id over (its label), or
+    /// (`None`) the id was retired.
+    Lost { holder: Option<String> },
 }
 
 /// One heartbeat of the holder of `node` under `identity`: renews the lease for `lease_ms` and
-/// raises the high-water mark to `high_water`. The registry's clock when it did, or `None` when
-/// the row is no longer this holder's: the claim is lost. On a new session, the advisory lock
-/// is taken again first (`Err` while another session holds it).
+/// raises the high-water mark to `high_water`, if the row still names this holder. With
+/// `take_lock` (a new session, or the lock not had yet), the id's advisory lock is tried first;
+/// whether the session got it or not, the row decides (`registry::beat`).
 pub fn heartbeat(
     conn: &Conn,
-    new_session: bool,
+    take_lock: bool,
     node: u32,
     identity: Identity,
     lease_ms: i64,
     high_water: i64,
     clock_offset_ms: i64,
-) -> Result<Option<i64>, Failure> {
-    if new_session {
+) -> Result<Heartbeat, Failure> {
+    let locked = if take_lock {
         let locked = conn.query(
             &format!("SELECT pg_try_advisory_lock({KEY}, $1)"),
             &[text(node)],
         )?;
-        if field(&locked, 0, 0)? != "t" {
-            return Err(Failure {
-                message: format!("another session of the registry holds node id {node}'s lock"),
-                sqlstate: None,
-            });
-        }
-    }
+        field(&locked, 0, 0)? == "t"
+    } else {
+        true
+    };
     let rows = conn.query(
-        concat!(
-            "UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
-             lease_until = clock_timestamp() + $5 * interval '1 ms', \
-             high_water_ms = greatest(high_water_ms, $6), clock_offset_ms = $7 \
-             WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = $4 \
-             RETURNING ",
-            ms!("clock_timestamp()")
-        ),
+        "UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
+         lease_until = clock_timestamp() + $5 * interval '1 ms', \
+         high_water_ms = greatest(high_water_ms, $6), clock_offset_ms = $7 \
+         WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = $4 \
+         RETURNING 1",
         &[
             text(node),
             text(format!("{:032x}", identity.token)),
             text(identity.generation),
             text("live"),
             text(lease_ms),
-            text(high_water),
+            (high_water > i64::MIN).then(|| high_water.to_string()),
             text(clock_offset_ms),
         ],
     )?;
-    if rows.is_empty() {
-        return Ok(None);
+    match registry::beat(!rows.is_empty(), locked) {
+        Beat::Renewed { locked } => Ok(Heartbeat::Renewed { locked }),
+        Beat::Lost => {
+            let rows = conn.query(
+                "SELECT holder_label FROM snowflake_nodes WHERE node_id = $1 AND state = 'live'",
+                &[text(node)],
+            )?;
+            let holder = field(&rows, 0, 0).ok().map(str::to_string);
+            Ok(Heartbeat::Lost { holder })
+        }
     }
-    number(&rows, 0, 0).map(Some)
 }
 
 /// Every row (times as Unix ms), with its state as the registry's clock and `margin_ms` make it: live (lease
@@ -373,9 +467,19 @@ pub fn list(conn: &Conn, margin_ms: i64) -> Result<Rows, Failure> {
     )
 }
 
-/// Retires `node`: its holder must not be connected. The high-water mark it keeps (Unix ms),
-/// or why not.
-pub fn retire(conn: &Conn, node: u32) -> Result<Result<Option<i64>, (bool, String)>, Failure> {
+/// Why `snowflake_registry_retire` did not retire an id.
+pub enum NotRetired {
+    /// No live row: never claimed, or retired already.
+    NoLiveRow,
+    /// Its holder (this label) is connected to the registry.
+    Connected { holder: String },
+    /// Its holder's (this label) lease runs until then (Unix ms): it may still make IDs.
+    LeaseRuns { holder: String, until: i64 },
+}
+
+/// Retires `node` once its holder is gone (`registry::may_retire`): the high-water mark it
+/// keeps (Unix ms), or why not.
+pub fn retire(conn: &Conn, node: u32) -> Result<Result<Option<i64>, NotRetired>, Failure> {
     conn.query("BEGIN", &[])?;
     let retired = retire_in_transaction(conn, node);
     conn.query(
@@ -392,25 +496,27 @@ pub fn retire(conn: &Conn, node: u32) -> Result<Result<Option<i64>, (bool, Strin
 fn retire_in_transaction(
     conn: &Conn,
     node: u32,
-) -> Result<Result<Option<i64>, (bool, String)>, Failure> {
+) -> Result<Result<Option<i64>, NotRetired>, Failure> {
     conn.query(
         "LOCK TABLE snowflake_nodes IN SHARE ROW EXCLUSIVE MODE",
         &[],
     )?;
+    let now = clock(conn)?;
     let (row, holder) = read_row(conn, node)?;
     unlock(conn, node)?;
-    let label = holder.map(|(label, _)| label).unwrap_or_default();
-    match row {
-        None => Ok(Err((false, label))),
-        Some(row) if row.retired => Ok(Err((false, label))),
-        Some(row) if row.connected => Ok(Err((true, label))),
-        Some(row) => {
+    let holder = holder.map(|(label, _)| label).unwrap_or_default();
+    match registry::may_retire(row.as_ref(), now) {
+        Err(Unretirable::NoLiveRow) => Ok(Err(NotRetired::NoLiveRow)),
+        Err(Unretirable::Connected) => Ok(Err(NotRetired::Connected { holder })),
+        Err(Unretirable::LeaseRuns { until }) => Ok(Err(NotRetired::LeaseRuns { holder, until })),
+        Ok(()) => {
             conn.query(
                 "UPDATE snowflake_nodes SET state = 'retired', retired_at = clock_timestamp() \
                  WHERE node_id = $1",
                 &[text(node)],
             )?;
-            Ok(Ok((row.high_water > i64::MIN).then_some(row.high_water)))
+            let high_water = row.map_or(i64::MIN, |row| row.high_water);
+            Ok(Ok((high_water > i64::MIN).then_some(high_water)))
         }
     }
 }

@@ -1,18 +1,22 @@
 //! The renewer's side of the registry: claims the node id before the first ID, renews the lease
 //! with heartbeats, checks the clock at every contact, and says in shared memory whether IDs
-//! may be made ([`Holder::turn`], once per turn of the renewer's loop, between renewals). A
+//! may be made ([`Holder::turn`], once per turn of the renewer's loop, between renewals). What
+//! each outcome does to the server's identity is the core's (`snowflake_core::node::Node`'s
+//! transitions, one locked call each); this file talks and logs. A heartbeat that finds the id
+//! taken over closes its session and claims again at the next contact. A
 //! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
 //! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
 
-use super::client::{self, Claimed, Me};
+use super::client::{self, Claimed, Heartbeat, Me, NotRetired};
 use super::libpq::{Conn, Failure};
 use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
 use crate::reservation::renew::{self, Renewal};
-use crate::shmem::{Handle, Refusing};
+use crate::shmem::Handle;
 use pgrx::pg_sys;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
-use snowflake_core::registry::{self, Claimant, Identity, Lease, Wanted};
+use snowflake_core::node::{Holding, Refusing};
+use snowflake_core::registry::{self, Identity, Lease};
 use snowflake_core::retry::LogThrottle;
 
 /// A failure to reach the registry is logged at most once in this long.
@@ -22,14 +26,19 @@ const UNREACHABLE_LOG_INTERVAL_MS: i64 = 10_000;
 pub struct Holder {
     conninfo: String,
     conn: Option<Conn>,
-    /// The connection was made since the last heartbeat: the advisory lock must be taken again.
-    new_session: bool,
+    /// The session does not hold the id's advisory lock yet (a new connection, or another
+    /// session still held it at the last heartbeat): it is tried again at the next heartbeat.
+    needs_lock: bool,
     held: Option<Held>,
-    /// The last refusal of a claim, retried at every heartbeat interval.
+    /// The last claim was refused; retried at every heartbeat interval.
     refused: bool,
+    /// The last heartbeat found the id taken over; the next contact claims again.
     lost: bool,
     /// The clock is off by more than the limit (the offset).
     skewed: Option<i64>,
+    /// The node id a promoted standby gave up for a fresh one: retired once its old holder's
+    /// lease has run out (tried at each heartbeat).
+    retire_pending: Option<u32>,
     next_contact: i64,
     unreachable_log: LogThrottle,
 }
@@ -47,11 +56,12 @@ impl Holder {
         Holder {
             conninfo,
             conn: None,
-            new_session: false,
+            needs_lock: true,
             held: None,
             refused: false,
             lost: false,
             skewed: None,
+            retire_pending: None,
             next_contact: i64::MIN,
             unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),
         }
@@ -63,7 +73,7 @@ impl Holder {
     pub fn turn(&mut self, shm: Handle) -> i64 {
         let settings = gucs::registry_settings();
         let now = SystemClock.monotonic();
-        if !self.lost && now >= self.next_contact {
+        if now >= self.next_contact {
             let interval = registry::heartbeat_interval_ms(settings.lease_ms);
             // Until the first claim, retried every second.
             let retry = if self.held.is_some() {
@@ -129,15 +139,21 @@ impl Holder {
         let conn = match self.conn.take() {
             Some(conn) if conn.is_ok() => conn,
             _ => {
-                self.new_session = true;
+                self.needs_lock = true;
                 // An exchange may take a third of the lease: a registry that hangs (stopped,
                 // not down) is given up in time to renew the lease on the next try.
                 let timeout = (settings.lease_ms / 3).clamp(500, client::TIMEOUT_MS);
-                Conn::connect(&self.conninfo, timeout)?
+                let conn = Conn::connect(&self.conninfo, timeout)?;
+                client::keep_alive(&conn, settings.lease_ms)?;
+                conn
             }
         };
         let result = self.exchange(&conn, shm, settings);
-        self.conn = Some(conn);
+        // A lost claim's session is closed: the registry releases whatever lock it still held
+        // for the id, and the next claim starts on a session of its own.
+        if !self.lost {
+            self.conn = Some(conn);
+        }
         result
     }
 
@@ -166,38 +182,56 @@ impl Holder {
         } else {
             reserved
         };
-        match &self.held {
-            Some(held) => {
-                let answer = client::heartbeat(
-                    conn,
-                    self.new_session,
-                    held.node,
-                    held.identity,
-                    settings.lease_ms,
-                    high_water,
-                    offset,
-                )?;
-                self.new_session = false;
-                match answer {
-                    None => self.lost = true,
-                    Some(_) => {
-                        let lease = Lease::granted(sent_mono, high_water, settings.lease_ms);
-                        if let Some(held) = self.held.as_mut() {
-                            held.lease = lease;
-                        }
-                        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                            shared.ceiling = if fenced { lease.ceiling } else { i64::MAX };
-                            shared.registry.lease_ends_at = lease.ends_at;
-                        });
-                    }
+        let Some(held) = &self.held else {
+            return self.claim(conn, shm, settings, sent_mono, offset, high_water);
+        };
+        let beat = client::heartbeat(
+            conn,
+            self.needs_lock,
+            held.node,
+            held.identity,
+            settings.lease_ms,
+            high_water,
+            offset,
+        )?;
+        match beat {
+            Heartbeat::Renewed { locked } => {
+                self.needs_lock = !locked;
+                let lease = Lease::granted(sent_mono, high_water, settings.lease_ms);
+                if let Some(held) = self.held.as_mut() {
+                    held.lease = lease;
                 }
-                Ok(())
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    shared.node.lease_renewed(&lease, fenced);
+                    shared.registry.lease_ends_at = lease.ends_at;
+                });
+                if let Some(old) = self.retire_pending {
+                    self.retire_pending = retire_inherited(conn, old).then_some(old);
+                }
             }
-            None => self.claim(conn, shm, settings, sent_mono, offset, high_water),
+            Heartbeat::Lost { holder } => {
+                SnowflakeError::from(RegistryError::ClaimLost {
+                    node: held.node,
+                    holder: holder.clone(),
+                })
+                .report_warning();
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    shared.registry.set_label(holder.as_deref().unwrap_or(""));
+                });
+                // Claimed again at the next contact, on a session of its own: refused while
+                // the other server holds a configured id, or a fresh id for an assigned one.
+                self.held = None;
+                self.lost = true;
+                self.next_contact = SystemClock.monotonic();
+            }
         }
+        Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Claims a node id: the registry decides (`client::claim`, `registry::decide`); a claim
+    /// taken is written to the state file before the registry commits it (its intent, so that
+    /// a restart in between knows the generation it claimed), holding the writer's role, and
+    /// pinned before the first ID (`pin`, next turn).
     fn claim(
         &mut self,
         conn: &Conn,
@@ -208,20 +242,14 @@ impl Holder {
         high_water: i64,
     ) -> Result<(), Failure> {
         let state = shm.snapshot();
-        let inherited = state.claim.map(|_| state.node);
+        if !state.node.may_claim() {
+            return Ok(());
+        }
         let configured = gucs::configured_node();
-        // A promoted standby told to take a fresh id gives up its primary's.
-        let fresh = state.started_as_standby && settings.fresh_on_promotion && configured.is_none();
-        let recorded_node = if fresh { None } else { inherited };
-        let wanted = match (configured, recorded_node) {
-            (Some(node), _) => Wanted::Configured(node),
-            (None, Some(node)) => Wanted::Pinned(node),
-            (None, None) => Wanted::Any,
-        };
-        let claimant = Claimant {
-            identity: state.claim.filter(|_| !fresh),
-            wanted,
-        };
+        let (claimant, recorded) = state.node.claimant(configured, settings.fresh_on_promotion);
+        let inherited = state.node.claim.map(|_| state.node.id);
+        let fresh = claimant.identity.is_none() && inherited.is_some();
+        let fenced = settings.mode == RegistryMode::Fenced;
         let layout = gucs::layout();
         let me = Me {
             label: &label(),
@@ -231,61 +259,67 @@ impl Holder {
             max_node: layout.max_node(),
             lease_ms: settings.lease_ms,
             high_water,
-            ahead_of_floor_ms: if settings.mode == RegistryMode::Fenced {
-                settings.lease_ms
-            } else {
-                0
-            },
+            ahead_of_floor_ms: if fenced { settings.lease_ms } else { 0 },
             clock_offset_ms: offset,
             margin_ms: settings.max_clock_skew_ms,
-            recorded_node,
+            recorded_node: recorded,
             new_token: new_token(),
         };
-        let claimed = client::claim(conn, &claimant, &me)?;
-        self.new_session = false;
+        // The writer's role, for the intent: while a renewal is being written, next turn.
+        let Some(role) = renew::claim_rewrite(shm) else {
+            return Ok(());
+        };
+        let mut unwritten = None;
+        let claimed = client::claim(conn, &claimant, &me, |decided| {
+            let taken = decided.taken(sent_mono, settings.lease_ms);
+            let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                shared.node.claimed(&mut shared.generator, &taken, fenced)
+            });
+            role.write_state_file(&durable).map_err(|e| {
+                unwritten = Some(e.raw_os_error().unwrap_or(0));
+                Failure {
+                    message: format!("could not record the claim in the state file: {e}"),
+                    sqlstate: None,
+                }
+            })
+        });
+        role.release();
+        if let Some(errno) = unwritten {
+            // Rolled back: the registry is fine, the disk is not; said as a failed write.
+            if let Some(not_logged) = self.unreachable_log.due(SystemClock.monotonic()) {
+                SnowflakeError::ReservationsFailing {
+                    cause: SnowflakeError::state_file_write(errno).message().text,
+                    not_logged,
+                }
+                .report_warning();
+            }
+            return Ok(());
+        }
+        let claimed = claimed?;
+        self.needs_lock = false;
+        self.lost = false;
         match claimed {
-            Claimed::Taken {
-                node,
-                identity,
-                floor,
-                mark,
-                how,
-            } => {
-                let lease = Lease::granted(sent_mono, mark, settings.lease_ms);
-                let fenced = settings.mode == RegistryMode::Fenced;
+            Claimed::Taken(decided) => {
+                let taken = decided.taken(sent_mono, settings.lease_ms);
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    if shared.claim.is_some() && shared.node != node {
-                        // The old node id's IDs stay below its reservation, on record.
-                        let until = shared.generator.reserved_until();
-                        shared.history.add(Some(shared.node), until);
-                    }
-                    shared.generator.observe_reservation(floor);
-                    shared.node = node;
-                    shared.claim = Some(identity);
-                    shared.ceiling = if fenced { lease.ceiling } else { i64::MAX };
-                    shared.registry.lease_ends_at = lease.ends_at;
+                    shared.registry.lease_ends_at = taken.lease.ends_at;
                     shared.registry.refusal = None;
-                    shared.started_as_standby = false;
-                    // No ID under the new claim before it is pinned (`pin`, next).
-                    if shared.refusing != Refusing::AwaitingOldStateFile {
-                        shared.refusing = Refusing::AwaitingClaim;
-                    }
                 });
                 SnowflakeError::from(RegistryError::Claimed {
-                    node,
-                    generation: identity.generation,
-                    floor: (floor > i64::MIN).then_some(floor),
-                    how,
+                    node: taken.node,
+                    generation: taken.identity.generation,
+                    floor: (taken.floor > i64::MIN).then_some(taken.floor),
+                    how: decided.how,
                 })
                 .report_log();
-                if let Some(old) = inherited.filter(|&old| fresh && old != node) {
-                    retire_inherited(conn, old);
+                if let Some(old) = inherited.filter(|&old| fresh && old != taken.node) {
+                    self.retire_pending = retire_inherited(conn, old).then_some(old);
                 }
                 self.refused = false;
                 self.held = Some(Held {
-                    node,
-                    identity,
-                    lease,
+                    node: taken.node,
+                    identity: taken.identity,
+                    lease: taken.lease,
                     pinned: false,
                 });
             }
@@ -324,33 +358,24 @@ impl Holder {
         Ok(())
     }
 
-    /// Says in shared memory whether IDs may be made, and wakes the callers waiting for it.
+    /// Says in shared memory whether IDs may be made (`Node::publish`), and wakes the callers
+    /// waiting for it.
     fn publish(&self, shm: Handle, mode: RegistryMode) {
-        let now = SystemClock.monotonic();
-        let refusing = if self.lost {
-            Refusing::ClaimLost
-        } else if self.skewed.is_some() {
-            Refusing::ClockSkew
-        } else {
-            match &self.held {
-                None if self.refused => Refusing::ClaimRefused,
-                None => Refusing::AwaitingClaim,
-                Some(held) if !held.pinned => Refusing::AwaitingClaim,
-                Some(held) if mode == RegistryMode::Fenced && !held.lease.runs_at(now) => {
-                    Refusing::LeaseExpired
-                }
-                Some(_) => Refusing::Nothing,
-            }
+        let holding = match &self.held {
+            _ if self.lost => Holding::Lost,
+            None => Holding::None {
+                refused: self.refused,
+            },
+            Some(held) => Holding::Held {
+                pinned: held.pinned,
+                lease: held.lease,
+            },
         };
+        let now = SystemClock.monotonic();
+        let fenced = mode == RegistryMode::Fenced;
+        let skewed = self.skewed.is_some();
         let changed = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            if shared.refusing == Refusing::AwaitingOldStateFile || shared.refusing == refusing {
-                return false;
-            }
-            if mode == RegistryMode::Available {
-                shared.ceiling = i64::MAX;
-            }
-            shared.refusing = refusing;
-            true
+            shared.node.publish(holding, skewed, fenced, now)
         });
         if changed {
             shm.broadcast_renewed();
@@ -358,23 +383,27 @@ impl Holder {
     }
 }
 
-/// Retires the node id a promoted standby inherited and gave up for a fresh one: its primary is
-/// gone (a connected one keeps it, and is logged).
-fn retire_inherited(conn: &Conn, node: u32) {
+/// Retires the node id a promoted standby inherited and gave up for a fresh one, once its
+/// primary is gone: neither connected (then it keeps the id, and that is logged) nor within
+/// its lease. Returns whether to try again at the next heartbeat (the lease still runs).
+fn retire_inherited(conn: &Conn, node: u32) -> bool {
     let outcome = match client::retire(conn, node) {
         Ok(Ok(high_water)) => RegistryError::Retired { node, high_water },
-        Ok(Err((_, holder))) => RegistryError::RetireLive { node, holder },
+        Ok(Err(NotRetired::LeaseRuns { .. })) => return true,
+        Ok(Err(NotRetired::Connected { holder })) => RegistryError::RetireLive { node, holder },
+        Ok(Err(NotRetired::NoLiveRow)) => return false,
         Err(failure) => RegistryError::Failed {
             action: "retire the primary's node id",
             cause: failure.message,
         },
     };
     SnowflakeError::from(outcome).report_log();
+    false
 }
 
 /// The error a call meets while `refusing`, with what the registry said last.
 pub fn refusal_error(refusing: Refusing, shared: &crate::shmem::Shared) -> RegistryError {
-    let node = shared.node;
+    let node = shared.node.id;
     match refusing {
         Refusing::ClaimRefused => match shared.registry.refusal {
             Some((node, why, last_seen)) => RegistryError::ClaimRefused {
@@ -387,7 +416,10 @@ pub fn refusal_error(refusing: Refusing, shared: &crate::shmem::Shared) -> Regis
                 max: gucs::layout().max_node(),
             },
         },
-        Refusing::ClaimLost => RegistryError::ClaimLost { node },
+        Refusing::ClaimLost => RegistryError::ClaimLost {
+            node,
+            holder: Some(shared.registry.label()).filter(|label| !label.is_empty()),
+        },
         Refusing::LeaseExpired => RegistryError::LeaseExpired {
             node,
             ago_ms: (SystemClock.monotonic() - shared.registry.lease_ends_at).max(0),

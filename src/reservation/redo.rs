@@ -1,6 +1,7 @@
 //! Replaying pg_snowflake's WAL record: the custom resource manager's registration and its
 //! redo, desc and identify callbacks. A replayed reservation raises the generator's floor in
-//! shared memory and this server's state file ([`replay_reservation`]), so a standby, once
+//! shared memory and this server's state file, and hands on its node id and claim
+//! ([`replay_reservation`]; the rules are the core's `Node::replay`), so a standby, once
 //! promoted, issues only IDs above everything its primary reserved. The record is written by
 //! `store.rs`; its bytes are the core's `wal_record`.
 
@@ -93,42 +94,22 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
     }
 }
 
-/// The redo of a reservation: raise the floor, and keep this server's state file up with it
-/// (written after releasing the lock; only the startup process replays, one record after
-/// another). A reservation of another node id than this server's goes into its history as
-/// well; one made under a registry claim of this server's node id (or, with the node id the
-/// registry's to assign, of any) hands the claim on, so that once promoted this server
-/// continues it. A reservation of another layout than this server's stops the replay.
+/// The redo of a reservation: the identity's transition (`Node::replay`: the floor, the
+/// history, a claim handed on) under the lock, then this server's state file written with what
+/// it says, before the next record (after releasing the lock; only the startup process
+/// replays, one record after another). A reservation of another layout than this server's
+/// stops the replay.
 fn replay_reservation(shm: Handle, record: &wal_record::Record) -> Result<(), SnowflakeError> {
-    let wal_record::Record {
-        until,
-        layout,
-        node,
-        claim,
-    } = *record;
-    layout.check_same(gucs::layout())?;
+    record.layout.check_same(gucs::layout())?;
     let configured = gucs::configured_node();
-    let raised = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        let raised = shared.generator.observe_reservation(until);
-        let own = configured.or((shared.claim.is_some() || claim.is_some()).then_some(shared.node));
-        let inherits = claim.is_some() && (configured.is_none() || node == configured);
-        if inherits {
-            if let Some(node) = node {
-                if shared.claim.is_some() && node != shared.node {
-                    shared.history.add(Some(shared.node), until);
-                }
-                shared.node = node;
-            }
-            shared.claim = claim;
-        } else if node.is_none() || node != own {
-            shared.history.add(node, until);
-        }
-        let own = if inherits { node } else { own };
-        let durable = shared.generator.reserved_until();
-        (raised || inherits).then_some((durable, shared.history, own, shared.claim))
+    let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+        shared
+            .node
+            .replay(&mut shared.generator, record, configured)
     });
-    if let Some((durable, history, own, claim)) = raised {
-        store::write_state_file(&layout, durable, own, &history, claim)?;
+    if let Some(durable) = durable {
+        store::write_state_file(&record.layout, &durable)
+            .map_err(|e| SnowflakeError::state_file_write(e.raw_os_error().unwrap_or(0)))?;
     }
     Ok(())
 }

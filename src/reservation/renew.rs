@@ -1,6 +1,6 @@
 //! One renewal, whichever process writes it: claim it under the lock ([`claim_renewal`]), write
 //! it with no lock held ([`renew`] → `store::reserve`), report it ([`report_renewal`]) and wake
-//! the callers waiting for it. The renewer (`worker.rs`) normally writes every reservation;
+//! the callers waiting for it. The renewer (`src/renewer.rs`) normally writes every reservation;
 //! with none running, the call that needs one writes it itself ([`renew_here`]). A claim is
 //! always released: reported, reported abandoned when an ERROR unwinds past it ([`Claim`]'s
 //! drop), or released when its process exits holding it ([`release_on_exit`]). The protocol
@@ -9,9 +9,10 @@
 use super::store::{self, Reserved};
 use crate::error::SnowflakeError;
 use crate::gucs;
-use crate::shmem::{self, Handle, Refusing, RenewalFailure};
+use crate::shmem::{self, Handle, RenewalFailure, Shared};
 use pgrx::prelude::*;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::node::{Durable, Refusing};
 use snowflake_core::registry::Identity;
 use snowflake_core::state_file::History;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -40,44 +41,56 @@ impl Drop for Claim {
 /// one is due and none is running.
 pub fn claim_renewal(shm: Handle, by_renewer: bool) -> Option<Claim> {
     release_on_exit();
-    // SAFETY: a plain read of this process's pid.
-    let pid = unsafe { pg_sys::MyProcPid };
-    let claimed = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         let until = shared.generator.claim_renewal(by_renewer)?;
-        shared.claimant_pid = pid;
         // Fenced mode: never past the ceiling the registry recorded for the lease.
-        let until = until.min(shared.ceiling);
-        Some(Claim {
+        Some(Claim::of(
             shm,
-            until,
-            node: shared.node,
-            history: shared.history,
-            claim: shared.claim,
-            rewrite: false,
-        })
-    })?;
-    Some(claimed)
+            shared,
+            until.min(shared.node.ceiling),
+            false,
+        ))
+    })
 }
 
 /// Claims, for the renewer, the writing of the durable reservation again as it is, with what
 /// shared memory now says goes with it (the registry claim): `None` while a renewal is being
-/// written (`Generator::claim_rewrite`). Written and reported by [`renew`].
+/// written (`Generator::claim_rewrite`). Written and reported by [`renew`]; or, holding the
+/// writer's role while the registry commits a claim, released unused ([`Claim::release`]).
 pub fn claim_rewrite(shm: Handle) -> Option<Claim> {
     release_on_exit();
-    // SAFETY: a plain read of this process's pid.
-    let pid = unsafe { pg_sys::MyProcPid };
     shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         let until = shared.generator.claim_rewrite()?;
-        shared.claimant_pid = pid;
-        Some(Claim {
+        Some(Claim::of(shm, shared, until, true))
+    })
+}
+
+impl Claim {
+    /// The claim of a reservation until `until`, with the identity `shared` holds now; the
+    /// caller holds the lock and has just claimed the writer's role for this process.
+    fn of(shm: Handle, shared: &mut Shared, until: i64, rewrite: bool) -> Claim {
+        // SAFETY: a plain read of this process's pid.
+        shared.claimant_pid = unsafe { pg_sys::MyProcPid };
+        Claim {
             shm,
             until,
-            node: shared.node,
-            history: shared.history,
-            claim: shared.claim,
-            rewrite: true,
-        })
-    })
+            node: shared.node.id,
+            history: shared.node.history,
+            claim: shared.node.claim,
+            rewrite,
+        }
+    }
+
+    /// Writes the state file alone, as `durable` says, holding the writer's role: a registry
+    /// claim's intent, before the registry commits it (`Node::claimed`).
+    pub fn write_state_file(&self, durable: &Durable) -> Result<(), std::io::Error> {
+        store::write_state_file(gucs::layout(), durable)
+    }
+
+    /// Gives the writer's role back without a renewal: nothing is raised.
+    pub fn release(self) {
+        drop(self);
+    }
 }
 
 /// Keeps the reservation ahead of the clock between calls (`Generator::keep_ahead`: for a
@@ -93,7 +106,7 @@ pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
         // Only while IDs may be made: not without a node id, not before the registry's claim,
         // and not in a data directory that awaits its state file after pg_upgrade (it keeps
         // the marker file until the old one is copied in: no reservation may replace it).
-        if shared.refusing == Refusing::Nothing {
+        if shared.node.refusing == Refusing::Nothing {
             shared
                 .generator
                 .keep_ahead(layout, &limits, now, renewer_started_at);

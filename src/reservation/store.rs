@@ -8,10 +8,11 @@
 use crate::error::{SnowflakeError, STATE_FILE};
 use crate::gucs;
 use crate::pg::xlog_register_data;
-use crate::shmem::{Refusing, RegistryStatus, RenewalFailure, Shared};
+use crate::shmem::{RenewalFailure, Shared};
 use pgrx::pg_sys;
 use snowflake_core::generator::Generator;
 use snowflake_core::layout::Layout;
+use snowflake_core::node::{Durable, Found, Node, RegistryStatus, Settings, Switch};
 use snowflake_core::registry::Identity;
 use snowflake_core::state_file::{self, History, Reservation, State};
 use snowflake_core::wal_record;
@@ -39,24 +40,6 @@ const PG_UPGRADE_OUTPUT_DIR: &str = "pg_upgrade_output.d";
 pub const RMGR_ID: u8 = 191;
 /// The one record type: "reservation" (payload: `snowflake_core::wal_record`).
 pub const XLOG_RESERVATION: u8 = 0x10;
-
-/// Where the generator starts, according to the data directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Start {
-    /// No state file: a server that never issued an ID with this extension.
-    Fresh,
-    /// Continue above `floor` (Unix ms; `i64::MIN`: a node id never used here), keeping the
-    /// node ids used before in `history`, under the registry `claim` recorded with `node`.
-    After {
-        floor: i64,
-        history: History,
-        node: Option<u32>,
-        claim: Option<Identity>,
-    },
-    /// pg_upgrade made this directory and the old one's file was not copied in: refuse to
-    /// issue until it is.
-    AwaitingOldStateFile,
-}
 
 /// How a reservation written by [`reserve`] ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,16 +94,19 @@ fn write_error(e: &std::io::Error) -> SnowflakeError {
     SnowflakeError::state_file_write(e.raw_os_error().unwrap_or(0))
 }
 
-/// What the shared region starts with (`shmem::init`'s callback): the generator resumed from
-/// the state file, for this server's layout and node id. Stops the server when the file cannot
-/// say — unless a registry can give this server a fresh node id (`pg_snowflake.node_id`
-/// unset): then a damaged file is moved aside and the server starts as a new one.
+/// What the shared region starts with (`shmem::init`'s callback): the generator and the
+/// identity resumed from the state file (`Node::start` decides; this reads and checks the
+/// file), for this server's layout and node id. Stops the server when the file cannot say —
+/// unless a registry can give this server a fresh node id (`pg_snowflake.node_id` unset): then
+/// a damaged file is moved aside and the server starts as a new one.
 pub fn start_state() -> Shared {
-    let configured = gucs::configured_node();
-    let registry = gucs::registry().is_some();
-    let start = match load(gucs::layout(), configured, registry) {
+    let settings = Settings {
+        configured: gucs::configured_node(),
+        registry: gucs::registry().is_some(),
+    };
+    let found = match load(gucs::layout()) {
         Err(SnowflakeError::StateFileDamaged { reason, .. })
-            if registry && configured.is_none() =>
+            if settings.registry && settings.configured.is_none() =>
         {
             match fs::rename(STATE_FILE, STATE_FILE_DAMAGED) {
                 Ok(()) => {
@@ -130,56 +116,45 @@ pub fn start_state() -> Shared {
                         reason,
                     }
                     .report_log();
-                    Start::Fresh
+                    Found::Nothing
                 }
                 Err(e) => write_error(&e).report_fatal(),
             }
         }
-        Ok(start) => start,
+        Ok(found) => found,
         Err(e) => e.report_fatal(),
     };
-    let (generator, refusing, history, node, claim) = match start {
-        Start::Fresh => (Generator::new(), None, History::EMPTY, configured, None),
-        Start::After {
-            floor,
-            history,
-            node,
-            claim,
-        } => (Generator::resume(floor), None, history, node, claim),
-        Start::AwaitingOldStateFile => (
-            Generator::new(),
-            Some(Refusing::AwaitingOldStateFile),
-            History::EMPTY,
-            configured,
-            None,
-        ),
-    };
-    let refusing = refusing.unwrap_or(if registry {
-        Refusing::AwaitingClaim
-    } else if node.is_none() {
-        Refusing::NodeUnset
-    } else {
-        Refusing::Nothing
-    });
+    let start = Node::start(&found, settings, Path::new(STANDBY_SIGNAL).exists());
+    if let Some(Switch {
+        from,
+        to,
+        lead_dropped,
+    }) = start.switched
+    {
+        SnowflakeError::NodeSwitched {
+            from,
+            to,
+            lead_dropped,
+        }
+        .report_log();
+    }
+    // The node id changed: the file says so (with the old one in the history) before anything
+    // else happens, so that a standby's later records of the new id find it there.
+    if let Some(durable) = start.rewrite {
+        write_state_file(gucs::layout(), &durable)
+            .unwrap_or_else(|e| write_error(&e).report_fatal());
+    }
     Shared {
-        generator,
-        refusing,
-        node: node.unwrap_or(0),
+        generator: Generator::resume(start.floor),
+        node: start.node,
+        registry: RegistryStatus::NONE,
         last_failure: RenewalFailure::Io { errno: 0 },
         claimant_pid: 0,
-        history,
-        claim,
-        ceiling: i64::MAX,
-        registry: RegistryStatus::NONE,
-        started_as_standby: Path::new(STANDBY_SIGNAL).exists(),
     }
 }
 
-/// Where the generator of node id `node` (`None`: not set; with a `registry`, the node id the
-/// file pins, if its reservation was made under a registry claim) starts, from the state file. A file
-/// written under another layout than `configured` is refused: IDs of two layouts do not mix. A
-/// file written for another node id gives the floor `state_file::resume` says (a node id never
-/// used here owes nothing to the others), and the change is logged.
+/// What the data directory's state file holds: a reservation written under another layout than
+/// `configured` is refused (IDs of two layouts do not mix).
 ///
 /// pg_upgrade builds a new data directory without our file. While it runs into this directory
 /// (binary-upgrade mode, its output directory here), a missing file is replaced by the core's
@@ -188,14 +163,14 @@ pub fn start_state() -> Shared {
 /// every ID the old server issued. A file this new cluster wrote itself (started, and called,
 /// before pg_upgrade: its system identifier is this cluster's, and pg_upgrade's output
 /// directory is here) is no such record: it is moved aside and the marker written.
-fn load(configured: &Layout, node: Option<u32>, registry: bool) -> Result<Start, SnowflakeError> {
+fn load(configured: &Layout) -> Result<Found, SnowflakeError> {
     let bytes = match fs::read(STATE_FILE) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == ErrorKind::NotFound => {
             if upgrading_into_this_directory() {
                 return await_old_state_file();
             }
-            return Ok(Start::Fresh);
+            return Ok(Found::Nothing);
         }
         Err(e) => {
             return Err(SnowflakeError::StateFileIo {
@@ -207,7 +182,7 @@ fn load(configured: &Layout, node: Option<u32>, registry: bool) -> Result<Start,
     };
     let recorded = match state_file::parse(&bytes) {
         Ok(State::Reservation(recorded)) => recorded,
-        Ok(State::AwaitingOldStateFile) => return Ok(Start::AwaitingOldStateFile),
+        Ok(State::AwaitingOldStateFile) => return Ok(Found::AwaitingOldStateFile),
         Err(reason) => {
             return Err(SnowflakeError::StateFileDamaged {
                 path: STATE_FILE,
@@ -225,51 +200,39 @@ fn load(configured: &Layout, node: Option<u32>, registry: bool) -> Result<Start,
         .report_log();
         return await_old_state_file();
     }
-    // With a registry and no node id set, the node id the registry assigned is pinned here.
-    let pinned = (registry && recorded.claim.is_some())
-        .then_some(recorded.node)
-        .flatten();
-    let Some(node) = node.or(pinned) else {
-        // No IDs without a node id; whatever it is set to later resumes above everything here.
-        let mut history = recorded.history;
-        history.add(None, recorded.until);
-        return Ok(Start::After {
-            floor: history.until,
-            history,
-            node: None,
-            claim: None,
-        });
-    };
-    let (floor, history) = state_file::resume(&recorded, node);
-    if recorded.node != Some(node) {
-        SnowflakeError::NodeSwitched {
-            from: recorded.node,
-            to: node,
-            lead_dropped: floor < recorded.until,
-        }
-        .report_log();
-    }
-    Ok(Start::After {
-        floor,
-        history,
-        node: Some(node),
-        claim: recorded.claim.filter(|_| recorded.node == Some(node)),
-    })
+    Ok(Found::Reservation(recorded))
 }
 
 /// Writes the upgrade marker: the server refuses IDs until the old state file is copied in.
-fn await_old_state_file() -> Result<Start, SnowflakeError> {
+fn await_old_state_file() -> Result<Found, SnowflakeError> {
     replace_state_file(state_file::UPGRADE_MARKER).map_err(|e| write_error(&e))?;
-    Ok(Start::AwaitingOldStateFile)
+    Ok(Found::AwaitingOldStateFile)
 }
 
 /// Whether pg_upgrade runs with this data directory as its new one: binary-upgrade mode (the
-/// old cluster is started so too) and pg_upgrade's output directory here (only in the new one).
-/// So the old cluster, whatever it holds, is never marked: rolling back to it stays possible.
+/// old cluster is started so too), pg_upgrade's output directory here, and — where the server's
+/// log tells — this server's log inside it. pg_upgrade writes both clusters' server logs into
+/// the *new* directory's `pg_upgrade_output.d`, and leaves that directory behind after a failed
+/// run or with `--retain`: an old directory that keeps one from an earlier upgrade into it must
+/// not be marked (it would refuse IDs on rollback, and the marker would be copied on). Where
+/// the log is not a file of a `pg_upgrade_output.d` (a logging collector's pipe), the directory
+/// alone decides, as before.
 fn upgrading_into_this_directory() -> bool {
     // SAFETY: a plain read of a flag the postmaster sets from its command line.
     let binary_upgrade = unsafe { pg_sys::IsBinaryUpgrade };
-    binary_upgrade && Path::new(PG_UPGRADE_OUTPUT_DIR).is_dir()
+    if !binary_upgrade || !Path::new(PG_UPGRADE_OUTPUT_DIR).is_dir() {
+        return false;
+    }
+    let Ok(log) = fs::read_link("/proc/self/fd/2") else {
+        return true;
+    };
+    let in_some_output_dir = log
+        .components()
+        .any(|part| part.as_os_str() == PG_UPGRADE_OUTPUT_DIR);
+    if !in_some_output_dir {
+        return true;
+    }
+    fs::canonicalize(PG_UPGRADE_OUTPUT_DIR).is_ok_and(|ours| log.starts_with(ours))
 }
 
 /// This cluster's system identifier (from its control file, read before shared memory is set
@@ -299,16 +262,16 @@ fn state_line(
     state_file::format(&reservation, &mut buffer).to_vec()
 }
 
-/// Replaces the state file with a reservation until `until` for `node`, atomically and durably.
-pub fn write_state_file(
-    layout: &Layout,
-    until: i64,
-    node: Option<u32>,
-    history: &History,
-    claim: Option<Identity>,
-) -> Result<(), SnowflakeError> {
-    replace_state_file(&state_line(layout, until, node, history, claim))
-        .map_err(|e| write_error(&e))
+/// Replaces the state file with what an identity's transition says it must hold, atomically
+/// and durably (no WAL record: what a standby needs comes with the reservations).
+pub fn write_state_file(layout: &Layout, durable: &Durable) -> Result<(), std::io::Error> {
+    let Durable {
+        until,
+        node,
+        history,
+        claim,
+    } = durable;
+    replace_state_file(&state_line(layout, *until, *node, history, *claim))
 }
 
 /// Writes `contents` to a temporary file, fsyncs it, renames it over the state file and fsyncs

@@ -3,10 +3,10 @@
 //! `pg_snowflake.registry`; EXECUTE is revoked from PUBLIC (the connection string may carry a
 //! password, and retiring an id is an operator's act).
 
-use super::timestamps::timestamptz;
+use super::timestamps::timestamptz_checked;
 use crate::error::{OrReport, RegistryError, SnowflakeError};
 use crate::gucs;
-use crate::registry::client;
+use crate::registry::client::{self, NotRetired};
 use crate::registry::libpq::{Conn, Failure};
 use crate::shmem;
 use pgrx::prelude::*;
@@ -65,7 +65,7 @@ fn snowflake_registry() -> TableIterator<
         .ok()
         .and_then(|shm| {
             let shared = shm.snapshot();
-            shared.claim.map(|claim| (shared.node, claim))
+            shared.node.claim.map(|claim| (shared.node.id, claim))
         })
         .map(|(node, claim)| {
             (
@@ -75,7 +75,7 @@ fn snowflake_registry() -> TableIterator<
             )
         });
     let ms = |v: &Option<String>| v.as_deref().and_then(|v| v.parse::<i64>().ok());
-    let at = |v: &Option<String>| ms(v).map(timestamptz);
+    let at = |v: &Option<String>| ms(v).and_then(timestamptz_checked);
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     let rows: Vec<_> = rows
         .iter()
@@ -116,16 +116,19 @@ fn snowflake_registry_retire(node_id: i32) -> Option<TimestampWithTimeZone> {
     let retired = client::retire(&conn, node)
         .map_err(|e| failed("retire the node id", e))
         .or_report();
-    match retired {
-        Ok(high_water) => high_water.map(timestamptz),
-        Err((true, holder)) => {
-            SnowflakeError::from(RegistryError::RetireLive { node, holder }).report()
-        }
-        Err((false, _)) => SnowflakeError::from(RegistryError::NoSuchNode {
+    let refused = match retired {
+        Ok(high_water) => return high_water.and_then(timestamptz_checked),
+        Err(NotRetired::Connected { holder }) => RegistryError::RetireLive { node, holder },
+        Err(NotRetired::LeaseRuns { holder, until }) => RegistryError::RetireLeaseRuns {
+            node,
+            holder,
+            until,
+        },
+        Err(NotRetired::NoLiveRow) => RegistryError::NoSuchNode {
             node: i64::from(node_id),
-        })
-        .report(),
-    }
+        },
+    };
+    SnowflakeError::from(refused).report()
 }
 
 extension_sql!(

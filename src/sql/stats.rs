@@ -3,9 +3,10 @@
 use super::timestamps::timestamptz;
 use crate::error::OrReport;
 use crate::gucs;
-use crate::shmem::{self, Refusing};
+use crate::shmem;
 use pgrx::prelude::*;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::node::Refusing;
 
 /// The generator's state and counters since the server started: one row.
 #[allow(clippy::type_complexity)]
@@ -38,15 +39,15 @@ fn snowflake_stats() -> TableIterator<
     let shared = shmem::get().or_report().snapshot();
     let generator = shared.generator;
     let registry = gucs::registry().is_some();
-    let node_known = shared.refusing == Refusing::Nothing
+    let node_known = shared.node.refusing == Refusing::Nothing
         || gucs::configured_node().is_some()
-        || shared.claim.is_some();
+        || shared.node.claim.is_some();
     let now = wall_now();
     let stats = generator.stats();
     let layout = gucs::layout();
     let reserved = generator.reserved_until();
     TableIterator::once((
-        node_known.then_some(shared.node as i32),
+        node_known.then_some(shared.node.id as i32),
         layout.describe(),
         stats.issued as i64,
         generator.last_issued(layout).map(timestamptz),
@@ -62,8 +63,8 @@ fn snowflake_stats() -> TableIterator<
         stats.renewal_failures as i64,
         generator.renewing(),
         stats.clock_jumps as i64,
-        refusing_text(shared.refusing),
-        shared.claim.map(|claim| claim.generation),
+        refusing_text(shared.node.refusing),
+        shared.node.claim.map(|claim| claim.generation),
         (registry && shared.registry.lease_ends_at > i64::MIN)
             .then(|| (shared.registry.lease_ends_at - SystemClock.monotonic()).max(0)),
         (registry && shared.registry.last_contact > i64::MIN)

@@ -15,6 +15,18 @@ pub fn timestamptz(unix_ms: i64) -> TimestampWithTimeZone {
         .unwrap_or_else(|_| unreachable!("every layout's times fit timestamptz"))
 }
 
+/// A Unix time (ms) from outside (a registry's row, which anyone may have written) as a
+/// timestamptz, or `None` when it is none: out of timestamptz's range, or `i64::MIN` (what a
+/// holder that has reserved nothing reports).
+pub fn timestamptz_checked(unix_ms: i64) -> Option<TimestampWithTimeZone> {
+    let micros = unix_ms
+        .checked_sub(POSTGRES_EPOCH_UNIX_MS)?
+        .checked_mul(1000)?;
+    TimestampWithTimeZone::try_from(micros)
+        .ok()
+        .filter(|ts| !ts.is_infinity() && !ts.is_neg_infinity())
+}
+
 /// The Unix millisecond that holds `ts` (rounded down); `infinity` and `-infinity` become the
 /// `i64` extremes, which every layout refuses and every message names as infinities.
 pub fn unix_ms(ts: TimestampWithTimeZone) -> i64 {

@@ -10,6 +10,11 @@ const OTHER: Identity = Identity {
 };
 const NOW: i64 = 1_800_000_000_000;
 const MARGIN: i64 = 5_000;
+const AT: Judged = Judged {
+    now: NOW,
+    margin_ms: MARGIN,
+    lease_ms: 30_000,
+};
 
 fn row(holder: Identity) -> Row {
     Row {
@@ -38,17 +43,14 @@ fn take(floor: i64, generation: i64, recycled: bool) -> Decision {
 #[test]
 fn an_id_nobody_had_is_taken_with_nothing_owed() {
     let me = claimant(None, Wanted::Configured(7));
-    assert_eq!(decide(&me, 7, None, NOW, MARGIN), take(i64::MIN, 1, false));
+    assert_eq!(decide(&me, 7, None, &AT), take(i64::MIN, 1, false));
 }
 
 #[test]
 fn a_restart_continues_its_own_id_above_the_high_water_mark() {
     let me = claimant(Some(MINE), Wanted::Configured(7));
     let row = row(MINE);
-    assert_eq!(
-        decide(&me, 7, Some(&row), NOW, MARGIN),
-        take(NOW - 1_000, 5, false)
-    );
+    assert_eq!(decide(&me, 7, Some(&row), &AT), take(NOW - 1_000, 5, false));
 }
 
 #[test]
@@ -59,7 +61,7 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
     };
     let configured = claimant(Some(MINE), Wanted::Configured(7));
     assert_eq!(
-        decide(&configured, 7, Some(&row), NOW, MARGIN),
+        decide(&configured, 7, Some(&row), &AT),
         Decision::Refuse {
             node: 7,
             refusal: Refusal::CopyOfLiveHolder
@@ -67,7 +69,7 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
     );
     let pinned = claimant(Some(MINE), Wanted::Pinned(7));
     assert_eq!(
-        decide(&pinned, 7, Some(&row), NOW, MARGIN),
+        decide(&pinned, 7, Some(&row), &AT),
         Decision::Fresh {
             not: Some((7, Refusal::CopyOfLiveHolder))
         }
@@ -88,7 +90,7 @@ fn an_older_copy_is_stale_even_when_the_holder_is_gone() {
         ..row(MINE)
     };
     assert_eq!(
-        decide(&me, 7, Some(&row), NOW, MARGIN),
+        decide(&me, 7, Some(&row), &AT),
         Decision::Refuse {
             node: 7,
             refusal: Refusal::StaleCopy
@@ -101,7 +103,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
     let me = claimant(Some(MINE), Wanted::Configured(7));
     let live = row(OTHER);
     assert_eq!(
-        decide(&me, 7, Some(&live), NOW, MARGIN),
+        decide(&me, 7, Some(&live), &AT),
         Decision::Refuse {
             node: 7,
             refusal: Refusal::HeldByAnother
@@ -113,7 +115,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
         ..row(OTHER)
     };
     assert_eq!(
-        decide(&me, 7, Some(&connected_but_expired), NOW, MARGIN),
+        decide(&me, 7, Some(&connected_but_expired), &AT),
         Decision::Refuse {
             node: 7,
             refusal: Refusal::HeldByAnother
@@ -124,12 +126,12 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
         ..row(OTHER)
     };
     assert_eq!(
-        decide(&me, 7, Some(&expired), NOW, MARGIN),
+        decide(&me, 7, Some(&expired), &AT),
         take(NOW - 1_000, 10, false)
     );
     let newcomer = claimant(None, Wanted::Configured(7));
     assert_eq!(
-        decide(&newcomer, 7, Some(&expired), NOW, MARGIN),
+        decide(&newcomer, 7, Some(&expired), &AT),
         take(NOW - 1_000, 10, false)
     );
 }
@@ -143,21 +145,21 @@ fn a_retired_id_comes_back_only_past_its_mark_and_the_margin() {
         ..row(OTHER)
     };
     assert_eq!(
-        decide(&me, 7, Some(&retired), NOW, MARGIN),
+        decide(&me, 7, Some(&retired), &AT),
         Decision::Refuse {
             node: 7,
             refusal: Refusal::RetiredUntil { until: NOW }
         }
     );
-    assert!(!is_free(Some(&retired), NOW, MARGIN));
+    assert!(!is_free(Some(&retired), &AT));
     retired.high_water -= 1;
     assert_eq!(
-        decide(&me, 7, Some(&retired), NOW, MARGIN),
+        decide(&me, 7, Some(&retired), &AT),
         take(NOW - MARGIN - 1, 10, true)
     );
-    assert!(is_free(Some(&retired), NOW, MARGIN));
-    assert!(is_free(None, NOW, MARGIN));
-    assert!(!is_free(Some(&row(OTHER)), NOW, MARGIN));
+    assert!(is_free(Some(&retired), &AT));
+    assert!(is_free(None, &AT));
+    assert!(!is_free(Some(&row(OTHER)), &AT));
 }
 
 #[test]
@@ -179,4 +181,153 @@ fn a_lease_ends_lease_ms_after_the_heartbeat_was_sent() {
     assert_eq!(Lease::ceiling_for(NOW, NOW + 600_000, 3_000), NOW + 603_000);
     assert_eq!(heartbeat_interval_ms(3_000), 1_000);
     assert_eq!(heartbeat_interval_ms(10), 100);
+}
+
+#[test]
+fn a_restart_between_the_claims_intent_and_the_registrys_commit_is_the_holder() {
+    // The state file names the generation it was claiming (g + 1); the registry did not commit
+    // it and still says g: the same server, continuing above the mark, at a newer generation.
+    let me = claimant(
+        Some(Identity {
+            generation: MINE.generation + 1,
+            ..MINE
+        }),
+        Wanted::Configured(7),
+    );
+    let row = Row {
+        lease_until: NOW - 1,
+        ..row(MINE)
+    };
+    assert_eq!(
+        decide(&me, 7, Some(&row), &AT),
+        take(row.high_water, MINE.generation + 1, false)
+    );
+    // Two generations ahead is no intent of this row's: a copy of something else.
+    let me = claimant(
+        Some(Identity {
+            generation: MINE.generation + 2,
+            ..MINE
+        }),
+        Wanted::Configured(7),
+    );
+    assert_eq!(
+        decide(&me, 7, Some(&row), &AT),
+        Decision::Refuse {
+            node: 7,
+            refusal: Refusal::StaleCopy
+        }
+    );
+}
+
+#[test]
+fn a_mark_far_ahead_of_the_registrys_clock_is_refused_as_a_clock_fault() {
+    let year = 365 * 86_400_000;
+    let ahead = Row {
+        lease_until: NOW - 1,
+        high_water: NOW + year,
+        ..row(OTHER)
+    };
+    let refusal = Refusal::MarkAhead {
+        mark: NOW + year,
+        now: NOW,
+    };
+    let configured = claimant(None, Wanted::Configured(7));
+    assert_eq!(
+        decide(&configured, 7, Some(&ahead), &AT),
+        Decision::Refuse { node: 7, refusal }
+    );
+    let pinned = claimant(Some(OTHER), Wanted::Pinned(7));
+    assert_eq!(
+        decide(&pinned, 7, Some(&ahead), &AT),
+        Decision::Fresh {
+            not: Some((7, refusal))
+        }
+    );
+    // A fenced holder's mark leads by its lease: taken over as usual.
+    let fenced = Row {
+        high_water: NOW + AT.lease_ms + MARGIN,
+        ..ahead
+    };
+    assert_eq!(
+        decide(&configured, 7, Some(&fenced), &AT),
+        take(fenced.high_water, OTHER.generation + 1, false)
+    );
+}
+
+#[test]
+fn a_heartbeat_is_judged_by_the_row_not_by_the_lock() {
+    assert_eq!(beat(true, true), Beat::Renewed { locked: true });
+    assert_eq!(beat(true, false), Beat::Renewed { locked: false });
+    assert_eq!(beat(false, false), Beat::Lost);
+    assert_eq!(beat(false, true), Beat::Lost);
+}
+
+#[test]
+fn only_an_id_whose_holder_is_gone_is_retired() {
+    let gone = Row {
+        lease_until: NOW - 1,
+        ..row(OTHER)
+    };
+    assert_eq!(may_retire(Some(&gone), NOW), Ok(()));
+    assert_eq!(
+        may_retire(
+            Some(&Row {
+                connected: true,
+                ..gone
+            }),
+            NOW
+        ),
+        Err(Unretirable::Connected)
+    );
+    // Not connected (the registry restarted under it, or it is cut off) but within its lease:
+    // it may still be making IDs.
+    assert_eq!(
+        may_retire(Some(&row(OTHER)), NOW),
+        Err(Unretirable::LeaseRuns {
+            until: NOW + 10_000
+        })
+    );
+    assert_eq!(
+        may_retire(
+            Some(&Row {
+                retired: true,
+                ..gone
+            }),
+            NOW
+        ),
+        Err(Unretirable::NoLiveRow)
+    );
+    assert_eq!(may_retire(None, NOW), Err(Unretirable::NoLiveRow));
+}
+
+#[test]
+fn a_servers_own_session_from_before_a_restart_is_ended_not_taken_for_a_copy() {
+    let me = claimant(Some(MINE), Wanted::Pinned(7));
+    let lingering = Row {
+        connected: true,
+        ..row(MINE)
+    };
+    assert!(stale_own_session(&me, &lingering, true));
+    // Elsewhere: a clone of the running holder.
+    assert!(!stale_own_session(&me, &lingering, false));
+    // Another server's session is never ended.
+    assert!(!stale_own_session(
+        &claimant(Some(OTHER), Wanted::Pinned(7)),
+        &lingering,
+        true
+    ));
+    assert!(!stale_own_session(&me, &row(MINE), true));
+}
+
+#[test]
+fn a_vanished_holders_session_ends_within_about_a_lease() {
+    for lease_ms in [1_000, 3_000, 30_000, 300_000] {
+        let (idle, interval, probes) = keepalives(lease_ms);
+        assert!(idle >= 1 && interval >= 1);
+        let gone_after_ms = (idle + interval * probes) * 1_000;
+        assert!(
+            gone_after_ms <= lease_ms.max(4_000),
+            "lease {lease_ms}: {gone_after_ms}"
+        );
+    }
 }

@@ -1,19 +1,19 @@
-//! The renewer: the background worker that writes the reservations ahead of need (`renew.rs`
-//! claims, writes and reports each one; the protocol: `core/src/generator/reservation.rs`). It
+//! The renewer: the background worker that conducts both wings. On each turn of its loop it
+//! first gives the registry its turn (`registry/holder.rs`: the claim, the heartbeats, the clock
+//! check), then writes the reservations ahead of need (`reservation/renew.rs` claims, writes
+//! and reports each one; the protocol: `core/src/generator/reservation.rs`). It
 //! starts once recovery is over, is restarted a second after it exits, and on start releases a
 //! claim its predecessor left. A failed write is retried after a pause doubling from 10 ms to
 //! half a second and logged at most once in ten seconds, so a full disk does not flood the log.
 //! SIGTERM is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
 //! (that renewal then does not count); SIGHUP rereads postgresql.conf; `synchronous_commit` is
 //! forced on, because the reservation must hold for every ID handed out, not only commits.
-//! With a node-id registry it also claims the node id and keeps its lease (`registry/holder.rs`)
-//! on each turn, before any reservation.
 
-use super::renew::{self, Renewal};
 use crate::error::SnowflakeError;
 use crate::gucs;
 use crate::pg::{set_signal_handler, unguarded};
 use crate::registry::holder::Holder;
+use crate::reservation::renew::{self, Renewal};
 use crate::shmem;
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
 use pgrx::prelude::*;

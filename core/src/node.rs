@@ -1,0 +1,405 @@
+//! The server's identity, as plain data with one method per transition: which node id its IDs
+//! carry ([`Node::id`]), the node ids it used before ([`Node::history`]), the registry claim it
+//! holds the id under ([`Node::claim`]), how far a fenced lease lets it reserve
+//! ([`Node::ceiling`]) and why it refuses IDs now ([`Node::refusing`]). The extension keeps one
+//! `Node` beside the generator in shared memory and changes it only through these methods;
+//! what it must write to the state file after a change, a method returns ([`Durable`]).
+//!
+//! The one rule of durability, for every transition: a change that a restart, a standby or a
+//! promotion must remember is written (the state file; the WAL where a standby needs it) before
+//! it takes effect. So:
+//! - [`Node::start`]: the data directory's state file is the authority at start-up;
+//! - [`Node::replay`]: a replayed reservation that raises the floor, hands a claim on, or adds a
+//!   node id to the history is written to the standby's state file before the next record;
+//! - [`Node::claimed`]: a registry claim is written to the state file *before* the registry
+//!   commits it (its intent: so a restart in between finds the generation it claimed, and the
+//!   next claim accepts it, `registry::judge`), and pinned (state file and WAL) before the
+//!   first ID under it ([`Refusing::AwaitingClaim`] until then);
+//! - a node id left, whichever transition leaves it, joins the history up to the durable
+//!   reservation ([`Node::switch_to`]: written once, for the standby's replay and the
+//!   registry's claim alike).
+
+use crate::generator::Generator;
+use crate::registry::{Claimant, Identity, Lease, Refusal, Wanted};
+use crate::state_file::{self, History, Reservation};
+use crate::wal_record::Record;
+
+/// Why no ID may be made now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub enum Refusing {
+    Nothing,
+    /// Neither `pg_snowflake.node_id` nor a registry gives a node id.
+    NodeUnset,
+    /// pg_upgrade made the data directory and its old state file has not been copied in.
+    AwaitingOldStateFile,
+    /// A registry is set and the node id has not been claimed (and pinned) yet.
+    AwaitingClaim,
+    /// The registry refused the claim (the registry status says why).
+    ClaimRefused,
+    /// Another server took the node id over; found at a contact, until the next claim decides.
+    ClaimLost,
+    /// Fenced mode: the lease ran out without a heartbeat.
+    LeaseExpired,
+    /// The clock is further from the registry's than `pg_snowflake.max_clock_skew_ms`.
+    ClockSkew,
+}
+
+/// The server's identity: kept in shared memory beside the generator, under the same lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Node {
+    /// Why no ID may be made now; IDs are made only at [`Refusing::Nothing`]. First, so that
+    /// the hot path reads it and `id` together.
+    pub refusing: Refusing,
+    /// The node id IDs are made under (meaningful at [`Refusing::Nothing`]): the setting, or
+    /// the registry's claim.
+    pub id: u32,
+    /// The node ids used here before this one, written with every reservation.
+    pub history: History,
+    /// The registry claim the node id is held under (`None`: no registry, or not claimed yet),
+    /// written with every reservation.
+    pub claim: Option<Identity>,
+    /// No reservation may reach past this (Unix ms): in fenced mode, the ceiling the registry
+    /// recorded for the lease; `i64::MAX` otherwise.
+    pub ceiling: i64,
+    /// The server started as a standby and has not claimed a node id since (with
+    /// `pg_snowflake.fresh_node_id_on_promotion`, its first claim takes a fresh one).
+    pub started_as_standby: bool,
+}
+
+/// What the data directory holds at start-up (the extension reads and checks the file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// No state file: a server that never issued an ID with this extension.
+    Nothing,
+    /// A reservation of this server's layout.
+    Reservation(Reservation),
+    /// pg_upgrade made this directory and the old one's file was not copied in.
+    AwaitingOldStateFile,
+}
+
+/// How the server is configured, as far as its identity goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// `pg_snowflake.node_id` (`None`: unset).
+    pub configured: Option<u32>,
+    /// `pg_snowflake.registry` is set.
+    pub registry: bool,
+}
+
+/// Where a server starts: its identity and the generator's floor (Unix ms; `i64::MIN`: nothing
+/// owed), and the change of node id to log, if any. A change of node id changes the history:
+/// `rewrite` is then what the state file must say before the server goes on (a standby that
+/// replays a record of the new node id later must find the old one in its file, or a restart
+/// would forget that record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Start {
+    pub node: Node,
+    pub floor: i64,
+    pub switched: Option<Switch>,
+    pub rewrite: Option<Durable>,
+}
+
+/// The node id changed since the state file was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub from: Option<u32>,
+    pub to: u32,
+    /// The new node id never issued IDs here, so the old one's lead (a clock that ran ahead)
+    /// is dropped.
+    pub lead_dropped: bool,
+}
+
+/// What the state file must say after a transition: a reservation until `until` (Unix ms)
+/// under `node` (`None`: none), with this history and claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Durable {
+    pub until: i64,
+    pub node: Option<u32>,
+    pub history: History,
+    pub claim: Option<Identity>,
+}
+
+/// A claim the registry decided for this server (not committed there yet when
+/// [`Node::claimed`] is first applied to a copy, to write its intent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Taken {
+    pub node: u32,
+    pub identity: Identity,
+    /// Issue only above this (Unix ms; `i64::MIN`: nothing owed).
+    pub floor: i64,
+    /// The lease it came with: its ceiling is the high-water mark the registry recorded.
+    pub lease: Lease,
+}
+
+/// The renewer's view of its registry claim, from which [`Node::publish`] decides whether IDs
+/// may be made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holding {
+    /// No claim yet (or given up after a loss); `refused`: the last claim was refused.
+    None { refused: bool },
+    /// The registry found another server holding the id at the last contact.
+    Lost,
+    /// Claimed; IDs only once `pinned` (state file and WAL) and, in fenced mode, while the
+    /// lease runs.
+    Held { pinned: bool, lease: Lease },
+}
+
+impl Node {
+    /// The identity a server starts with, from what its data directory holds (`found`), its
+    /// settings, and whether it starts as a standby (`standby.signal`). With a registry and no
+    /// node id set, the node id the registry assigned is the one the file pins (if its
+    /// reservation was made under a claim). A file written for another node id gives the floor
+    /// `state_file::resume` says (a node id never used here owes nothing to the others).
+    pub fn start(found: &Found, settings: Settings, standby: bool) -> Start {
+        let Settings {
+            configured,
+            registry,
+        } = settings;
+        let (floor, history, id, claim, switched) = match found {
+            Found::Nothing | Found::AwaitingOldStateFile => {
+                (i64::MIN, History::EMPTY, configured, None, None)
+            }
+            Found::Reservation(recorded) => {
+                let pinned = (registry && recorded.claim.is_some())
+                    .then_some(recorded.node)
+                    .flatten();
+                match configured.or(pinned) {
+                    // No IDs without a node id; whatever it is set to later resumes above
+                    // everything here.
+                    None => {
+                        let mut history = recorded.history;
+                        history.add(None, recorded.until);
+                        (history.until, history, None, None, None)
+                    }
+                    Some(node) => {
+                        let (floor, history) = state_file::resume(recorded, node);
+                        let switched = (recorded.node != Some(node)).then_some(Switch {
+                            from: recorded.node,
+                            to: node,
+                            lead_dropped: floor < recorded.until,
+                        });
+                        let claim = recorded.claim.filter(|_| recorded.node == Some(node));
+                        (floor, history, Some(node), claim, switched)
+                    }
+                }
+            }
+        };
+        let refusing = if *found == Found::AwaitingOldStateFile {
+            Refusing::AwaitingOldStateFile
+        } else if registry {
+            Refusing::AwaitingClaim
+        } else if id.is_none() {
+            Refusing::NodeUnset
+        } else {
+            Refusing::Nothing
+        };
+        let node = Node {
+            refusing,
+            id: id.unwrap_or(0),
+            history,
+            claim,
+            ceiling: i64::MAX,
+            started_as_standby: standby,
+        };
+        Start {
+            node,
+            floor,
+            switched,
+            rewrite: switched.map(|switch| Durable {
+                until: floor,
+                node: Some(switch.to),
+                history,
+                claim,
+            }),
+        }
+    }
+
+    /// The node id this server's IDs carry, if it has one: configured, or claimed.
+    fn known_id(&self, configured: Option<u32>) -> Option<u32> {
+        configured.or(self.claim.map(|_| self.id))
+    }
+
+    /// Leaves the node id for `node`: the one left joins the history up to the durable
+    /// reservation `used_until` (Unix ms), which bounds every ID issued under it.
+    fn switch_to(&mut self, node: u32, used_until: i64) {
+        if self.claim.is_some() && node != self.id {
+            self.history.add(Some(self.id), used_until);
+        }
+        self.id = node;
+    }
+
+    /// The redo of one reservation record on a standby (or in crash recovery): the floor rises
+    /// to it; a reservation of another node id than this server's joins the history; one made
+    /// under a registry claim of this server's node id (or, with the node id the registry's
+    /// to assign, of any) hands the claim on, so that once promoted this server continues it.
+    /// Returns what the state file must say, whenever any of that changed it: the file is
+    /// what a restarted standby resumes from, and a node id it forgot could be issued again
+    /// below its primary's IDs after a promotion.
+    pub fn replay(
+        &mut self,
+        generator: &mut Generator,
+        record: &Record,
+        configured: Option<u32>,
+    ) -> Option<Durable> {
+        let before = (self.history, self.claim, self.id);
+        let raised = generator.observe_reservation(record.until);
+        let inherits =
+            record.claim.is_some() && (configured.is_none() || record.node == configured);
+        let own = if inherits {
+            if let Some(node) = record.node {
+                self.switch_to(node, generator.reserved_until());
+            }
+            self.claim = record.claim;
+            record.node
+        } else {
+            let own = self.known_id(configured);
+            if record.node.is_none() || record.node != own {
+                self.history.add(record.node, record.until);
+            }
+            own
+        };
+        let changed = (self.history, self.claim, self.id) != before;
+        (raised || changed).then_some(Durable {
+            until: generator.reserved_until(),
+            node: own,
+            history: self.history,
+            claim: self.claim,
+        })
+    }
+
+    /// What this server asks the registry for: the id configured, or the one its state file
+    /// pins (with the claim's identity), or any. A promoted standby told to take a fresh id
+    /// (`fresh_on_promotion`, no node id configured) gives up its primary's. Also returns the
+    /// node id the state file recorded, with whose claim a token may be kept.
+    pub fn claimant(
+        &self,
+        configured: Option<u32>,
+        fresh_on_promotion: bool,
+    ) -> (Claimant, Option<u32>) {
+        let inherited = self.claim.map(|_| self.id);
+        let fresh = self.started_as_standby && fresh_on_promotion && configured.is_none();
+        let recorded = if fresh { None } else { inherited };
+        let wanted = match (configured, recorded) {
+            (Some(node), _) => Wanted::Configured(node),
+            (None, Some(node)) => Wanted::Pinned(node),
+            (None, None) => Wanted::Any,
+        };
+        let claimant = Claimant {
+            identity: self.claim.filter(|_| !fresh),
+            wanted,
+        };
+        (claimant, recorded)
+    }
+
+    /// Whether a registry claim may be made now: not while pg_upgrade's marker waits for the
+    /// old state file (a claim's pin would replace the marker, and the old reservation would
+    /// be forgotten at the next restart).
+    pub fn may_claim(&self) -> bool {
+        self.refusing != Refusing::AwaitingOldStateFile
+    }
+
+    /// The registry decided a claim for this server: the node id (the one left joins the
+    /// history), its floor, the claim and, in `fenced` mode, the lease's ceiling. No ID under
+    /// it until it is pinned: [`Refusing::AwaitingClaim`] until [`Node::publish`] says
+    /// otherwise. Returns what the state file must say: written before the registry commits
+    /// the claim (its intent), and again with the WAL record before the first ID (the pin).
+    pub fn claimed(&mut self, generator: &mut Generator, taken: &Taken, fenced: bool) -> Durable {
+        self.switch_to(taken.node, generator.reserved_until());
+        generator.observe_reservation(taken.floor);
+        self.claim = Some(taken.identity);
+        self.ceiling = if fenced {
+            taken.lease.ceiling
+        } else {
+            i64::MAX
+        };
+        self.started_as_standby = false;
+        if self.refusing != Refusing::AwaitingOldStateFile {
+            self.refusing = Refusing::AwaitingClaim;
+        }
+        Durable {
+            until: generator.reserved_until(),
+            node: Some(self.id),
+            history: self.history,
+            claim: self.claim,
+        }
+    }
+
+    /// A heartbeat renewed the lease: in fenced mode its ceiling bounds the reservations.
+    pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
+        self.ceiling = if fenced { lease.ceiling } else { i64::MAX };
+    }
+
+    /// Says whether IDs may be made, from the renewer's `holding` at monotonic `now`; returns
+    /// whether that changed (the callers waiting for it are then woken). A skewed clock refuses
+    /// whatever is held; in `fenced` mode a lease that ran out refuses too, while in available
+    /// mode nothing caps the reservations. The pg_upgrade marker is never overridden.
+    pub fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) -> bool {
+        let refusing = match holding {
+            Holding::Lost => Refusing::ClaimLost,
+            _ if skewed => Refusing::ClockSkew,
+            Holding::None { refused: true } => Refusing::ClaimRefused,
+            Holding::None { refused: false } | Holding::Held { pinned: false, .. } => {
+                Refusing::AwaitingClaim
+            }
+            Holding::Held { lease, .. } if fenced && !lease.runs_at(now) => Refusing::LeaseExpired,
+            Holding::Held { .. } => Refusing::Nothing,
+        };
+        if self.refusing == Refusing::AwaitingOldStateFile || self.refusing == refusing {
+            return false;
+        }
+        if !fenced {
+            self.ceiling = i64::MAX;
+        }
+        self.refusing = refusing;
+        true
+    }
+}
+
+/// The registry's view of this server, as last seen: for reporting (`snowflake_stats()`, the
+/// errors a refused call meets), never for deciding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct RegistryStatus {
+    /// The last successful contact (Unix ms; `i64::MIN`: none).
+    pub last_contact: i64,
+    /// The lease's end on this server's monotonic clock (`i64::MIN`: none).
+    pub lease_ends_at: i64,
+    /// This clock minus the registry's at the last contact (ms).
+    pub clock_offset_ms: i64,
+    /// The last refusal, with the refused node id and its holder's last heartbeat (Unix ms).
+    pub refusal: Option<(u32, Refusal, i64)>,
+    /// The holder's label, NUL-padded: of a refused claim, or of the server that took this
+    /// one's node id over.
+    pub holder_label: [u8; 64],
+}
+
+impl RegistryStatus {
+    pub const NONE: RegistryStatus = RegistryStatus {
+        last_contact: i64::MIN,
+        lease_ends_at: i64::MIN,
+        clock_offset_ms: 0,
+        refusal: None,
+        holder_label: [0; 64],
+    };
+
+    /// The holder's label as text.
+    pub fn label(&self) -> String {
+        let end = self.holder_label.iter().position(|&b| b == 0).unwrap_or(64);
+        String::from_utf8_lossy(&self.holder_label[..end]).into_owned()
+    }
+
+    /// Keeps `label` (cut at 63 bytes, at a character boundary).
+    pub fn set_label(&mut self, label: &str) {
+        let mut end = label.len().min(63);
+        while !label.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.holder_label = [0; 64];
+        self.holder_label[..end].copy_from_slice(&label.as_bytes()[..end]);
+    }
+}
+
+#[cfg(test)]
+mod tests;

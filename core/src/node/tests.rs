@@ -1,0 +1,318 @@
+use super::*;
+use crate::layout::{Layout, DEFAULT_LAYOUT};
+use crate::registry::Lease;
+
+const T0: i64 = 1_800_000_000_000;
+const TOKEN: Identity = Identity {
+    token: 0xfeed,
+    generation: 3,
+};
+
+fn layout() -> Layout {
+    DEFAULT_LAYOUT
+}
+
+fn reservation(until: i64, node: Option<u32>, claim: Option<Identity>) -> Reservation {
+    Reservation {
+        until,
+        layout: layout(),
+        node,
+        history: History::EMPTY,
+        system: Some(1),
+        claim,
+    }
+}
+
+fn record(until: i64, node: u32, claim: Option<Identity>) -> Record {
+    Record {
+        until,
+        layout: layout(),
+        node: Some(node),
+        claim,
+    }
+}
+
+const PLAIN: Settings = Settings {
+    configured: Some(5),
+    registry: false,
+};
+
+const ASSIGNED: Settings = Settings {
+    configured: None,
+    registry: true,
+};
+
+#[test]
+fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
+    let start = Node::start(&Found::Nothing, PLAIN, false);
+    assert_eq!(start.floor, i64::MIN);
+    assert_eq!(start.node.refusing, Refusing::Nothing);
+    assert_eq!(start.node.id, 5);
+    let unset = Settings {
+        configured: None,
+        registry: false,
+    };
+    assert_eq!(
+        Node::start(&Found::Nothing, unset, false).node.refusing,
+        Refusing::NodeUnset
+    );
+    assert_eq!(
+        Node::start(&Found::Nothing, ASSIGNED, true).node,
+        Node {
+            refusing: Refusing::AwaitingClaim,
+            id: 0,
+            history: History::EMPTY,
+            claim: None,
+            ceiling: i64::MAX,
+            started_as_standby: true,
+        }
+    );
+}
+
+#[test]
+fn the_upgrade_marker_refuses_whatever_the_settings() {
+    for settings in [PLAIN, ASSIGNED] {
+        let start = Node::start(&Found::AwaitingOldStateFile, settings, false);
+        assert_eq!(start.node.refusing, Refusing::AwaitingOldStateFile);
+        assert!(!start.node.may_claim());
+    }
+}
+
+#[test]
+fn a_restart_resumes_above_its_reservation_and_keeps_its_claim() {
+    let found = Found::Reservation(reservation(T0, Some(5), Some(TOKEN)));
+    let start = Node::start(
+        &found,
+        Settings {
+            configured: Some(5),
+            registry: true,
+        },
+        false,
+    );
+    assert_eq!(start.floor, T0);
+    assert_eq!(start.node.claim, Some(TOKEN));
+    assert_eq!(start.switched, None);
+    // With the id the registry's to assign, the file pins it.
+    let start = Node::start(&found, ASSIGNED, false);
+    assert_eq!((start.node.id, start.node.claim), (5, Some(TOKEN)));
+}
+
+#[test]
+fn a_new_node_id_drops_the_old_ones_lead_and_keeps_it_in_the_history() {
+    let found = Found::Reservation(reservation(T0 + 3_600_000, Some(5), None));
+    let start = Node::start(
+        &found,
+        Settings {
+            configured: Some(6),
+            registry: false,
+        },
+        false,
+    );
+    assert_eq!(start.floor, i64::MIN);
+    assert!(start.node.history.covers(5));
+    assert_eq!(
+        start.switched,
+        Some(Switch {
+            from: Some(5),
+            to: 6,
+            lead_dropped: true
+        })
+    );
+    // Written before the server goes on, and read back as it was decided.
+    let rewrite = start.rewrite.expect("a switch is written");
+    assert_eq!(
+        (rewrite.until, rewrite.node, rewrite.history),
+        (i64::MIN, Some(6), start.node.history)
+    );
+    let mut buffer = [0u8; state_file::MAX_LEN];
+    let file = Reservation {
+        until: rewrite.until,
+        node: rewrite.node,
+        history: rewrite.history,
+        ..reservation(0, None, None)
+    };
+    let bytes = state_file::format(&file, &mut buffer).to_vec();
+    assert_eq!(
+        state_file::parse(&bytes),
+        Ok(state_file::State::Reservation(file))
+    );
+    let again = Node::start(
+        &Found::Reservation(file),
+        Settings {
+            configured: Some(6),
+            registry: false,
+        },
+        false,
+    );
+    assert_eq!(
+        (again.floor, again.switched, again.rewrite),
+        (i64::MIN, None, None)
+    );
+}
+
+#[test]
+fn without_a_node_id_every_node_id_owes_the_files_reservation() {
+    let found = Found::Reservation(reservation(T0, Some(5), None));
+    let unset = Settings {
+        configured: None,
+        registry: false,
+    };
+    let start = Node::start(&found, unset, false);
+    assert_eq!(start.floor, T0);
+    assert!(start.node.history.covers(77));
+    assert_eq!(start.node.refusing, Refusing::NodeUnset);
+}
+
+/// G1: the primary moved to a node id the standby never used, reserving at its clock, below the
+/// standby's floor (the old node id's lead). The floor does not rise, but the standby must
+/// remember node 6: a restart with node 6 then resumes above its reservations.
+#[test]
+fn a_replayed_node_id_is_written_even_when_the_floor_does_not_rise() {
+    let found = Found::Reservation(reservation(T0 + 3_600_000, Some(5), None));
+    let mut node = Node::start(&found, PLAIN, true).node;
+    let mut generator = Generator::resume(T0 + 3_600_000);
+    let durable = node
+        .replay(&mut generator, &record(T0 + 1_000, 6, None), Some(5))
+        .expect("the history changed: the file must say so");
+    assert!(durable.history.covers(6));
+    assert_eq!(durable.history.until, T0 + 1_000);
+    assert_eq!(durable.until, T0 + 3_600_000);
+    assert_eq!(durable.node, Some(5));
+    // Restarted with node 6 from that file: above node 6's reservation.
+    let file = Reservation {
+        until: durable.until,
+        node: durable.node,
+        history: durable.history,
+        ..reservation(0, None, None)
+    };
+    let start = Node::start(
+        &Found::Reservation(file),
+        Settings {
+            configured: Some(6),
+            registry: false,
+        },
+        false,
+    );
+    assert!(start.floor >= T0 + 1_000, "floor {}", start.floor);
+    // The next record of node 6 raises its history's bound: written again.
+    assert!(node
+        .replay(&mut generator, &record(T0 + 2_000, 6, None), Some(5))
+        .is_some());
+    // A record that changes nothing is not written.
+    assert_eq!(
+        node.replay(&mut generator, &record(T0 + 2_000, 6, None), Some(5)),
+        None
+    );
+}
+
+#[test]
+fn a_replayed_claim_is_handed_on_and_the_old_node_id_joins_the_history() {
+    let mut node = Node::start(&Found::Nothing, ASSIGNED, true).node;
+    let mut generator = Generator::new();
+    let durable = node
+        .replay(&mut generator, &record(T0, 2, Some(TOKEN)), None)
+        .expect("written");
+    assert_eq!((durable.node, durable.claim), (Some(2), Some(TOKEN)));
+    assert_eq!(node.id, 2);
+    let next = Identity {
+        generation: 4,
+        ..TOKEN
+    };
+    let durable = node
+        .replay(&mut generator, &record(T0 + 10, 3, Some(next)), None)
+        .expect("written");
+    assert!(durable.history.covers(2));
+    assert!(durable.history.until >= T0 + 10);
+    assert_eq!(node.id, 3);
+}
+
+#[test]
+fn a_claim_switches_the_node_id_raises_the_floor_and_awaits_its_pin() {
+    let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
+    let mut node = Node::start(&found, ASSIGNED, true).node;
+    let mut generator = Generator::resume(T0);
+    let taken = Taken {
+        node: 9,
+        identity: Identity {
+            token: 0xbeef,
+            generation: 1,
+        },
+        floor: T0 + 500,
+        lease: Lease::granted(0, T0 + 30_500, 30_000),
+    };
+    let durable = node.claimed(&mut generator, &taken, true);
+    assert_eq!(durable.node, Some(9));
+    assert_eq!(durable.until, T0 + 500);
+    assert!(durable.history.covers(2));
+    assert_eq!(node.ceiling, T0 + 30_500);
+    assert_eq!(node.refusing, Refusing::AwaitingClaim);
+    assert!(!node.started_as_standby);
+    assert!(generator.reserved_until() >= T0 + 500);
+}
+
+#[test]
+fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
+    let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
+    let node = Node::start(&found, ASSIGNED, false).node;
+    assert_eq!(
+        node.claimant(None, false),
+        (
+            Claimant {
+                identity: Some(TOKEN),
+                wanted: Wanted::Pinned(2)
+            },
+            Some(2)
+        )
+    );
+    assert_eq!(
+        node.claimant(Some(7), false).0.wanted,
+        Wanted::Configured(7)
+    );
+    // A promoted standby told to take a fresh id gives up its primary's.
+    let standby = Node::start(&found, ASSIGNED, true).node;
+    assert_eq!(
+        standby.claimant(None, true),
+        (
+            Claimant {
+                identity: None,
+                wanted: Wanted::Any
+            },
+            None
+        )
+    );
+}
+
+#[test]
+fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
+    let mut node = Node::start(&Found::Nothing, ASSIGNED, false).node;
+    let lease = Lease::granted(1_000, T0, 3_000);
+    let held = Holding::Held {
+        pinned: true,
+        lease,
+    };
+    assert!(node.publish(held, false, true, 2_000));
+    assert_eq!(node.refusing, Refusing::Nothing);
+    assert!(!node.publish(held, false, true, 2_000), "unchanged");
+    assert!(node.publish(held, false, true, 4_000));
+    assert_eq!(node.refusing, Refusing::LeaseExpired);
+    assert!(node.publish(held, false, false, 4_000));
+    assert_eq!(node.refusing, Refusing::Nothing, "available mode");
+    assert!(node.publish(held, true, false, 4_000));
+    assert_eq!(node.refusing, Refusing::ClockSkew);
+    assert!(node.publish(Holding::Lost, true, false, 4_000));
+    assert_eq!(node.refusing, Refusing::ClaimLost);
+    assert!(node.publish(Holding::None { refused: true }, false, false, 0));
+    assert_eq!(node.refusing, Refusing::ClaimRefused);
+    let mut marked = Node::start(&Found::AwaitingOldStateFile, ASSIGNED, false).node;
+    assert!(!marked.publish(held, false, true, 2_000));
+    assert_eq!(marked.refusing, Refusing::AwaitingOldStateFile);
+}
+
+#[test]
+fn registry_labels_are_cut_at_a_character_boundary() {
+    let mut status = RegistryStatus::NONE;
+    status.set_label(&"é".repeat(40));
+    assert_eq!(status.label(), "é".repeat(31));
+}
+
+mod model;
