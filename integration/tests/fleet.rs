@@ -399,17 +399,30 @@ fn a_server_whose_id_was_taken_over_stops_at_its_next_heartbeat() {
     create_table(&holder);
     claimed_node(&holder);
     let _: i64 = holder.query_one("SELECT snowflake_nextval()");
-    // What a takeover does to the row: another generation.
-    registry.execute("UPDATE snowflake_nodes SET generation = generation + 1 WHERE node_id = 9");
-    wait_until(Duration::from_secs(10), "the lost claim", || {
-        refusing(&holder).as_deref() == Some("claim lost")
+    // What a takeover does to the row: another server's token, a generation more, its lease.
+    registry.execute(
+        "UPDATE snowflake_nodes SET generation = generation + 1, owner_token = repeat('ab', 16), \
+         holder_label = 'rival', lease_until = clock_timestamp() + interval '1 hour' \
+         WHERE node_id = 9",
+    );
+    // Found at the next heartbeat, said once, then claimed again: the configured id is refused
+    // while the rival holds it, naming the rival.
+    wait_until(Duration::from_secs(10), "the claim refused", || {
+        refusing(&holder).as_deref() == Some("claim refused")
     });
+    assert!(
+        holder.log().contains(
+            "WARNING:  this server lost node id 9: another server, \"rival\", took it over in the registry"
+        ),
+        "the loss is logged: {}",
+        holder.log()
+    );
     expect_error(
         holder
             .connect()
             .query_one("SELECT snowflake_nextval()", &[]),
         "55000",
-        "this server lost node id 9: another server took it over in the registry…",
+        "node id 9 is held by another server, \"rival\", last seen at …",
     );
 }
 
@@ -420,9 +433,17 @@ fn a_retired_id_is_handed_out_again_only_past_its_mark_and_above_its_ids() {
     create_table(&old);
     claimed_node(&old);
     let old_ids = take_ids(&mut old.connect(), 1_000, 1_000);
-    old.stop();
     let other = member("other", &registry, Some(6));
     claimed_node(&other);
+    old.stop();
+    // Gone, but within its lease: it might still be making IDs (cut off, not stopped).
+    expect_error(
+        other
+            .connect()
+            .query_one("SELECT snowflake_registry_retire(5)", &[]),
+        "55006",
+        "node id 5 is leased to \"…",
+    );
     expect_error(
         other
             .connect()
@@ -444,7 +465,13 @@ fn a_retired_id_is_handed_out_again_only_past_its_mark_and_above_its_ids() {
     assert!(db
         .hint()
         .is_some_and(|h| h.starts_with("Stop that server first")));
-    let mark: String = other.query_one("SELECT snowflake_registry_retire(5)::text");
+    let mut mark = String::new();
+    wait_until(Duration::from_secs(10), "the lease run out", || {
+        let retired = other
+            .connect()
+            .query_one("SELECT snowflake_registry_retire(5)::text", &[]);
+        retired.map(|row| mark = row.get(0)).is_ok()
+    });
     println!("node id 5 retired with its high-water mark at {mark}");
     let retired_at = Instant::now();
     // The new holder's margin: its clock within 8 s of the registry's.
@@ -539,10 +566,12 @@ fn a_standby_told_to_take_a_fresh_id_on_promotion_does_and_retires_its_primarys(
     standby.promote();
     let fresh = claimed_node(&standby);
     assert_ne!(fresh, node);
-    let state: String = standby.query_one(&format!(
-        "SELECT state FROM snowflake_registry() WHERE node_id = {node}"
-    ));
-    assert_eq!(state, "retired");
+    // Retired once the primary's lease has run out: until then it might still make IDs.
+    wait_until(Duration::from_secs(15), "the primary's id retired", || {
+        standby.query_one::<String>(&format!(
+            "SELECT state FROM snowflake_registry() WHERE node_id = {node}"
+        )) == "retired"
+    });
     assert!(standby
         .log()
         .contains(&format!("retired node id {node}, its primary's")));

@@ -213,10 +213,20 @@ fn a_retired_id_whose_old_holder_came_back_does_not_block_assigning_the_others()
     });
     keeper.execute("SELECT snowflake_registry_retire(1)");
     link.heal();
+    // Its next contact finds the id gone: it says so, and (its id was assigned) takes another.
     wait_until(
         Duration::from_secs(20),
         "the old holder's lost claim",
-        || refusing(&old).as_deref() == Some("claim lost"),
+        || {
+            refusing(&old).as_deref() == Some("claim lost")
+                || claimed_within(&old, Duration::ZERO).is_ok_and(|node| node != 1)
+        },
+    );
+    assert!(
+        old.log()
+            .contains("this server lost node id 1: it was retired in the registry"),
+        "{}",
+        old.log()
     );
     wait_until(Duration::from_secs(20), "id 1 to be free again", || {
         node_state(&keeper, 1).as_deref() == Some("free")
