@@ -21,6 +21,16 @@
 //! reading — held or not, valid or not — is taken in when the call fails (a time past the field
 //! or before the epoch changes nothing, shared or durable: see [`Reading`]).
 //!
+//! Where the wall clock should be is the monotonic clock plus the *anchor*: the difference of the
+//! two at the last reading that read both and trusted the wall clock. A step the steady clock
+//! follows moves the anchor with it, so that steps are measured one at a time: the wall clock
+//! alone is read only while it moves at most `NORMAL_PATH_MS` from one reading to the next (busy
+//! calls, the common case), and a reading further on reads the monotonic clock too and
+//! re-anchors. So small steps followed at once are not taken for a leap at the next pause, and
+//! steps back hidden in a pause do not let a later leap through. (What the anchor can still
+//! miss: steps of under a second on the normal path, which add up only while calls never pause
+//! for a second.)
+//!
 //! What the clocks did worth a warning comes out as a [`ClockEvent`] with the next call's IDs.
 
 use super::{ClockEvent, Stats};
@@ -40,6 +50,12 @@ const WARNING_INTERVAL_MS: i64 = 60_000;
 /// a hundred (see the slew).
 pub const FORWARD_STEP_MS: i64 = 10_000;
 
+/// The wall clock alone is read (the *normal path*) while it reads at most this far (ms) past
+/// the previous reading; further on, the monotonic clock is read too, and the wall clock, if
+/// followed, re-anchored to it (see the module's *anchor*). Busy calls are far closer together;
+/// a call after a pause of a second costs one more clock read.
+const NORMAL_PATH_MS: i64 = 1_000;
+
 /// A held forward step is followed once the wall clock has kept it this long (ms, on the
 /// monotonic clock): long enough for a glitch to pass unnoticed by the IDs, short enough that a
 /// VM resumed after a suspend stamps its IDs with the right time again within half a minute
@@ -53,8 +69,8 @@ pub const FORWARD_CONFIRM_MS: i64 = 30_000;
 pub(super) struct SteadyClock {
     /// The steady clock at the previous reading, or `i64::MIN` before the first reading.
     pub(super) steady: i64,
-    /// The next reading takes the normal path if the wall clock reads at most this much (ms)
-    /// past the steady clock, and less than this: `FORWARD_STEP_MS + 1` normally, 0 (never)
+    /// The next reading takes the normal path if the wall clock reads at or past the steady
+    /// clock, and less than this much (ms) past it: `NORMAL_PATH_MS + 1` normally, 0 (never)
     /// while the previous reading was off the normal path (before the first one, behind the
     /// steady clock, a step held), so that the normal path has nothing to reset.
     normal_window: u64,
@@ -70,8 +86,9 @@ pub(super) struct SteadyClock {
     warned_at: Option<i64>,
     /// Milliseconds of real time, fewer than `SLEW_DIVISOR`, not yet slowed by the slew.
     slew_remainder: i64,
-    /// The wall clock minus the monotonic clock at the last reading whose wall clock was
-    /// trusted: what the wall clock should read now is the monotonic clock plus this.
+    /// The wall clock minus the monotonic clock at the last reading off the normal path whose
+    /// wall clock was trusted: what the wall clock should read now is the monotonic clock plus
+    /// this (the normal path moves the wall clock at most `NORMAL_PATH_MS` at a time).
     anchor: i64,
     /// The monotonic clock when a forward step now held was first seen, or `None`.
     held_since: Option<i64>,
@@ -148,7 +165,7 @@ impl SteadyClock {
 
     /// Reads `clock` and works out the steady clock from it, without taking the reading in (see
     /// [`Reading`]). On the normal path (the wall clock at or ahead of the steady clock by at
-    /// most `FORWARD_STEP_MS`, no step held) only the wall clock is read; the rest is
+    /// most `NORMAL_PATH_MS`, no step held) only the wall clock is read; the rest is
     /// [`SteadyClock::read_off_path`].
     #[inline(always)]
     pub(super) fn read(&mut self, clock: &mut impl Clock) -> Reading {
@@ -169,9 +186,10 @@ impl SteadyClock {
     /// anchor the wall clock to it; when the wall clock is behind the steady clock (a step back:
     /// the steady clock counts on, slowed; real time that passed before the first such reading
     /// is not counted, so the steady clock stands still across the call that sees the step); and
-    /// when it is further ahead than `FORWARD_STEP_MS`, or a step is held (a pause between
-    /// calls, followed at once if the monotonic clock counted as much; or a forward step, held
-    /// until it has lasted `FORWARD_CONFIRM_MS`: see the module's *Forward steps*).
+    /// when it is further ahead than `NORMAL_PATH_MS`, or a step is held: up to `FORWARD_STEP_MS`
+    /// ahead, followed at once and re-anchored; further, a pause between calls (followed at once
+    /// if the monotonic clock counted as much) or a forward step (held until it has lasted
+    /// `FORWARD_CONFIRM_MS`: see the module's *Forward steps*).
     #[inline(never)]
     #[cold]
     fn read_off_path(&mut self, clock: &mut impl Clock, wall: i64) -> Reading {
@@ -205,8 +223,9 @@ impl SteadyClock {
                     // (The wall clock behind is trusted: a step back is a correction.)
                     steady + elapsed - slewed / SLEW_DIVISOR
                 } else if wall - steady <= FORWARD_STEP_MS {
-                    // At most a step's length past the steady clock (back from behind it, or
-                    // from a held step that went away): followed.
+                    // At most a step's length past the steady clock (a short pause, a small step,
+                    // back from behind it or from a held step that went away): followed, and the
+                    // anchor moves with it.
                     wall
                 } else {
                     // What the wall clock should read now, by the monotonic clock.
@@ -259,7 +278,7 @@ impl SteadyClock {
         let rest = self.staged;
         // Back on the normal path only once a reading has had nothing to count or hold.
         self.normal_window = if rest.monotonic.is_none() && rest.held_since.is_none() {
-            FORWARD_STEP_MS as u64 + 1
+            NORMAL_PATH_MS as u64 + 1
         } else {
             0
         };

@@ -149,7 +149,7 @@ impl Clock for CountingClock {
 }
 
 #[test]
-fn the_normal_path_reads_one_clock_and_the_monotonic_one_only_while_behind() {
+fn the_normal_path_reads_one_clock_and_the_monotonic_one_only_after_a_pause_or_while_behind() {
     let mut g = Generator::new();
     let mut clock = CountingClock {
         now: Clocks::at(T0),
@@ -173,13 +173,20 @@ fn the_normal_path_reads_one_clock_and_the_monotonic_one_only_while_behind() {
         call(&mut g, &mut clock);
     }
     assert_eq!(clock.monotonic_reads, 1);
+    // A call more than a second after the last one reads it once more, to re-anchor; a call a
+    // second after, not.
+    for ms in [4_500, 4_501, 5_501, 6_502] {
+        clock.now = Clocks::at(T0 + ms);
+        call(&mut g, &mut clock);
+    }
+    assert_eq!(clock.monotonic_reads, 3);
     clock.monotonic_reads = 0;
     // The wall clock steps back 1 s: every call reads the monotonic clock until the wall clock
     // is ahead of the generator again, and the first call after that once more.
     for ms in 0..100 {
         clock.now = Clocks {
-            wall: T0 + 3_333 - 1_000 + ms,
-            monotonic: T0 + 3_333 + ms,
+            wall: T0 + 6_502 - 1_000 + ms,
+            monotonic: T0 + 6_502 + ms,
         };
         call(&mut g, &mut clock);
     }
@@ -338,4 +345,51 @@ fn a_pause_between_calls_is_no_step() {
     let (id, event) = run_of(call_at(&mut g, small).unwrap());
     assert_eq!((unix_ms(id), event), (T0 + HOUR + FORWARD_STEP_MS, None));
     assert_eq!(g.stats().clock_jumps, 0);
+}
+
+/// The wall clock at `offset_ms` from the monotonic clock, which reads `T0 + monotonic_ms`.
+fn offset(monotonic_ms: i64, offset_ms: i64) -> Clocks {
+    Clocks {
+        wall: T0 + monotonic_ms + offset_ms,
+        monotonic: T0 + monotonic_ms,
+    }
+}
+
+#[test]
+fn small_forward_steps_that_were_followed_are_not_held_after_a_pause() {
+    let mut g = Generator::new();
+    id(&mut g, T0);
+    // Three steps of 8 s, one call a second after each: each is followed at once.
+    for (s, step) in [(1, 8_000), (2, 16_000), (3, 24_000)] {
+        let now = offset(s * 1_000, step);
+        let (id, event) = run_of(call_at(&mut g, now).unwrap());
+        assert_eq!(
+            (unix_ms(id), event),
+            (now.wall, None),
+            "after the +{step} ms step"
+        );
+    }
+    // 12 s with no call, then one: the clock did nothing but run, so nothing is held.
+    let now = offset(15_000, 24_000);
+    let (id, event) = run_of(call_at(&mut g, now).unwrap());
+    assert_eq!((unix_ms(id), event), (now.wall, None));
+    assert_eq!(g.stats().clock_jumps, 0);
+}
+
+#[test]
+fn steps_back_within_pauses_do_not_let_a_later_glitch_through() {
+    let mut g = Generator::new();
+    id(&mut g, T0);
+    // Three pauses of 7 s in which the wall clock also stepped back 5 s: it reads 2 s on.
+    for n in 1..=3 {
+        let now = offset(n * 7_000, -n * 5_000);
+        let (id, event) = run_of(call_at(&mut g, now).unwrap());
+        assert_eq!((unix_ms(id), event), (now.wall, None), "after pause {n}");
+    }
+    // A second later the wall clock leaps 20 s: more than FORWARD_STEP_MS, so held.
+    let glitch = offset(22_000, -15_000 + 20_000);
+    let (id, event) = run_of(call_at(&mut g, glitch).unwrap());
+    assert_eq!(event, Some(ClockEvent::JumpHeld { ms: 20_000 }));
+    assert_eq!(unix_ms(id), T0 + 22_000 - 15_000);
+    assert_eq!(g.stats().clock_jumps, 1);
 }
