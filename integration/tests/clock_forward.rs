@@ -161,6 +161,59 @@ fn a_step_that_lasts_is_followed_after_thirty_seconds() {
     assert!(server.log().contains("pg_snowflake follows it now"));
 }
 
+/// One ID and the server's own clock (Unix ms) right after it, in one statement.
+fn id_and_clock(client: &mut postgres::Client) -> (i64, i64) {
+    let row = client
+        .query_one(
+            "SELECT snowflake_nextval(), \
+             (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+            &[],
+        )
+        .unwrap();
+    (row.get(0), row.get(1))
+}
+
+/// Small forward steps, each followed at once (under `FORWARD_STEP_MS` past the last call), are
+/// not taken for a leap at the next pause: the generator's account of what the clock should
+/// read follows them too (audit G6).
+#[test]
+fn small_steps_that_were_followed_are_not_held_after_a_pause() {
+    let server = Server::start("smallsteps", Config::node(10).fake_clock("+0"));
+    let mut client = server.connect();
+    let _ = take_ids(&mut client, 100, 10);
+    // +8, +16, +24 s. A backend sees a new offset 1 to 2 s after it is written: until this one
+    // does, an ID every 100 ms, so that the step comes 8 s past the last call (followed at once,
+    // without a look at the monotonic clock before the fix). The first ID after the step is
+    // stamped with the server's clock: followed.
+    for step_s in [8, 16, 24] {
+        server.set_clock(&format!("+{step_s}"));
+        let (id, clock_ms) = loop {
+            let (id, clock_ms) = id_and_clock(&mut client);
+            if clock_ms - real_now_ms() > step_s * 1_000 - 1_000 {
+                break (id, clock_ms);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let off_ms = stamped_ms(&server, id) - clock_ms;
+        assert!(
+            off_ms.abs() < 1_000,
+            "after the +{step_s} s step: stamped {off_ms} ms off the server's clock"
+        );
+    }
+    // 12 s with no call, then one: stamped with the server's clock, nothing held or warned of.
+    std::thread::sleep(Duration::from_secs(12));
+    let (id, clock_ms) = id_and_clock(&mut client);
+    let off_ms = stamped_ms(&server, id) - clock_ms;
+    let steps = held_steps_ms(&server);
+    println!("after the pause: stamped {off_ms} ms off the server's clock, held steps {steps:?}");
+    assert!(steps.is_empty(), "the warnings of held steps: {steps:?}");
+    assert_eq!(stats_i64(&server, "clock_jumps"), 0);
+    assert!(
+        off_ms.abs() < 1_000,
+        "stamped {off_ms} ms off the server's clock"
+    );
+}
+
 #[test]
 fn a_server_started_with_its_clock_past_the_field_reserves_nothing_and_recovers() {
     let server = Server::start("bootahead", Config::node(7).fake_clock("+25600d"));
