@@ -28,7 +28,7 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::layout::{Layout, Parts, LATEST_END_UNIX_MS};
 use reservation::Reservation;
-use steady_clock::SteadyClock;
+use steady_clock::{Reading, SteadyClock};
 
 pub use steady_clock::{FORWARD_CONFIRM_MS, FORWARD_STEP_MS};
 
@@ -414,32 +414,36 @@ impl Generator {
         (u64::from(self.rotation) % spread) as u32
     }
 
-    /// Keeps the reservation ahead of the wall clock `now` between calls (`reservation.rs`,
-    /// *Between calls*): if a call came within `KEEP_AHEAD_MS`, or the generator became
-    /// `active_since` (the renewer's start) within it on a server whose last reservation is no
-    /// older than that (a restart), and less than half of the reservation is left above `now`
-    /// (or above the generator's clock or floor, when they lead), raises the demand as a call
-    /// would. So a server that never issued an ID reserves nothing, and a wall clock far ahead
-    /// reserves nothing for it. Returns whether a renewal is due and unclaimed (the renewer then
-    /// claims it).
+    /// Keeps the reservation ahead of the clock between calls (`reservation.rs`, *Between
+    /// calls*): if a call came within `KEEP_AHEAD_MS`, or the generator became `active_since`
+    /// (the renewer's start, on the wall clock) within it on a server whose last reservation is
+    /// no older than that (a restart), and less than half of the reservation is left above the
+    /// time a call reading `clock` now would issue at, raises the demand as a call would. That
+    /// time is the steady clock's reading, not taken in ([`SteadyClock::peek`]): the wall clock
+    /// as far as calls follow it, so a forward step that calls would hold (a glitch) is held
+    /// here too and never reaches the durable reservation, and while it is held the time since
+    /// the last call is what the monotonic clock counted. So a server that never issued an ID
+    /// reserves nothing, and a wall clock far ahead reserves nothing for it. Returns whether a
+    /// renewal is due and unclaimed (the renewer then claims it).
     pub fn keep_ahead(
         &mut self,
         layout: &Layout,
         limits: &Limits,
-        now: i64,
+        clock: &mut impl Clock,
         active_since: i64,
     ) -> bool {
         let (last_call, floor) = (self.clock.steady, self.clock.floor);
-        let restarted = floor > i64::MIN && now.saturating_sub(floor) <= KEEP_AHEAD_MS;
-        let since = if restarted {
-            last_call.max(active_since)
-        } else {
-            last_call
-        };
-        if now.saturating_sub(since) > KEEP_AHEAD_MS {
+        // Never below the last call or the floor.
+        let Reading {
+            steady: at, wall, ..
+        } = self.clock.peek(clock);
+        let recent_call = at.saturating_sub(last_call) <= KEEP_AHEAD_MS;
+        let restarted = floor > i64::MIN
+            && wall.saturating_sub(floor) <= KEEP_AHEAD_MS
+            && wall.saturating_sub(active_since) <= KEEP_AHEAD_MS;
+        if !recent_call && !restarted {
             return false;
         }
-        let at = now.max(last_call).max(floor);
         let ahead_ms = self.effective_reservation_ms(limits);
         if self
             .reservation

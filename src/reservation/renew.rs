@@ -11,7 +11,7 @@ use crate::error::SnowflakeError;
 use crate::gucs;
 use crate::shmem::{self, Handle, RenewalFailure, Shared};
 use pgrx::prelude::*;
-use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::node::{Durable, Refusing};
 use snowflake_core::registry::Identity;
 use snowflake_core::state_file::History;
@@ -101,7 +101,6 @@ impl Claim {
 /// can be made, and nothing is reserved.
 pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
-    let now = wall_now();
     shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         // Only while IDs may be made: not without a node id, not before the registry's claim,
         // and not in a data directory that awaits its state file after pg_upgrade (it keeps
@@ -109,7 +108,7 @@ pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
         if shared.node.refusing == Refusing::Nothing {
             shared
                 .generator
-                .keep_ahead(layout, &limits, now, renewer_started_at);
+                .keep_ahead(layout, &limits, &mut SystemClock, renewer_started_at);
         }
         (shared.generator.effective_reservation_ms(&limits) / 4).clamp(10, 1_000)
     })

@@ -182,6 +182,15 @@ impl SteadyClock {
         }
     }
 
+    /// What a call reading `clock` now would read (the steady clock, and the wall clock as it
+    /// is taken), without taking it in or changing anything: a forward step that the call would
+    /// hold is held here too, and while it is, the steady clock counts the monotonic clock's
+    /// time. For the renewer between calls ([`Generator::keep_ahead`](super::Generator::keep_ahead)).
+    pub(super) fn peek(&self, clock: &mut impl Clock) -> Reading {
+        let mut probe = *self;
+        probe.read(clock)
+    }
+
     /// A reading off the normal path. The monotonic clock is read: on the first reading, to
     /// anchor the wall clock to it; when the wall clock is behind the steady clock (a step back:
     /// the steady clock counts on, slowed; real time that passed before the first such reading

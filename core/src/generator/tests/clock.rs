@@ -260,7 +260,12 @@ fn a_reading_past_the_time_field_changes_nothing_and_ids_resume_when_the_clock_i
     assert_eq!(g.stats(), stats);
     assert!(g.reserved_until() <= before.0 + 2 * LIMITS.reservation_ms);
     // The renewer keeps ahead of the real clock only.
-    g.keep_ahead(&L, &LIMITS, T0 + FORWARD_CONFIRM_MS + 2, i64::MIN);
+    g.keep_ahead(
+        &L,
+        &LIMITS,
+        &mut Clocks::at(T0 + FORWARD_CONFIRM_MS + 2),
+        i64::MIN,
+    );
     if let Some(until) = g.claim_renewal(true) {
         g.renewal_done(until, 0);
     }
@@ -284,7 +289,7 @@ fn a_glitch_ten_years_ahead_for_one_call_leaves_no_trace_in_the_ids_or_the_reser
     assert!(matches!(event, Some(ClockEvent::JumpHeld { .. })));
     assert!(during > first && unix_ms(during) <= T0 + 5);
     // The renewer, reading the glitch too, reserves nothing for it.
-    g.keep_ahead(&L, &LIMITS, T0 + 10 * YEAR, i64::MIN);
+    g.keep_ahead(&L, &LIMITS, &mut { glitch }, i64::MIN);
     if let Some(until) = g.claim_renewal(true) {
         assert!(until < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reservation_ms);
         g.renewal_done(until, 0);

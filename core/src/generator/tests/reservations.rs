@@ -205,13 +205,13 @@ fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_
 fn between_calls_the_reservation_is_kept_ahead_of_the_clock_for_a_minute() {
     let mut g = Generator::new();
     // Nothing to keep before the first call, on a server that started long ago.
-    assert!(!g.keep_ahead(&L, &LIMITS, T0, T0 - KEEP_AHEAD_MS - 1));
+    assert!(!g.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0), T0 - KEEP_AHEAD_MS - 1));
     let mut renewer = SlowRenewer::new(10);
     // One call at T0, then none: the renewer, turning every 100 ms, keeps the reservation
     // ahead of the clock.
     let first = id(&mut g, T0);
     for ms in (100..30_000).step_by(100) {
-        g.keep_ahead(&L, &LIMITS, T0 + ms, i64::MIN);
+        g.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0 + ms), i64::MIN);
         renewer.step(&mut g, T0 + ms);
         renewer.step(&mut g, T0 + ms + 10);
         assert!(
@@ -235,9 +235,46 @@ fn between_calls_the_reservation_is_kept_ahead_of_the_clock_for_a_minute() {
     // More than a minute after the last call, nothing more is asked for.
     let last = g.reserved_until();
     let quiet = T0 + 30_000 + KEEP_AHEAD_MS + 1;
-    assert!(!g.keep_ahead(&L, &LIMITS, quiet, i64::MIN));
+    assert!(!g.keep_ahead(&L, &LIMITS, &mut Clocks::at(quiet), i64::MIN));
     assert_eq!(g.claim_renewal(true), None);
     assert_eq!(g.reserved_until(), last);
+}
+
+#[test]
+fn a_glitch_the_calls_hold_is_not_reserved_between_calls_either() {
+    let mut g = Generator::new();
+    let first = id(&mut g, T0);
+    let mut renewer = SlowRenewer::new(10);
+    // A second after the last call the wall clock leaps 30 s ahead and stays there: the
+    // renewer, turning every 100 ms, keeps the reservation ahead of the real time only.
+    for ms in (1_000..20_000).step_by(100) {
+        let real = T0 + ms;
+        let now = Clocks {
+            wall: real + 30_000,
+            monotonic: real,
+        };
+        g.keep_ahead(&L, &LIMITS, &mut { now }, i64::MIN);
+        renewer.step(&mut g, real);
+        renewer.step(&mut g, real + 10);
+        let ahead = g.reserved_until() - real;
+        assert!(
+            ahead > 10 && ahead <= 2 * LIMITS.reservation_ms,
+            "reserved {ahead} ms past the real time at {ms} ms"
+        );
+    }
+    // A call during the glitch holds it: stamped with the real time, covered at once.
+    let real = T0 + 20_000;
+    let glitch = Clocks {
+        wall: real + 30_000,
+        monotonic: real,
+    };
+    match g.allocate(&L, NODE, &mut { glitch }, &LIMITS, 1).unwrap() {
+        Allocation::Run { run, .. } => {
+            let id = run.ids(L, NODE).next().unwrap();
+            assert!(id > first && unix_ms(id) == real, "{}", unix_ms(id) - real);
+        }
+        other => panic!("the call during the glitch had to wait: {other:?}"),
+    }
 }
 
 #[test]
@@ -248,7 +285,7 @@ fn a_server_that_just_started_has_a_reservation_before_its_first_call() {
     let mut renewer = SlowRenewer::new(10);
     // The renewer started at T0: it asks for a reservation with no call to ask for it, above
     // the floor.
-    assert!(g.keep_ahead(&L, &LIMITS, T0, T0));
+    assert!(g.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0), T0));
     renewer.step(&mut g, T0);
     renewer.step(&mut g, T0 + 10);
     assert!(
@@ -270,15 +307,15 @@ fn a_server_that_just_started_has_a_reservation_before_its_first_call() {
 fn a_server_that_never_issued_or_was_down_long_reserves_nothing_at_start() {
     // Never issued an ID (no state file): the renewer's start asks for nothing.
     let mut fresh = Generator::new();
-    assert!(!fresh.keep_ahead(&L, &LIMITS, T0, T0));
+    assert!(!fresh.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0), T0));
     assert_eq!(fresh.claim_renewal(true), None);
     // Its last reservation an hour old (a cold start, or a clock an hour ahead): nothing either;
     // the first call waits for one write.
     let mut cold = Generator::resume(T0 - HOUR);
-    assert!(!cold.keep_ahead(&L, &LIMITS, T0, T0));
+    assert!(!cold.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0), T0));
     // A clock 10 years ahead at start: nothing.
     let mut ahead = Generator::resume(T0);
-    assert!(!ahead.keep_ahead(&L, &LIMITS, T0 + 10 * YEAR, T0 + 10 * YEAR));
+    assert!(!ahead.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0 + 10 * YEAR), T0 + 10 * YEAR));
     assert_eq!(ahead.claim_renewal(true), None);
 }
 
@@ -358,7 +395,7 @@ fn a_renewer_that_starts_leaves_a_backends_claim_to_that_backend() {
 fn a_rewrite_waits_for_a_running_renewal_and_raises_nothing() {
     let mut g = Generator::resume(T0 + 1_000);
     // A stand-in is writing a renewal: no rewrite meanwhile.
-    let wanted = g.keep_ahead(&L, &LIMITS, T0 + 900, T0);
+    let wanted = g.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0 + 900), T0);
     assert!(wanted);
     let claimed = g.claim_renewal(false).expect("a due renewal");
     assert_eq!(g.claim_rewrite(), None);
