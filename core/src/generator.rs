@@ -419,12 +419,13 @@ impl Generator {
     /// (the renewer's start, on the wall clock) within it on a server whose last reservation is
     /// no older than that (a restart), and less than half of the reservation is left above the
     /// time a call reading `clock` now would issue at, raises the demand as a call would. That
-    /// time is the steady clock's reading, not taken in ([`SteadyClock::peek`]): the wall clock
-    /// as far as calls follow it, so a forward step that calls would hold (a glitch) is held
-    /// here too and never reaches the durable reservation, and while it is held the time since
-    /// the last call is what the monotonic clock counted. So a server that never issued an ID
-    /// reserves nothing, and a wall clock far ahead reserves nothing for it. Returns whether a
-    /// renewal is due and unclaimed (the renewer then claims it).
+    /// time is the steady clock's reading, not taken in ([`SteadyClock::read_between_calls`],
+    /// which also re-anchors the wall clock): the wall clock as far as calls follow it, so a
+    /// forward step that calls would hold (a glitch) is held here too and never reaches the
+    /// durable reservation, and while it is held the time since the last call is what the
+    /// monotonic clock counted. So a server that never issued an ID reserves nothing, and a
+    /// wall clock far ahead reserves nothing for it. Returns whether a renewal is due and
+    /// unclaimed (the renewer then claims it).
     pub fn keep_ahead(
         &mut self,
         layout: &Layout,
@@ -436,7 +437,7 @@ impl Generator {
         // Never below the last call or the floor.
         let Reading {
             steady: at, wall, ..
-        } = self.clock.peek(clock);
+        } = self.clock.read_between_calls(clock);
         let recent_call = at.saturating_sub(last_call) <= KEEP_AHEAD_MS;
         let restarted = floor > i64::MIN
             && wall.saturating_sub(floor) <= KEEP_AHEAD_MS

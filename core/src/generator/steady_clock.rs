@@ -27,9 +27,9 @@
 //! alone is read only while it moves at most `NORMAL_PATH_MS` from one reading to the next (busy
 //! calls, the common case), and a reading further on reads the monotonic clock too and
 //! re-anchors. So small steps followed at once are not taken for a leap at the next pause, and
-//! steps back hidden in a pause do not let a later leap through. (What the anchor can still
-//! miss: steps of under a second on the normal path, which add up only while calls never pause
-//! for a second.)
+//! steps back hidden in a pause do not let a later leap through. Steps of under a second on the
+//! normal path, which would add up while calls never pause for a second, are taken in by the
+//! renewer: between calls it reads both clocks and re-anchors.
 //!
 //! What the clocks did worth a warning comes out as a [`ClockEvent`] with the next call's IDs.
 
@@ -183,12 +183,19 @@ impl SteadyClock {
     }
 
     /// What a call reading `clock` now would read (the steady clock, and the wall clock as it
-    /// is taken), without taking it in or changing anything: a forward step that the call would
-    /// hold is held here too, and while it is, the steady clock counts the monotonic clock's
-    /// time. For the renewer between calls ([`Generator::keep_ahead`](super::Generator::keep_ahead)).
-    pub(super) fn peek(&self, clock: &mut impl Clock) -> Reading {
+    /// is taken), without taking it in: a forward step that the call would hold is held here
+    /// too, and while it is, the steady clock counts the monotonic clock's time. For the renewer
+    /// between calls ([`Generator::keep_ahead`](super::Generator::keep_ahead)). On the normal
+    /// path it also re-anchors the wall clock to the monotonic clock, as a call off it would:
+    /// on a server whose calls never pause for a second, small steps followed on the normal path
+    /// would otherwise add up in the anchor (see the module's *anchor*).
+    pub(super) fn read_between_calls(&mut self, clock: &mut impl Clock) -> Reading {
         let mut probe = *self;
-        probe.read(clock)
+        let reading = probe.read(clock);
+        if !reading.off_path {
+            self.anchor = reading.wall - clock.monotonic();
+        }
+        reading
     }
 
     /// A reading off the normal path. The monotonic clock is read: on the first reading, to

@@ -398,3 +398,26 @@ fn steps_back_within_pauses_do_not_let_a_later_glitch_through() {
     assert_eq!(unix_ms(id), T0 + 22_000 - 15_000);
     assert_eq!(g.stats().clock_jumps, 1);
 }
+
+#[test]
+fn steps_under_a_second_between_busy_calls_are_re_anchored_by_the_renewer() {
+    let mut g = Generator::new();
+    id(&mut g, T0);
+    // Calls every 100 ms for 20 s, the wall clock stepping 600 ms ahead every second (each step
+    // on the normal path), the renewer turning between calls.
+    let mut step = 0;
+    for ms in (100..=20_000).step_by(100) {
+        if ms % 1_000 == 0 {
+            step += 600;
+        }
+        let now = offset(ms, step);
+        let (id, event) = run_of(call_at(&mut g, now).unwrap());
+        assert_eq!((unix_ms(id), event), (now.wall, None), "at {ms} ms");
+        g.keep_ahead(&L, &LIMITS, &mut { now }, i64::MIN);
+    }
+    // 12 s with no call, then one: nothing held.
+    let now = offset(32_000, step);
+    let (id, event) = run_of(call_at(&mut g, now).unwrap());
+    assert_eq!((unix_ms(id), event), (now.wall, None));
+    assert_eq!(g.stats().clock_jumps, 0);
+}
