@@ -214,6 +214,51 @@ fn small_steps_that_were_followed_are_not_held_after_a_pause() {
     );
 }
 
+/// A forward glitch that the calls hold (30 s: over `FORWARD_STEP_MS`) is not written into the
+/// durable reservation by the renewer between calls either: it keeps the reservation ahead of
+/// the clock the calls follow, not of its own wall clock (audit G7).
+#[test]
+fn a_glitch_the_calls_hold_is_not_reserved_between_calls() {
+    let server = Server::start("glitch30", Config::node(11).fake_clock("+0"));
+    let mut client = server.connect();
+    let _ = take_ids(&mut client, 100, 10);
+    server.set_clock("+30");
+    // The renewer sees the glitch within 2 s, a few seconds after the last call.
+    let furthest_ahead = |for_s: u64| {
+        let started = Instant::now();
+        let mut furthest = i64::MIN;
+        while started.elapsed() < Duration::from_secs(for_s) {
+            furthest = furthest.max(reserved_ahead_ms(&server));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        furthest
+    };
+    let before_call = furthest_ahead(5);
+    // A call during the glitch: held, stamped with the real time.
+    let (id, clock_ms) = id_and_clock(&mut client);
+    let glitch_ms = clock_ms - real_now_ms();
+    let off_ms = stamped_ms(&server, id) - real_now_ms();
+    let after_call = furthest_ahead(3);
+    server.set_clock("+0");
+    println!(
+        "a glitch of {glitch_ms} ms: reserved at most {before_call} ms ahead of the real time \
+         before the call, {after_call} ms after it; the call stamped {off_ms} ms off"
+    );
+    assert!(
+        glitch_ms > 29_000,
+        "the server's clock is {glitch_ms} ms ahead"
+    );
+    assert!(
+        off_ms.abs() < 1_000,
+        "stamped {off_ms} ms off the real time"
+    );
+    assert_eq!(stats_i64(&server, "clock_jumps"), 1);
+    assert!(
+        before_call < 5_000 && after_call < 5_000,
+        "reserved {before_call} ms, then {after_call} ms past the real time"
+    );
+}
+
 #[test]
 fn a_server_started_with_its_clock_past_the_field_reserves_nothing_and_recovers() {
     let server = Server::start("bootahead", Config::node(7).fake_clock("+25600d"));
