@@ -1,15 +1,16 @@
 //! The clocks the generator is given. The generator never reads a clock itself: callers pass a
 //! [`Clock`], so tests can move time at will, and the server's [`SystemClock`] is read only as
-//! far as the generator asks: the wall clock once per call, the monotonic clock only while the
-//! wall clock is behind the generator (after a backward step), so the normal path costs one
-//! clock read.
+//! far as the generator asks: the wall clock once per call, the monotonic clock only off the
+//! normal path (the wall clock behind the generator after a backward step, or more than a
+//! second past its last reading) and when the renewer re-anchors between calls, so the normal
+//! path costs one clock read.
 
 /// A source of clock readings, in milliseconds.
 pub trait Clock {
     /// Unix time from the wall clock (CLOCK_REALTIME). Read once per allocation.
     fn wall(&mut self) -> i64;
-    /// The monotonic clock (CLOCK_MONOTONIC): any origin, never steps. Read only when the wall
-    /// clock is behind the generator's steady clock.
+    /// The monotonic clock (CLOCK_MONOTONIC): any origin, never steps. Read only off the
+    /// steady clock's normal path (see the module's header).
     fn monotonic(&mut self) -> i64;
 }
 
