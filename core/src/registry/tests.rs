@@ -31,6 +31,19 @@ fn claimant(identity: Option<Identity>, wanted: Wanted) -> Claimant {
     Claimant { identity, wanted }
 }
 
+/// This server's token at `generation`, configured with id 7.
+fn mine_at(generation: i64) -> Claimant {
+    claimant(Some(Identity { generation, ..MINE }), Wanted::Configured(7))
+}
+
+/// `holder`'s row, its lease run out.
+fn gone(holder: Identity) -> Row {
+    Row {
+        lease_until: NOW - 1,
+        ..row(holder)
+    }
+}
+
 fn take(floor: i64, generation: i64, recycled: bool) -> Decision {
     Decision::Take {
         node: 7,
@@ -78,17 +91,8 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
 
 #[test]
 fn an_older_copy_is_stale_even_when_the_holder_is_gone() {
-    let me = claimant(
-        Some(Identity {
-            generation: 3,
-            ..MINE
-        }),
-        Wanted::Configured(7),
-    );
-    let row = Row {
-        lease_until: NOW - 1,
-        ..row(MINE)
-    };
+    let me = mine_at(3);
+    let row = gone(MINE);
     assert_eq!(
         decide(&me, 7, Some(&row), &AT),
         Decision::Refuse {
@@ -187,29 +191,14 @@ fn a_lease_ends_lease_ms_after_the_heartbeat_was_sent() {
 fn a_restart_between_the_claims_intent_and_the_registrys_commit_is_the_holder() {
     // The state file names the generation it was claiming (g + 1); the registry did not commit
     // it and still says g: the same server, continuing above the mark, at a newer generation.
-    let me = claimant(
-        Some(Identity {
-            generation: MINE.generation + 1,
-            ..MINE
-        }),
-        Wanted::Configured(7),
-    );
-    let row = Row {
-        lease_until: NOW - 1,
-        ..row(MINE)
-    };
+    let me = mine_at(MINE.generation + 1);
+    let row = gone(MINE);
     assert_eq!(
         decide(&me, 7, Some(&row), &AT),
         take(row.high_water, MINE.generation + 1, false)
     );
     // Two generations ahead is no intent of this row's: a copy of something else.
-    let me = claimant(
-        Some(Identity {
-            generation: MINE.generation + 2,
-            ..MINE
-        }),
-        Wanted::Configured(7),
-    );
+    let me = mine_at(MINE.generation + 2);
     assert_eq!(
         decide(&me, 7, Some(&row), &AT),
         Decision::Refuse {
