@@ -189,6 +189,65 @@ fn after_a_partition_heals_the_old_holder_stops_and_makes_none_of_the_new_holder
     println!("A refused {waited:?} after the heal: {}", describe(&err));
 }
 
+/// Issue 27 R2, fenced (the default mode). A and B both configured with node id 650; A holds
+/// it. A's link is cut: A stops at the end of its lease (fenced), and B takes 650 over. The
+/// link heals: A's first contact finds the id taken over and says so, naming the loss, not an
+/// unreachable registry (0.5.0 went on logging `could not reach the pg_snowflake registry:
+/// "another session of the registry holds node id 650's lock"`), and A is refused naming the
+/// holder. A made no ID B makes.
+#[test]
+fn after_a_partition_heals_a_fenced_old_holder_finds_its_claim_lost() {
+    let registry = registry_server("r2fregistry");
+    let link = Proxy::to(registry.port);
+    let a = Server::start("r2fa", member_config(&link.conninfo("postgres"), Some(650)));
+    create_table(&a);
+    assert_eq!(claimed_node(&a), 650);
+    let b = Server::start(
+        "r2fb",
+        member_config(&registry.conninfo("postgres"), Some(650)),
+    );
+    wait_until(Duration::from_secs(20), "B's refusal", || {
+        refusing(&b).as_deref() == Some("claim refused")
+    });
+    let mut a_ids = take_ids(&mut a.connect(), 1_000, 1_000);
+    link.cut();
+    // Fenced: A issues until its lease ends, then refuses; B takes 650 over.
+    let (more, _) = ids_until(
+        &a,
+        Instant::now() + Duration::from_millis(LEASE_MS as u64 + 500),
+    );
+    a_ids.extend(more);
+    assert_eq!(claimed_node(&b), 650, "B takes 650 over");
+    let b_ids = take_ids(&mut b.connect(), 10_000, 1_000);
+    let since = a.log().len();
+    link.heal();
+    wait_until(within_leases(), "A's lost claim found", || {
+        !log_lines_since(&a, since, "this server lost node id 650: another server, ").is_empty()
+    });
+    let unreachable = log_lines_since(&a, since, "could not reach the pg_snowflake registry");
+    assert!(
+        unreachable.is_empty(),
+        "A took the registry for unreachable after the heal: {unreachable:?}"
+    );
+    wait_until(within_leases(), "A refused naming the holder", || {
+        refusing(&a).as_deref() == Some("claim refused")
+    });
+    let err = next_id(&a).expect_err("A makes no ID under 650");
+    let db = err.as_db_error().expect("an error of the server");
+    assert_eq!(db.code().code(), "55000", "{}", describe(&err));
+    assert!(
+        db.message()
+            .starts_with("node id 650 is held by another server, "),
+        "{}",
+        describe(&err)
+    );
+    let b_set: HashSet<i64> = b_ids.iter().copied().collect();
+    assert!(
+        a_ids.iter().all(|id| !b_set.contains(id)),
+        "A and B made the same IDs"
+    );
+}
+
 /// Issue 27 R3. Servers assigned ids 0 (the keeper) and 1 (the old holder); the old holder's
 /// link is cut, its lease runs out, and the keeper retires id 1 while the old holder still
 /// runs. The link heals: the old holder's next contact finds its claim gone. Once id 1 is past
