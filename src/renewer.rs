@@ -67,6 +67,9 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     let mut failure_log = LogThrottle::new(FAILURE_LOG_INTERVAL_MS);
     // With a registry, the renewer also claims the node id and keeps its lease.
     let mut holder = gucs::registry().map(Holder::new);
+    if holder.is_some() {
+        crate::registry::holder::release_on_exit();
+    }
     loop {
         pg_sys::check_for_interrupts!();
         reload_config_if_asked();

@@ -133,6 +133,15 @@ pub struct Taken {
     pub lease: Lease,
 }
 
+/// What a fenced holder that stops leaves in the registry ([`Node::release`]): its claim, and
+/// the mark (Unix ms) that now bounds every ID made under the id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Released {
+    pub node: u32,
+    pub claim: Identity,
+    pub mark: i64,
+}
+
 /// The renewer's view of its registry claim, from which [`Node::publish`] decides whether IDs
 /// may be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,6 +338,28 @@ impl Node {
     /// A heartbeat renewed the lease: in fenced mode its ceiling bounds the reservations.
     pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
         self.ceiling = if fenced { lease.ceiling } else { i64::MAX };
+    }
+
+    /// The renewer stops (the server shuts down, or the renewer restarts) while holding a
+    /// fenced claim: from now on no reservation reaches past the durable one (the ceiling comes
+    /// down to it, and IDs are made only within a reservation), so the registry's mark may come
+    /// down to it too, from the lease's ceiling, and the next claim of the id (this server's
+    /// restart, or anyone's takeover) starts there instead of a lease ahead of the clock (audit
+    /// G5: restarts that each added a lease to the IDs' lead). `None`, and the mark stays: no
+    /// claim of its own, available mode (its mark is the reservation already), or a renewal
+    /// being written (it may end past the durable reservation read now).
+    pub fn release(&mut self, generator: &Generator) -> Option<Released> {
+        let claim = self.claim?;
+        let mark = generator.reserved_until();
+        if self.ceiling == i64::MAX || generator.renewing() || mark == i64::MIN {
+            return None;
+        }
+        self.ceiling = self.ceiling.min(mark);
+        Some(Released {
+            node: self.id,
+            claim,
+            mark,
+        })
     }
 
     /// Says whether IDs may be made, from the renewer's `holding` at monotonic `now`; returns

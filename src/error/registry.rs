@@ -44,6 +44,9 @@ pub enum RegistryError {
     },
     /// LOG: a promoted standby retired its primary's node id (the high-water mark kept, Unix ms).
     Retired { node: u32, high_water: Option<i64> },
+    /// LOG: the renewer exited (shutdown, or its own restart) and left `node`'s fenced mark at
+    /// its durable reservation `mark` (Unix ms).
+    Released { node: u32, mark: i64 },
     /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
     RetireLive { node: u32, holder: String },
     /// `snowflake_registry_retire` of an id whose holder's lease runs until `until` (Unix ms).
@@ -250,6 +253,17 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                 )
             }),
             "snowflake_stats() shows this server's claim; snowflake_registry() lists every node id.",
+        ),
+        Released { node, mark } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!("pg_snowflake released its claim of node id {node}"),
+            Some(format!(
+                "The registry's high-water mark for it is now {}, the end of this server's \
+                 durable reservation, instead of a lease ahead: the next claim resumes there.",
+                when(*mark)
+            )),
+            "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's restart) \
+             makes no ID past its reservation until it claims again.",
         ),
         Retired { node, high_water } => message(
             ERRCODE_SUCCESSFUL_COMPLETION,

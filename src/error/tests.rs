@@ -129,12 +129,13 @@ fn variant(error: &SnowflakeError) -> usize {
             R::NoSuchNode { .. } => 53,
             R::RetireLeaseRuns { .. } => 56,
             R::Retired { .. } => 55,
+            R::Released { .. } => 57,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
     }
 }
 
-const VARIANTS: usize = 57;
+const VARIANTS: usize = 58;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -352,6 +353,10 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         RegistryError::Retired {
             node: 3,
             high_water: Some(1_800_000_000_000),
+        },
+        RegistryError::Released {
+            node: 3,
+            mark: 1_800_000_000_000,
         },
     ];
     core.into_iter()

@@ -8,7 +8,7 @@
 //! network reset), with nothing to clean up.
 
 use super::libpq::{Conn, Failure, Rows};
-use snowflake_core::node::Taken;
+use snowflake_core::node::{Released, Taken};
 use snowflake_core::registry::{
     self, Beat, Claimant, Decision, Identity, Judged, Lease, Refusal, Row, Unretirable, Wanted,
 };
@@ -441,6 +441,24 @@ pub fn heartbeat(
             Ok(Heartbeat::Lost { holder })
         }
     }
+}
+
+/// Brings `released`'s mark down to its durable reservation, if the row still names its claim
+/// (a takeover since keeps its own): `Node::release` says why that is safe. Returns whether
+/// it did.
+pub fn release(conn: &Conn, released: &Released) -> Result<bool, Failure> {
+    let rows = conn.query(
+        "UPDATE snowflake_nodes SET high_water_ms = least(high_water_ms, $4) \
+         WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = 'live' \
+         RETURNING 1",
+        &[
+            text(released.node),
+            text(format!("{:032x}", released.claim.token)),
+            text(released.claim.generation),
+            text(released.mark),
+        ],
+    )?;
+    Ok(!rows.is_empty())
 }
 
 /// Every row (times as Unix ms), with its state as the registry's clock and `margin_ms` make it: live (lease

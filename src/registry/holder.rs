@@ -13,7 +13,7 @@ use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
 use crate::reservation::renew::{self, Renewal};
 use crate::shmem::Handle;
-use pgrx::pg_sys;
+use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::{Holding, Refusing};
 use snowflake_core::registry::{self, Identity, Lease};
@@ -381,6 +381,50 @@ impl Holder {
             shm.broadcast_renewed();
         }
     }
+}
+
+/// How long the renewer's exit may spend telling the registry its release (ms): a shutdown
+/// waits for it.
+const RELEASE_TIMEOUT_MS: i64 = 1_000;
+
+/// Makes the renewer release its fenced claim when it exits (a shutdown, an error, a
+/// terminated renewer; not a crash, which resumes at the mark): its reservations stop at the
+/// durable one, and the registry's mark comes down to it (`Node::release`). Called once, at
+/// the renewer's start.
+pub fn release_on_exit() {
+    #[pg_guard]
+    unsafe extern "C-unwind" fn release(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+        let (Ok(shm), Some(conninfo)) = (crate::shmem::get(), gucs::registry()) else {
+            return;
+        };
+        if gucs::registry_settings().mode != RegistryMode::Fenced {
+            return;
+        }
+        let released = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.node.release(&shared.generator)
+        });
+        let Some(released) = released else { return };
+        // Interrupts are held off on the way out: the waits end by their time-out alone.
+        let outcome = Conn::connect(&conninfo, RELEASE_TIMEOUT_MS)
+            .and_then(|conn| client::release(&conn, &released));
+        match outcome {
+            Ok(true) => SnowflakeError::from(RegistryError::Released {
+                node: released.node,
+                mark: released.mark,
+            })
+            .report_log(),
+            // Taken over meanwhile: the row is the new holder's.
+            Ok(false) => {}
+            // The mark stays a lease ahead: the next claim resumes there, as after a crash.
+            Err(failure) => SnowflakeError::from(RegistryError::Failed {
+                action: "release the claim",
+                cause: failure.message,
+            })
+            .report_log(),
+        }
+    }
+    // SAFETY: registers a callback that runs while shared memory is still attached.
+    unsafe { pg_sys::before_shmem_exit(Some(release), pg_sys::Datum::from(0)) };
 }
 
 /// Retires the node id a promoted standby inherited and gave up for a fresh one, once its

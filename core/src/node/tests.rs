@@ -251,6 +251,44 @@ fn a_claim_switches_the_node_id_raises_the_floor_and_awaits_its_pin() {
 }
 
 #[test]
+fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
+    let taken = Taken {
+        node: 4,
+        identity: TOKEN,
+        floor: T0 + 500,
+        lease: Lease::granted(0, T0 + 30_500, 30_000),
+    };
+    let claimed = |fenced| {
+        let mut node = Node::start(&Found::Nothing, ASSIGNED, false).node;
+        let mut generator = Generator::resume(T0);
+        node.claimed(&mut generator, &taken, fenced);
+        (node, generator)
+    };
+    // Fenced: the mark comes down from the lease's ceiling to the durable reservation, and
+    // no renewal may pass it any more.
+    let (mut node, generator) = claimed(true);
+    let released = node
+        .release(&generator)
+        .expect("a fenced claim is released");
+    assert_eq!(released.node, 4);
+    assert_eq!(released.claim, TOKEN);
+    assert_eq!(released.mark, generator.reserved_until());
+    assert!(released.mark < taken.lease.ceiling);
+    assert_eq!(node.ceiling, released.mark);
+    // A renewal being written may end past the reservation read now: nothing is released.
+    let (mut node, mut writing) = claimed(true);
+    assert!(writing.claim_rewrite().is_some());
+    assert_eq!(node.release(&writing), None);
+    assert_eq!(node.ceiling, taken.lease.ceiling);
+    // Available mode: its mark is its reservation already.
+    let (mut node, generator) = claimed(false);
+    assert_eq!(node.release(&generator), None);
+    // No claim of its own.
+    let mut plain = Node::start(&Found::Nothing, PLAIN, false).node;
+    assert_eq!(plain.release(&generator), None);
+}
+
+#[test]
 fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
     let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
     let node = Node::start(&found, ASSIGNED, false).node;

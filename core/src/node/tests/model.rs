@@ -301,6 +301,9 @@ enum Act {
     Turn { s: usize, commit: Commit },
     /// Server `s` is killed and restarted from its state file.
     Crash { s: usize },
+    /// Server `s`'s renewer exits and releases its claim (`Node::release`); `restart`: with
+    /// the server, a clean shutdown and start.
+    Release { s: usize, restart: bool },
     /// Server `s`'s link to the registry is cut, or healed.
     Link { s: usize, up: bool },
     /// The registry stops (every session ends) or starts.
@@ -333,6 +336,7 @@ fn act() -> impl Strategy<Value = Act> {
         6 => (s.clone(), 1u64..100).prop_map(|(s, want)| Act::Call { s, want }),
         6 => (s.clone(), commit).prop_map(|(s, commit)| Act::Turn { s, commit }),
         1 => s.clone().prop_map(|s| Act::Crash { s }),
+        1 => (s.clone(), any::<bool>()).prop_map(|(s, restart)| Act::Release { s, restart }),
         2 => (s, any::<bool>()).prop_map(|(s, up)| Act::Link { s, up }),
         1 => any::<bool>().prop_map(|up| Act::Registry { up }),
         2 => Just(Act::Notice),
@@ -410,6 +414,12 @@ struct Member {
     link: bool,
     /// When a contact last reached the registry (whatever it found).
     reached_at: i64,
+    /// The lease of the claim a renewer that exited held: until its successor claims, the
+    /// server goes on under it (in available mode, past it).
+    orphaned: Option<Lease>,
+    /// The mark a released claim left in the registry: until the next claim, no reservation
+    /// reaches past it.
+    released: Option<i64>,
     tokens: u128,
 }
 
@@ -428,6 +438,8 @@ impl Member {
             lost: false,
             link: true,
             reached_at: i64::MIN,
+            orphaned: None,
+            released: None,
             tokens: tokens.max((id as u128 + 1) << 64),
         }
     }
@@ -606,12 +618,34 @@ impl Fleet {
         m.needs_lock = false;
         m.lost = false;
         m.refused = false;
+        m.released = None;
         m.held = Some(Held {
             node,
             identity,
             lease: taken.lease,
             pinned: false,
         });
+    }
+
+    /// `renewer.rs`'s exit: a fenced claim's mark comes down to the durable reservation where
+    /// the row still names the claim (`client::release`), and the session ends.
+    fn release(&mut self, s: usize) {
+        let reachable = self.registry.up && self.members[s].link;
+        let m = &mut self.members[s];
+        if let Some(released) = m.node.release(&m.generator) {
+            m.released = Some(released.mark);
+            let row = self.registry.rows.get_mut(&released.node);
+            if let Some(r) = row.filter(|r| reachable && r.holder == released.claim && !r.retired) {
+                r.high_water = r.high_water.min(released.mark);
+            }
+        }
+        if let Some(session) = m.session.take().filter(|_| reachable) {
+            self.registry.end_session(session);
+        }
+        m.orphaned = m.held.map(|h| h.lease).or(m.orphaned);
+        m.held = None;
+        m.lost = false;
+        m.refused = false;
     }
 
     fn turn(&mut self, s: usize, commit: Commit) {
@@ -641,15 +675,25 @@ impl Fleet {
         let m = &mut self.members[s];
         let node = m.node;
         // Available mode makes IDs past its lease while the registry is out of reach: a
-        // takeover meanwhile is the documented risk, until the registry is reached again.
+        // takeover meanwhile is the documented risk, until the registry is reached again. So is
+        // a renewer's restart that outlasts the lease.
         let cut_off = !self.fenced
             && m.held
-                .is_some_and(|h| !h.lease.runs_at(now) && m.reached_at < h.lease.ends_at);
+                .map(|h| h.lease)
+                .or(m.orphaned)
+                .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at);
         let mut file = m.file;
         let ids = issue(&node, &mut m.generator, now, want, |until| {
             file = Some(file_of(&durable(&node, until, None)));
         });
         m.file = file;
+        if let Some(mark) = m.released {
+            let until = m.generator.reserved_until();
+            prop_assert!(
+                until <= mark,
+                "member {s} reserved to {until}, past its release {mark}"
+            );
+        }
         for id in ids {
             if let Some(&(other, other_cut_off)) = self.issued.get(&id) {
                 prop_assert!(
@@ -724,6 +768,16 @@ proptest! {
                     // Its registry session lives on until the registry notices.
                     fleet.members[s] = Member::start(settings, file, s, tokens);
                     fleet.members[s].link = link;
+                }
+                Act::Release { s, restart } => {
+                    fleet.release(s);
+                    if restart {
+                        let m = &fleet.members[s];
+                        let (settings, file, tokens, link) =
+                            (m.settings, m.file, m.tokens, m.link);
+                        fleet.members[s] = Member::start(settings, file, s, tokens);
+                        fleet.members[s].link = link;
+                    }
                 }
                 Act::Link { s, up } => fleet.members[s].link = up,
                 Act::Registry { up } => {
