@@ -26,7 +26,7 @@ PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17)
 PGSF_PARTMAN_TREES=(15)
 # Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian).
 PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
-    libpq-dev sudo faketime python3-pip shellcheck)
+    libpq-dev sudo faketime python3-pip shellcheck nftables)
 
 # Prints the calling script's header comment (its usage) and exits 2.
 usage() {

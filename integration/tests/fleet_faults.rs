@@ -4,14 +4,18 @@
 //! (issue 27 R4); a registry that cannot be reached or refuses the password is reported with
 //! libpq's whole cause, and never the password (R6); a high-water mark far past the registry's
 //! clock (a junk or clock-damaged row) is a clock fault, not a lead to follow: a configured
-//! member is refused naming both times, an assigned one takes another id (R7). Real servers; the
-//! registry's commits are slowed by a deferred constraint trigger that sleeps at COMMIT.
+//! member is refused naming both times, an assigned one takes another id (R7); a holder whose
+//! link froze before its server died frees its id within seconds, not the two hours of the
+//! system's TCP keepalive (R5). Real servers; the registry's commits are slowed by a deferred
+//! constraint trigger that sleeps at COMMIT; a link is frozen by an nftables rule of the test's
+//! own that drops every packet of one connection.
 
 use snowflake_it::registry::{
     claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, next_id,
     registry_rows, registry_server, VacantPort,
 };
 use snowflake_it::{assert_error, describe, take_ids, wait_until, Server};
+use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -463,4 +467,90 @@ fn an_assigned_member_whose_ids_mark_is_a_year_ahead_takes_another_id() {
         ahead / 86_400.0,
         registry_rows(&registry)
     );
+}
+
+/// Runs `nft` (as root, through sudo) with `command`; panics with its error if it fails.
+fn nft(command: &str) {
+    let output = Command::new("sudo")
+        .args(["-n", "nft"])
+        .args(command.split_whitespace())
+        .output()
+        .expect("sudo runs (package sudo)");
+    assert!(
+        output.status.success(),
+        "nft {command}: {} (package nftables; ./dev setup installs it)",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A frozen link: an nftables table of this test's own drops every packet to or from one local
+/// TCP port, as a cable pulled or a host gone dark would (no FIN, no reset reaches the other
+/// side). Thawed when dropped, a failed test's too.
+struct FrozenLink {
+    table: String,
+}
+
+impl FrozenLink {
+    fn freeze(port: i32) -> FrozenLink {
+        let table = format!("pg_snowflake_test_frozen_{port}");
+        nft(&format!("add table inet {table}"));
+        nft(&format!(
+            "add chain inet {table} out {{ type filter hook output priority 0 ; }}"
+        ));
+        nft(&format!("add rule inet {table} out tcp sport {port} drop"));
+        nft(&format!("add rule inet {table} out tcp dport {port} drop"));
+        FrozenLink { table }
+    }
+}
+
+impl Drop for FrozenLink {
+    fn drop(&mut self) {
+        let _ = Command::new("sudo")
+            .args(["-n", "nft", "delete", "table", "inet", &self.table])
+            .status();
+    }
+}
+
+/// Issue 27 R5. A fenced holder of node id 9 whose link to the registry freezes (every packet
+/// of its registry session dropped) and whose server then dies (kill -9: the FIN is dropped
+/// too): the registry's session for it stays open, and with it the id's advisory lock, until
+/// the registry's server finds the client gone. The holder asks its session for TCP
+/// keepalives of a third of its lease (`registry::keepalives`), so a rival configured with
+/// id 9 claims it within seconds of the lease running out. 0.5.0 set none: the rival stayed
+/// refused "held by another server" (and `snowflake_registry_retire` said "connected") for
+/// the system's two hours.
+#[test]
+fn a_holder_whose_link_froze_before_it_died_frees_its_node_id_within_seconds() {
+    let registry = registry_server("r5registry");
+    let holder = Server::start(
+        "r5holder",
+        member_config(&registry.conninfo("postgres"), Some(9))
+            .setting("pg_snowflake.registry_mode = 'fenced'"),
+    );
+    holder.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&holder), 9);
+    let port: i32 = registry.query_one(
+        "SELECT a.client_port FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid \
+         WHERE l.locktype = 'advisory' AND l.objid = 9 AND l.objsubid = 2 AND l.granted",
+    );
+    let frozen = FrozenLink::freeze(port);
+    holder.crash();
+    let died = Instant::now();
+
+    let rival = Server::start(
+        "r5rival",
+        member_config(&registry.conninfo("postgres"), Some(9)),
+    );
+    let claimed = claimed_within(&rival, Duration::from_secs(30));
+    let took = died.elapsed();
+    let rows = registry_rows(&registry);
+    drop(frozen);
+    let node = claimed.unwrap_or_else(|said| {
+        panic!(
+            "the rival did not take node id 9 within 30 s of its holder's death behind a frozen \
+             link: {said}\nthe registry:\n{rows}"
+        )
+    });
+    println!("the rival claimed node id {node} {took:?} after the holder died");
+    assert_eq!(node, 9);
 }
