@@ -19,6 +19,8 @@
 //!   reservation ([`Node::switch_to`]: written once, for the standby's replay and the
 //!   registry's claim alike).
 
+pub mod holder;
+
 use crate::generator::Generator;
 use crate::registry::{Claimant, Identity, Lease, Refusal, Wanted};
 use crate::state_file::{self, History, Reservation};

@@ -2,7 +2,9 @@
 //! with heartbeats, checks the clock at every contact, and says in shared memory whether IDs
 //! may be made ([`Holder::turn`], once per turn of the renewer's loop, between renewals). What
 //! each outcome does to the server's identity is the core's (`snowflake_core::node::Node`'s
-//! transitions, one locked call each); this file talks and logs. A heartbeat that finds the id
+//! transitions, one locked call each), and so is what the renewer remembers between contacts
+//! (`snowflake_core::node::holder::HolderState`, one call per outcome, which the fleet model
+//! makes too); this file talks and logs. A heartbeat that finds the id
 //! taken over closes its session and claims again at the next contact. A
 //! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
 //! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
@@ -15,40 +17,24 @@ use crate::reservation::renew::{self, Renewal};
 use crate::shmem::Handle;
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
-use snowflake_core::node::{Holding, Refusing};
-use snowflake_core::registry::{self, Identity, Lease};
+use snowflake_core::node::holder::HolderState;
+use snowflake_core::node::Refusing;
+use snowflake_core::registry::{self, Lease};
 use snowflake_core::retry::LogThrottle;
 
 /// A failure to reach the registry is logged at most once in this long.
 const UNREACHABLE_LOG_INTERVAL_MS: i64 = 10_000;
 
-/// What the renewer knows of its claim.
+/// The renewer's registry side: its connection, and what it knows of its claim (the core's
+/// `HolderState`, which the fleet model drives too).
 pub struct Holder {
     conninfo: String,
     conn: Option<Conn>,
-    /// The session does not hold the id's advisory lock yet (a new connection, or another
-    /// session still held it at the last heartbeat): it is tried again at the next heartbeat.
-    needs_lock: bool,
-    held: Option<Held>,
-    /// The last claim was refused; retried at every heartbeat interval.
-    refused: bool,
-    /// The last heartbeat found the id taken over; the next contact claims again.
-    lost: bool,
+    state: HolderState,
     /// The clock is off by more than the limit (the offset).
     skewed: Option<i64>,
-    /// The node id a promoted standby gave up for a fresh one: retired once its old holder's
-    /// lease has run out (tried at each heartbeat).
-    retire_pending: Option<u32>,
     next_contact: i64,
     unreachable_log: LogThrottle,
-}
-
-struct Held {
-    node: u32,
-    identity: Identity,
-    lease: Lease,
-    /// The claim is written in the state file and the WAL: IDs may be made under it.
-    pinned: bool,
 }
 
 impl Holder {
@@ -56,12 +42,8 @@ impl Holder {
         Holder {
             conninfo,
             conn: None,
-            needs_lock: true,
-            held: None,
-            refused: false,
-            lost: false,
+            state: HolderState::new(),
             skewed: None,
-            retire_pending: None,
             next_contact: i64::MIN,
             unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),
         }
@@ -75,13 +57,7 @@ impl Holder {
         let now = SystemClock.monotonic();
         if now >= self.next_contact {
             let interval = registry::heartbeat_interval_ms(settings.lease_ms);
-            // Until the first claim, retried every second.
-            let retry = if self.held.is_some() {
-                interval
-            } else {
-                1_000.min(interval)
-            };
-            self.next_contact = now + retry;
+            self.next_contact = now + self.state.next_contact_in(interval);
             if let Err(failure) = self.contact(shm, &settings) {
                 self.conn = None;
                 if let Some(not_logged) = self.unreachable_log.due(now) {
@@ -95,13 +71,11 @@ impl Holder {
                 self.unreachable_log.reset();
             }
         }
-        let pin_due = self.held.as_ref().is_some_and(|held| !held.pinned);
-        if pin_due {
+        if self.state.pin_due() {
             self.pin(shm);
         }
         self.publish(shm, settings.mode);
-        let pin_due = self.held.as_ref().is_some_and(|held| !held.pinned);
-        if pin_due {
+        if self.state.pin_due() {
             return 10;
         }
         (self.next_contact - SystemClock.monotonic()).clamp(10, 1_000)
@@ -115,11 +89,7 @@ impl Holder {
             return;
         };
         match renew::renew(claim) {
-            Renewal::Done { .. } => {
-                if let Some(held) = self.held.as_mut() {
-                    held.pinned = true;
-                }
-            }
+            Renewal::Done { .. } => self.state.pinned(),
             Renewal::Failed { errno } => {
                 if let Some(not_logged) = self.unreachable_log.due(SystemClock.monotonic()) {
                     SnowflakeError::ReservationsFailing {
@@ -139,7 +109,7 @@ impl Holder {
         let conn = match self.conn.take() {
             Some(conn) if conn.is_ok() => conn,
             _ => {
-                self.needs_lock = true;
+                self.state.new_session();
                 // An exchange may take a third of the lease: a registry that hangs (stopped,
                 // not down) is given up in time to renew the lease on the next try.
                 let timeout = (settings.lease_ms / 3).clamp(500, client::TIMEOUT_MS);
@@ -149,9 +119,7 @@ impl Holder {
             }
         };
         let result = self.exchange(&conn, shm, settings);
-        // A lost claim's session is closed: the registry releases whatever lock it still held
-        // for the id, and the next claim starts on a session of its own.
-        if !self.lost {
+        if self.state.keeps_session() {
             self.conn = Some(conn);
         }
         result
@@ -182,12 +150,12 @@ impl Holder {
         } else {
             reserved
         };
-        let Some(held) = &self.held else {
+        let Some(held) = self.state.held else {
             return self.claim(conn, shm, settings, sent_mono, offset, high_water);
         };
         let beat = client::heartbeat(
             conn,
-            self.needs_lock,
+            self.state.needs_lock,
             held.node,
             held.identity,
             settings.lease_ms,
@@ -196,17 +164,14 @@ impl Holder {
         )?;
         match beat {
             Heartbeat::Renewed { locked } => {
-                self.needs_lock = !locked;
                 let lease = Lease::granted(sent_mono, high_water, settings.lease_ms);
-                if let Some(held) = self.held.as_mut() {
-                    held.lease = lease;
-                }
+                self.state.renewed(lease, locked);
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                     shared.node.lease_renewed(&lease, fenced);
                     shared.registry.lease_ends_at = lease.ends_at;
                 });
-                if let Some(old) = self.retire_pending {
-                    self.retire_pending = retire_inherited(conn, old).then_some(old);
+                if let Some(old) = self.state.retire_pending {
+                    self.state.retire_pending = retire_inherited(conn, old).then_some(old);
                 }
             }
             Heartbeat::Lost { holder } => {
@@ -218,10 +183,7 @@ impl Holder {
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                     shared.registry.set_label(holder.as_deref().unwrap_or(""));
                 });
-                // Claimed again at the next contact, on a session of its own: refused while
-                // the other server holds a configured id, or a fresh id for an assigned one.
-                self.held = None;
-                self.lost = true;
+                self.state.lost();
                 self.next_contact = SystemClock.monotonic();
             }
         }
@@ -295,10 +257,7 @@ impl Holder {
             }
             return Ok(());
         }
-        let claimed = claimed?;
-        self.needs_lock = false;
-        self.lost = false;
-        match claimed {
+        match claimed? {
             Claimed::Taken(decided) => {
                 let taken = decided.taken(sent_mono, settings.lease_ms);
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
@@ -312,16 +271,10 @@ impl Holder {
                     how: decided.how,
                 })
                 .report_log();
+                self.state.taken(taken.node, taken.identity, taken.lease);
                 if let Some(old) = inherited.filter(|&old| fresh && old != taken.node) {
-                    self.retire_pending = retire_inherited(conn, old).then_some(old);
+                    self.state.retire_pending = retire_inherited(conn, old).then_some(old);
                 }
-                self.refused = false;
-                self.held = Some(Held {
-                    node: taken.node,
-                    identity: taken.identity,
-                    lease: taken.lease,
-                    pinned: false,
-                });
             }
             Claimed::Refused {
                 node,
@@ -329,7 +282,7 @@ impl Holder {
                 holder,
                 last_seen,
             } => {
-                if !self.refused {
+                if !self.state.refused {
                     SnowflakeError::from(RegistryError::ClaimRefused {
                         node,
                         why,
@@ -338,14 +291,14 @@ impl Holder {
                     })
                     .report_warning();
                 }
-                self.refused = true;
+                self.state.refused();
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                     shared.registry.refusal = Some((node, why, last_seen));
                     shared.registry.set_label(&holder);
                 });
             }
             Claimed::NoFreeId => {
-                self.refused = true;
+                self.state.refused();
                 SnowflakeError::from(RegistryError::NoFreeNodeId {
                     max: layout.max_node(),
                 })
@@ -361,16 +314,7 @@ impl Holder {
     /// Says in shared memory whether IDs may be made (`Node::publish`), and wakes the callers
     /// waiting for it.
     fn publish(&self, shm: Handle, mode: RegistryMode) {
-        let holding = match &self.held {
-            _ if self.lost => Holding::Lost,
-            None => Holding::None {
-                refused: self.refused,
-            },
-            Some(held) => Holding::Held {
-                pinned: held.pinned,
-                lease: held.lease,
-            },
-        };
+        let holding = self.state.holding();
         let now = SystemClock.monotonic();
         let fenced = mode == RegistryMode::Fenced;
         let skewed = self.skewed.is_some();

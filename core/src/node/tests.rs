@@ -354,3 +354,45 @@ fn registry_labels_are_cut_at_a_character_boundary() {
 }
 
 mod model;
+
+#[test]
+fn the_holder_state_publishes_a_claim_once_pinned_and_a_loss_until_the_next_answer() {
+    use super::holder::HolderState;
+    let lease = Lease::granted(0, T0 + 30_000, 30_000);
+    let mut holder = HolderState::new();
+    assert_eq!(holder.holding(), Holding::None { refused: false });
+    assert_eq!(holder.next_contact_in(10_000), 1_000);
+    holder.refused();
+    assert_eq!(holder.holding(), Holding::None { refused: true });
+    holder.taken(4, TOKEN, lease);
+    assert!(holder.pin_due());
+    assert_eq!(
+        holder.holding(),
+        Holding::Held {
+            pinned: false,
+            lease
+        }
+    );
+    holder.pinned();
+    assert!(!holder.pin_due());
+    assert_eq!(holder.next_contact_in(10_000), 10_000);
+    let later = Lease::granted(10_000, T0 + 40_000, 30_000);
+    holder.renewed(later, false);
+    assert!(
+        holder.needs_lock,
+        "the lock is tried again at the next heartbeat"
+    );
+    assert_eq!(
+        holder.holding(),
+        Holding::Held {
+            pinned: true,
+            lease: later
+        }
+    );
+    holder.lost();
+    assert_eq!(holder.holding(), Holding::Lost);
+    assert!(!holder.keeps_session(), "a lost claim's session is closed");
+    holder.refused();
+    assert_eq!(holder.holding(), Holding::None { refused: true });
+    assert!(holder.keeps_session());
+}

@@ -12,6 +12,7 @@ use super::*;
 use crate::clock::Clocks;
 use crate::generator::{Allocation, Limits};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
+use crate::node::holder::HolderState;
 use crate::registry::{self, Beat, Decision, Judged, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -392,25 +393,14 @@ impl Registry {
     }
 }
 
-/// The renewer's claim, as `registry/holder.rs` keeps it.
-#[derive(Clone, Copy, Debug)]
-struct Held {
-    node: u32,
-    identity: Identity,
-    lease: Lease,
-    pinned: bool,
-}
-
 struct Member {
     settings: Settings,
     node: Node,
     generator: Generator,
     file: Option<Reservation>,
     session: Option<u64>,
-    needs_lock: bool,
-    held: Option<Held>,
-    refused: bool,
-    lost: bool,
+    /// What the renewer remembers of its claim, as `registry/holder.rs` keeps it.
+    holder: HolderState,
     link: bool,
     /// When a contact last reached the registry (whatever it found).
     reached_at: i64,
@@ -432,10 +422,7 @@ impl Member {
             generator: Generator::resume(start.floor),
             file: start.rewrite.as_ref().map(file_of).or(file),
             session: None,
-            needs_lock: true,
-            held: None,
-            refused: false,
-            lost: false,
+            holder: HolderState::new(),
             link: true,
             reached_at: i64::MIN,
             orphaned: None,
@@ -483,7 +470,7 @@ impl Fleet {
             Some(session) => session,
             None => {
                 registry.next_session += 1;
-                m.needs_lock = true;
+                m.holder.new_session();
                 m.session = Some(registry.next_session);
                 registry.next_session
             }
@@ -494,28 +481,28 @@ impl Fleet {
         } else {
             reserved
         };
-        if let Some(held) = m.held {
-            let locked = !m.needs_lock || registry.try_lock(held.node, session);
+        if let Some(held) = m.holder.held {
+            let locked = !m.holder.needs_lock || registry.try_lock(held.node, session);
             let row = registry.rows.get_mut(&held.node);
             let ours = row
                 .as_ref()
                 .is_some_and(|r| r.holder == held.identity && !r.retired);
             match registry::beat(ours, locked) {
                 Beat::Renewed { locked } => {
-                    m.needs_lock = !locked;
                     let r = row.expect("ours");
                     r.lease_until = now + LEASE;
                     r.high_water = r.high_water.max(high_water);
                     let lease = Lease::granted(now, high_water, LEASE);
-                    m.held = Some(Held { lease, ..held });
+                    m.holder.renewed(lease, locked);
                     m.node.lease_renewed(&lease, fenced);
                 }
                 Beat::Lost => {
-                    m.held = None;
-                    m.lost = true;
-                    registry.end_session(session);
-                    m.session = None;
+                    m.holder.lost();
                 }
+            }
+            if !m.holder.keeps_session() {
+                registry.end_session(session);
+                m.session = None;
             }
             return;
         }
@@ -550,8 +537,7 @@ impl Fleet {
                 }
                 Decision::Refuse { .. } => {
                     registry.unlock(node, session);
-                    m.refused = true;
-                    m.lost = false;
+                    m.holder.refused();
                     return;
                 }
                 Decision::Fresh { .. } => {
@@ -580,8 +566,7 @@ impl Fleet {
             }
         }
         let Some((node, token, generation, floor)) = decided else {
-            m.refused = true;
-            m.lost = false;
+            m.holder.refused();
             return;
         };
         let ahead = if fenced { LEASE } else { 0 };
@@ -593,8 +578,10 @@ impl Fleet {
             floor,
             lease: Lease::granted(now, mark, LEASE),
         };
-        // The intent, durable before the COMMIT.
+        // The intent, durable before the COMMIT. A claim's floor may raise the reservation
+        // past a released mark: the new claim's mark covers it.
         let intent = m.node.claimed(&mut m.generator, &taken, fenced);
+        m.released = None;
         m.write(&intent);
         if !matches!(commit, Commit::Failed) {
             let r = registry.rows.entry(node).or_insert(RegRow {
@@ -615,16 +602,7 @@ impl Fleet {
             m.session = None;
             return;
         }
-        m.needs_lock = false;
-        m.lost = false;
-        m.refused = false;
-        m.released = None;
-        m.held = Some(Held {
-            node,
-            identity,
-            lease: taken.lease,
-            pinned: false,
-        });
+        m.holder.taken(node, identity, taken.lease);
     }
 
     /// `renewer.rs`'s exit: a fenced claim's mark comes down to the durable reservation where
@@ -642,10 +620,9 @@ impl Fleet {
         if let Some(session) = m.session.take().filter(|_| reachable) {
             self.registry.end_session(session);
         }
-        m.orphaned = m.held.map(|h| h.lease).or(m.orphaned);
-        m.held = None;
-        m.lost = false;
-        m.refused = false;
+        m.orphaned = m.holder.held.map(|h| h.lease).or(m.orphaned);
+        // Its successor starts knowing nothing of the claim.
+        m.holder = HolderState::new();
     }
 
     fn turn(&mut self, s: usize, commit: Commit) {
@@ -653,21 +630,13 @@ impl Fleet {
         let now = self.now;
         let fenced = self.fenced;
         let m = &mut self.members[s];
-        if let Some(held) = m.held.as_mut().filter(|h| !h.pinned) {
+        if m.holder.pin_due() {
             // The pin: the state file (and the WAL) with the claim, before any ID.
-            held.pinned = true;
             let pin = durable(&m.node, m.generator.reserved_until(), None);
             m.write(&pin);
+            m.holder.pinned();
         }
-        let holding = match m.held {
-            _ if m.lost => Holding::Lost,
-            None => Holding::None { refused: m.refused },
-            Some(h) => Holding::Held {
-                pinned: h.pinned,
-                lease: h.lease,
-            },
-        };
-        m.node.publish(holding, false, fenced, now);
+        m.node.publish(m.holder.holding(), false, fenced, now);
     }
 
     fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {
@@ -678,7 +647,8 @@ impl Fleet {
         // takeover meanwhile is the documented risk, until the registry is reached again. So is
         // a renewer's restart that outlasts the lease.
         let cut_off = !self.fenced
-            && m.held
+            && m.holder
+                .held
                 .map(|h| h.lease)
                 .or(m.orphaned)
                 .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at);

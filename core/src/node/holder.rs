@@ -1,0 +1,147 @@
+//! The renewer's side of a registry claim, as plain data: whether it holds one (and under which
+//! lease, pinned or not), whether its last claim was refused or its claim was found lost, and
+//! whether its registry session still has to take the id's advisory lock. The extension's
+//! `registry/holder.rs` talks to the registry and calls one method per outcome; the fleet
+//! model (`tests/model.rs`) calls the same ones, so that what the renewer remembers between
+//! contacts is the one the model checks. What a claim does to the server's identity is
+//! [`Node`](super::Node)'s; this says what the renewer tells [`Node::publish`](super::Node::publish)
+//! ([`HolderState::holding`]).
+
+use super::Holding;
+use crate::registry::{Identity, Lease};
+
+/// A claim the renewer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub node: u32,
+    pub identity: Identity,
+    pub lease: Lease,
+    /// The claim is written in the state file and the WAL: IDs may be made under it.
+    pub pinned: bool,
+}
+
+/// What the renewer knows of its claim between contacts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HolderState {
+    /// The claim held, if any.
+    pub held: Option<Held>,
+    /// The session does not hold the id's advisory lock yet (a new session, or another session
+    /// still held it at the last heartbeat): it is tried again at the next heartbeat.
+    pub needs_lock: bool,
+    /// The last claim was refused; retried at every contact.
+    pub refused: bool,
+    /// The last heartbeat found the id taken over; the next contact claims again, on a session
+    /// of its own.
+    pub lost: bool,
+    /// The node id a promoted standby gave up for a fresh one: retired once its old holder's
+    /// lease has run out (tried at each heartbeat).
+    pub retire_pending: Option<u32>,
+}
+
+impl Default for HolderState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HolderState {
+    /// A renewer that has not claimed yet.
+    pub const fn new() -> HolderState {
+        HolderState {
+            held: None,
+            needs_lock: true,
+            refused: false,
+            lost: false,
+            retire_pending: None,
+        }
+    }
+
+    /// The registry session is new: its lock is still to be taken.
+    pub fn new_session(&mut self) {
+        self.needs_lock = true;
+    }
+
+    /// How long until the next contact (ms): a heartbeat `interval` while holding a claim; until
+    /// the first claim, every second at most.
+    pub fn next_contact_in(&self, interval: i64) -> i64 {
+        if self.held.is_some() {
+            interval
+        } else {
+            1_000.min(interval)
+        }
+    }
+
+    /// A claim answered (taken, refused, or none free): the session holds the lock it claimed
+    /// under, and a loss is over.
+    fn answered(&mut self) {
+        self.needs_lock = false;
+        self.lost = false;
+    }
+
+    /// The registry granted `node` under `identity` with `lease`: held, to be pinned before
+    /// the first ID.
+    pub fn taken(&mut self, node: u32, identity: Identity, lease: Lease) {
+        self.answered();
+        self.refused = false;
+        self.held = Some(Held {
+            node,
+            identity,
+            lease,
+            pinned: false,
+        });
+    }
+
+    /// The claim was refused (or no id is free): retried at every contact.
+    pub fn refused(&mut self) {
+        self.answered();
+        self.refused = true;
+    }
+
+    /// The claim is in the state file and the WAL: IDs may be made under it.
+    pub fn pinned(&mut self) {
+        if let Some(held) = self.held.as_mut() {
+            held.pinned = true;
+        }
+    }
+
+    /// Whether the claim held waits for its pin.
+    pub fn pin_due(&self) -> bool {
+        self.held.is_some_and(|held| !held.pinned)
+    }
+
+    /// A heartbeat renewed the lease; `locked`: the session holds the id's lock now.
+    pub fn renewed(&mut self, lease: Lease, locked: bool) {
+        self.needs_lock = !locked;
+        if let Some(held) = self.held.as_mut() {
+            held.lease = lease;
+        }
+    }
+
+    /// A heartbeat found the id taken over: given up, its session closed, claimed again at the
+    /// next contact (refused while the other server holds a configured id, or a fresh id for
+    /// an assigned one).
+    pub fn lost(&mut self) {
+        self.held = None;
+        self.lost = true;
+    }
+
+    /// Whether the registry session is kept after a contact: a lost claim's is closed, so that
+    /// the registry releases whatever lock it still held and the next claim has its own.
+    pub fn keeps_session(&self) -> bool {
+        !self.lost
+    }
+
+    /// What [`Node::publish`](super::Node::publish) is told.
+    pub fn holding(&self) -> Holding {
+        match self.held {
+            _ if self.lost => Holding::Lost,
+            None => Holding::None {
+                refused: self.refused,
+            },
+            Some(held) => Holding::Held {
+                pinned: held.pinned,
+                lease: held.lease,
+            },
+        }
+    }
+}
