@@ -311,16 +311,34 @@ impl Lease {
     }
 }
 
-/// The TCP keepalives (idle seconds, interval seconds, probes) a holder asks its registry
-/// session for, so that the registry ends the session of a holder whose host vanished (power
-/// loss, a frozen link: no FIN, no reset) within about a lease, not the two hours the system's
-/// defaults take. Until it does, the id's advisory lock says "connected" and no rival can take
-/// the id. Set in the session (`SET tcp_keepalives_*`), so nothing needs configuring on the
-/// registry's server.
-pub fn keepalives(lease_ms: i64) -> (i64, i64, i64) {
-    let third_s = (lease_ms / 3_000).max(1);
-    let interval_s = (lease_ms / 9_000).max(1);
-    (third_s, interval_s, 3)
+/// How a holder's registry session finds its holder gone: TCP keepalives and a user timeout,
+/// so that the registry ends the session of a holder whose host vanished (power loss, a frozen
+/// link: no FIN, no reset) within about a lease, not the two hours the system's defaults take.
+/// Until it does, the id's advisory lock says "connected" and no rival can take the id. Set in
+/// the session (`SET tcp_keepalives_*`, `SET tcp_user_timeout`), so nothing needs configuring
+/// on the registry's server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Keepalives {
+    /// Seconds of silence before the first probe.
+    pub idle_s: i64,
+    /// Seconds between probes.
+    pub interval_s: i64,
+    /// Unanswered probes before the session is given up.
+    pub probes: i64,
+    /// How long data the registry sent may stay unacknowledged (ms): a link that froze while an
+    /// answer was on its way is retransmitted to, not probed, and without this the system's
+    /// retransmissions take a quarter of an hour.
+    pub user_timeout_ms: i64,
+}
+
+/// The [`Keepalives`] for a lease of `lease_ms`.
+pub fn keepalives(lease_ms: i64) -> Keepalives {
+    Keepalives {
+        idle_s: (lease_ms / 3_000).max(1),
+        interval_s: (lease_ms / 9_000).max(1),
+        probes: 3,
+        user_timeout_ms: lease_ms.max(1_000),
+    }
 }
 
 /// How often the holder renews a lease of `lease_ms`: three times per lease, so two heartbeats

@@ -536,6 +536,12 @@ fn a_holder_whose_link_froze_before_it_died_frees_its_node_id_within_seconds() {
     let frozen = FrozenLink::freeze(port);
     holder.crash();
     let died = Instant::now();
+    // The registry has not heard of the death: the session and its lock are still there.
+    assert_eq!(
+        locked_nodes(&registry),
+        vec![9],
+        "the frozen link let the holder's death through"
+    );
 
     let rival = Server::start(
         "r5rival",

@@ -127,11 +127,12 @@ fn number<T: std::str::FromStr>(rows: &Rows, row: usize, column: usize) -> Resul
 /// that it ends it, and releases the id's advisory lock, within about a lease of this server
 /// vanishing. Ignored on a Unix-domain socket, which has no such failure.
 pub fn keep_alive(conn: &Conn, lease_ms: i64) -> Result<(), Failure> {
-    let (idle, interval, probes) = registry::keepalives(lease_ms);
+    let k = registry::keepalives(lease_ms);
     conn.query(
         &format!(
-            "SET tcp_keepalives_idle = {idle}; SET tcp_keepalives_interval = {interval}; \
-             SET tcp_keepalives_count = {probes}"
+            "SET tcp_keepalives_idle = {}; SET tcp_keepalives_interval = {}; \
+             SET tcp_keepalives_count = {}; SET tcp_user_timeout = {}",
+            k.idle_s, k.interval_s, k.probes, k.user_timeout_ms
         ),
         &[],
     )?;

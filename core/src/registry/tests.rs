@@ -311,12 +311,14 @@ fn a_servers_own_session_from_before_a_restart_is_ended_not_taken_for_a_copy() {
 #[test]
 fn a_vanished_holders_session_ends_within_about_a_lease() {
     for lease_ms in [1_000, 3_000, 30_000, 300_000] {
-        let (idle, interval, probes) = keepalives(lease_ms);
-        assert!(idle >= 1 && interval >= 1);
-        let gone_after_ms = (idle + interval * probes) * 1_000;
+        let k = keepalives(lease_ms);
+        assert!(k.idle_s >= 1 && k.interval_s >= 1);
+        let gone_after_ms = (k.idle_s + k.interval_s * k.probes) * 1_000;
         assert!(
             gone_after_ms <= lease_ms.max(4_000),
             "lease {lease_ms}: {gone_after_ms}"
         );
+        // An answer that froze on its way is given up on as soon.
+        assert!(k.user_timeout_ms <= lease_ms.max(1_000), "lease {lease_ms}");
     }
 }
