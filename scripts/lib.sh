@@ -24,9 +24,12 @@ PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17)
 # The trees with pg_partman, for the pg_partman recipe's test (integration/tests/partman.rs):
 # Debian packages it for its own 15 only.
 PGSF_PARTMAN_TREES=(15)
-# Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian).
+# Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian;
+# postgres_exporter and promtool for the monitoring tests, integration/tests/monitoring.rs;
+# nftables to freeze a registry link, integration/tests/fleet_faults.rs).
 PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
-    libpq-dev sudo faketime python3-pip shellcheck nftables)
+    libpq-dev sudo faketime python3-pip shellcheck nftables prometheus-postgres-exporter
+    prometheus)
 
 # Prints the calling script's header comment (its usage) and exits 2.
 usage() {

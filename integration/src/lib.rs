@@ -18,9 +18,11 @@
 //! milliseconds as a file in the server's directory says; tests rewrite it while the server runs.//!
 //! The parts: [`server`] (Config, Server), [`checks`] (what tests do with one), [`paths`] (where
 //! the PostgreSQL under test and the repository are), [`ports`] (port leases), [`proxy`] (a TCP
-//! forwarder whose link a test cuts and heals), [`registry`] (a fleet with a node-id registry).
+//! forwarder whose link a test cuts and heals), [`registry`] (a fleet with a node-id registry),
+//! [`exporter`] (postgres_exporter against a server, scraped over HTTP).
 
 pub mod checks;
+pub mod exporter;
 pub mod paths;
 mod ports;
 pub mod proxy;

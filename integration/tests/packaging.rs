@@ -168,11 +168,14 @@ fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_la
         "{control}"
     );
 
-    // The .deb: the same files plus its copyright, changelog and lintian override, for
-    // postgresql-N.
+    // The .deb: the same files plus its copyright, changelog and lintian override, and the
+    // monitoring files as examples, for postgresql-N.
     let doc = format!("usr/share/doc/{name}");
     expected.insert(format!("{doc}/copyright"));
     expected.insert(format!("{doc}/changelog.Debian.gz"));
+    for example in ["pg_snowflake-queries.yaml", "pg_snowflake-alerts.yaml"] {
+        expected.insert(format!("{doc}/examples/{example}"));
+    }
     expected.insert(format!("usr/share/lintian/overrides/{name}"));
     let in_deb = files(&run("dpkg-deb", &["--contents", deb.to_str().unwrap()]), 5);
     assert_eq!(in_deb, expected, "the files in {}", deb.display());
