@@ -66,7 +66,7 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     let mut backoff = Backoff::new(RETRY_FIRST_MS, RETRY_MAX_MS);
     let mut failure_log = LogThrottle::new(FAILURE_LOG_INTERVAL_MS);
     // With a registry, the renewer also claims the node id and keeps its lease.
-    let mut holder = gucs::registry().map(Holder::new);
+    let mut holder = gucs::registry().map(|conninfo| Holder::new(conninfo, shm));
     if holder.is_some() {
         crate::registry::holder::release_on_exit();
     }

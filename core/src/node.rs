@@ -342,6 +342,23 @@ impl Node {
         self.ceiling = if fenced { lease.ceiling } else { i64::MAX };
     }
 
+    /// The claim a restarted renewer may resume without claiming again: one this server made
+    /// and pinned since it started (IDs were made under it, or refused only because its
+    /// fenced lease ran out), with the lease its predecessor last had (`lease`). In available
+    /// mode a renewer that restarts while the registry is out of reach goes on under it, as
+    /// its predecessor would have, and its first contact is a heartbeat: renewed, or found
+    /// lost. `None` after a start, a loss, a refusal or a promotion: then it claims.
+    pub fn resumable(&self, lease: Lease) -> Option<holder::Held> {
+        let claim = self.claim?;
+        let held = matches!(self.refusing, Refusing::Nothing | Refusing::LeaseExpired);
+        (held && !self.started_as_standby).then_some(holder::Held {
+            node: self.id,
+            identity: claim,
+            lease,
+            pinned: true,
+        })
+    }
+
     /// The renewer stops (the server shuts down, or the renewer restarts) while holding a
     /// fenced claim: from now on no reservation reaches past the durable one (the ceiling comes
     /// down to it, and IDs are made only within a reservation), so the registry's mark may come

@@ -392,6 +392,108 @@ fn an_unreachable_registry_fences_one_mode_and_not_the_other() {
     );
 }
 
+/// The server's renewer (a background worker: the postmaster's child titled "pg_snowflake
+/// renewer"), if one runs.
+fn renewer_pid(server: &Server) -> Option<u32> {
+    let pidfile =
+        server.output_as_postgres(&format!("head -n 1 {}", server.data_file("postmaster.pid")));
+    let out = std::process::Command::new("pgrep")
+        .args(["-P", pidfile.trim(), "-f", "pg_snowflake renewer"])
+        .output()
+        .expect("pgrep runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(|pid| pid.parse().expect("a pid"))
+}
+
+/// Ends the server's renewer (SIGTERM, as `pg_terminate_backend` would) and waits for the one
+/// the postmaster starts a second later.
+fn restart_renewer(server: &Server) {
+    let old = renewer_pid(server).expect("a renewer runs");
+    server.as_postgres(&format!("kill -TERM {old}"));
+    wait_until(Duration::from_secs(15), "a new renewer", || {
+        renewer_pid(server).is_some_and(|pid| pid != old)
+    });
+}
+
+/// Issue 28, item 4. The registry is down and each member's renewer restarts (an error, or
+/// `pg_terminate_backend`). The available member goes on under the claim its predecessor
+/// held (shared memory and the state file hold it) and makes IDs through two leases; once the
+/// registry is back, its heartbeat renews that claim (the generation unchanged: no new claim
+/// was needed). The fenced member, as before, makes none until it claims again. On 0.5.0 the
+/// available member's new renewer waited for a claim: "awaiting the registry claim" until the
+/// registry was back.
+#[test]
+fn an_available_server_whose_renewer_restarts_while_the_registry_is_down_goes_on() {
+    let registry = registry();
+    let available = Server::start(
+        "availrenewer",
+        member_config(&registry, Some(3)).setting("pg_snowflake.registry_mode = 'available'"),
+    );
+    let fenced = member("fencedrenewer", &registry, Some(4));
+    create_table(&available);
+    assert_eq!(claimed_node(&available), 3);
+    assert_eq!(claimed_node(&fenced), 4);
+    let generation = |node: i32| -> i64 {
+        registry.query_one(&format!(
+            "SELECT generation FROM snowflake_nodes WHERE node_id = {node}"
+        ))
+    };
+    let before = generation(3);
+    let first: i64 = available.query_one("SELECT snowflake_nextval()");
+
+    registry.stop();
+    restart_renewer(&available);
+    restart_renewer(&fenced);
+    let down = Instant::now();
+    let mut last = first;
+    while down.elapsed() < Duration::from_millis(2 * LEASE_MS as u64) {
+        let id: i64 = available
+            .connect()
+            .query_one("SELECT snowflake_nextval()", &[])
+            .unwrap_or_else(|e| {
+                panic!(
+                    "the available member refused {:?} after its renewer restarted with the \
+                     registry down: {}; refusing: {:?}",
+                    down.elapsed(),
+                    snowflake_it::describe(&e),
+                    refusing(&available)
+                )
+            })
+            .get(0);
+        assert!(id > last, "{id} <= {last}");
+        assert_eq!(node_of(&available, id), 3);
+        last = id;
+        thread::sleep(Duration::from_millis(200));
+    }
+    wait_until(
+        Duration::from_secs(10),
+        "the fenced member's refusal",
+        || refusing(&fenced).is_some(),
+    );
+
+    registry.start_again();
+    wait_until(
+        Duration::from_secs(15),
+        "the available member's heartbeat",
+        || {
+            registry.query_one::<bool>(
+                "SELECT last_seen > clock_timestamp() - interval '2 seconds' \
+                 FROM snowflake_nodes WHERE node_id = 3",
+            )
+        },
+    );
+    assert_eq!(
+        generation(3),
+        before,
+        "the claim was made again, not renewed"
+    );
+    assert_eq!(claimed_node(&fenced), 4);
+    let after: i64 = available.query_one("SELECT snowflake_nextval()");
+    assert!(after > last);
+}
+
 #[test]
 fn a_server_whose_id_was_taken_over_stops_at_its_next_heartbeat() {
     let registry = registry();

@@ -38,11 +38,25 @@ pub struct Holder {
 }
 
 impl Holder {
-    pub fn new(conninfo: String) -> Holder {
+    /// The renewer's registry side at its start. In available mode a renewer restarted under a
+    /// claim its predecessor held goes on under it (`Node::resumable`), registry or not: its
+    /// first contact is a heartbeat. Otherwise, and in fenced mode always, it claims.
+    pub fn new(conninfo: String, shm: Handle) -> Holder {
+        let resumed = (gucs::registry_settings().mode == RegistryMode::Available)
+            .then(|| {
+                shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
+                    let lease = Lease {
+                        ends_at: shared.registry.lease_ends_at,
+                        ceiling: shared.node.ceiling,
+                    };
+                    shared.node.resumable(lease)
+                })
+            })
+            .flatten();
         Holder {
             conninfo,
             conn: None,
-            state: HolderState::new(),
+            state: resumed.map_or_else(HolderState::new, HolderState::resumed),
             skewed: None,
             next_contact: i64::MIN,
             unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),

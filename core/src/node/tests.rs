@@ -396,3 +396,36 @@ fn the_holder_state_publishes_a_claim_once_pinned_and_a_loss_until_the_next_answ
     assert_eq!(holder.holding(), Holding::None { refused: true });
     assert!(holder.keeps_session());
 }
+
+#[test]
+fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
+    let lease = Lease::granted(0, T0 + 30_000, 30_000);
+    let taken = Taken {
+        node: 4,
+        identity: TOKEN,
+        floor: T0,
+        lease,
+    };
+    let found = Found::Reservation(reservation(T0, Some(4), Some(TOKEN)));
+    let mut node = Node::start(&found, ASSIGNED, false).node;
+    assert_eq!(
+        node.resumable(lease),
+        None,
+        "the file's claim is not claimed yet"
+    );
+    let mut generator = Generator::resume(T0);
+    node.claimed(&mut generator, &taken, false);
+    assert_eq!(node.resumable(lease), None, "not pinned yet");
+    let pinned = Holding::Held {
+        pinned: true,
+        lease,
+    };
+    node.publish(pinned, false, false, 0);
+    let held = node.resumable(lease).expect("made and pinned");
+    assert_eq!((held.node, held.identity, held.pinned), (4, TOKEN, true));
+    node.publish(Holding::Lost, false, false, 0);
+    assert_eq!(node.resumable(lease), None, "a lost claim is claimed again");
+    let mut standby = Node::start(&found, ASSIGNED, true).node;
+    standby.publish(pinned, false, false, 0);
+    assert_eq!(standby.resumable(lease), None, "a promoted standby claims");
+}

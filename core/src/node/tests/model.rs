@@ -606,8 +606,10 @@ impl Fleet {
     }
 
     /// `renewer.rs`'s exit: a fenced claim's mark comes down to the durable reservation where
-    /// the row still names the claim (`client::release`), and the session ends.
+    /// the row still names the claim (`client::release`), and the session ends; then its
+    /// successor's start.
     fn release(&mut self, s: usize) {
+        let fenced = self.fenced;
         let reachable = self.registry.up && self.members[s].link;
         let m = &mut self.members[s];
         if let Some(released) = m.node.release(&m.generator) {
@@ -620,9 +622,14 @@ impl Fleet {
         if let Some(session) = m.session.take().filter(|_| reachable) {
             self.registry.end_session(session);
         }
-        m.orphaned = m.holder.held.map(|h| h.lease).or(m.orphaned);
-        // Its successor starts knowing nothing of the claim.
-        m.holder = HolderState::new();
+        let lease = m.holder.held.map(|h| h.lease);
+        m.orphaned = lease.or(m.orphaned);
+        // Its successor goes on under the claim in available mode (`Holder::new`), and claims
+        // again in fenced mode.
+        let resumed = lease
+            .filter(|_| !fenced)
+            .and_then(|lease| m.node.resumable(lease));
+        m.holder = resumed.map_or_else(HolderState::new, HolderState::resumed);
     }
 
     fn turn(&mut self, s: usize, commit: Commit) {
