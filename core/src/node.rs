@@ -407,6 +407,10 @@ impl Node {
     }
 }
 
+/// How many bytes of a holder's label (or a layout's description) shared memory keeps, with
+/// its NUL.
+const LABEL_BYTES: usize = 128;
+
 /// The registry's view of this server, as last seen: for reporting (`snowflake_stats()`, the
 /// errors a refused call meets), never for deciding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -421,8 +425,8 @@ pub struct RegistryStatus {
     /// The last refusal, with the refused node id and its holder's last heartbeat (Unix ms).
     pub refusal: Option<(u32, Refusal, i64)>,
     /// The holder's label, NUL-padded: of a refused claim, or of the server that took this
-    /// one's node id over.
-    pub holder_label: [u8; 64],
+    /// one's node id over; for [`Refusal::OtherLayout`], the fleet's layout.
+    pub holder_label: [u8; LABEL_BYTES],
 }
 
 impl RegistryStatus {
@@ -431,22 +435,26 @@ impl RegistryStatus {
         lease_ends_at: i64::MIN,
         clock_offset_ms: 0,
         refusal: None,
-        holder_label: [0; 64],
+        holder_label: [0; LABEL_BYTES],
     };
 
     /// The holder's label as text.
     pub fn label(&self) -> String {
-        let end = self.holder_label.iter().position(|&b| b == 0).unwrap_or(64);
+        let end = self
+            .holder_label
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(LABEL_BYTES);
         String::from_utf8_lossy(&self.holder_label[..end]).into_owned()
     }
 
-    /// Keeps `label` (cut at 63 bytes, at a character boundary).
+    /// Keeps `label` (cut at `LABEL_BYTES - 1` bytes, at a character boundary).
     pub fn set_label(&mut self, label: &str) {
-        let mut end = label.len().min(63);
+        let mut end = label.len().min(LABEL_BYTES - 1);
         while !label.is_char_boundary(end) {
             end -= 1;
         }
-        self.holder_label = [0; 64];
+        self.holder_label = [0; LABEL_BYTES];
         self.holder_label[..end].copy_from_slice(&label.as_bytes()[..end]);
     }
 }

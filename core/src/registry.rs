@@ -80,6 +80,11 @@ pub enum Refusal {
     /// holder's IDs can be: a clock that ran far ahead, or a damaged row. Taking it would stamp
     /// every ID that far in the future.
     MarkAhead { mark: i64, now: i64 },
+    /// The registry's table records IDs of another layout (epoch, unit, bits) than the
+    /// claimant's, under this node id: a fleet has one layout, since the same 64 bits read in
+    /// two layouts are two other times and node ids, and IDs of the two can collide. Refused
+    /// whatever id the claimant wants.
+    OtherLayout,
 }
 
 /// How far a high-water mark may lead the registry's clock before a claim refuses it as a

@@ -494,6 +494,48 @@ fn an_available_server_whose_renewer_restarts_while_the_registry_is_down_goes_on
     assert!(after > last);
 }
 
+/// Issue 28, item 5. A fleet has one layout: a server with 12 node bits and 10 sequence bits
+/// joining a registry whose first member has the default 10 and 12 is refused at claim,
+/// whether its node id is set or not, with both layouts in the message, and the registry's
+/// table keeps only the fleet's layout. On 0.5.0 it was assigned node id 1 and made IDs that
+/// read, in the fleet's layout, as another node's.
+#[test]
+fn a_server_of_another_layout_is_refused_naming_both_layouts() {
+    let registry = registry();
+    let first = member("layoutfirst", &registry, None);
+    create_table(&first);
+    assert_eq!(claimed_node(&first), 0);
+    let fleet: String = first.query_one("SELECT layout FROM snowflake_stats()");
+    for (name, node) in [("layoutunset", None), ("layoutset", Some(7))] {
+        let other = Server::start(
+            name,
+            member_config(&registry, node)
+                .setting("pg_snowflake.node_bits = 12")
+                .setting("pg_snowflake.sequence_bits = 10"),
+        );
+        let mine: String = other.query_one("SELECT layout FROM snowflake_stats()");
+        assert_ne!(mine, fleet);
+        wait_until(Duration::from_secs(15), "the claim refused", || {
+            refusing(&other).as_deref() == Some("claim refused")
+        });
+        expect_error(
+            other.connect().query_one("SELECT snowflake_nextval()", &[]),
+            "55000",
+            &format!(
+                "the pg_snowflake registry's fleet makes IDs of another layout than this \
+                 server: {fleet} (node id 0's), here {mine}"
+            ),
+        );
+        assert!(
+            other.log().contains("of another layout than this server"),
+            "the refusal is logged:\n{}",
+            other.log()
+        );
+    }
+    let layouts: i64 = registry.query_one("SELECT count(DISTINCT layout) FROM snowflake_nodes");
+    assert_eq!(layouts, 1);
+}
+
 #[test]
 fn a_server_whose_id_was_taken_over_stops_at_its_next_heartbeat() {
     let registry = registry();

@@ -44,6 +44,13 @@ pub enum RegistryError {
     },
     /// LOG: a promoted standby retired its primary's node id (the high-water mark kept, Unix ms).
     Retired { node: u32, high_water: Option<i64> },
+    /// The registry's table records IDs of the layout `fleet` (under `node`), and this server's
+    /// is `mine`.
+    OtherLayout {
+        node: u32,
+        fleet: String,
+        mine: String,
+    },
     /// LOG: the renewer exited (shutdown, or its own restart) and left `node`'s fenced mark at
     /// its durable reservation `mark` (Unix ms).
     Released { node: u32, mark: i64 },
@@ -57,6 +64,32 @@ pub enum RegistryError {
     },
     /// `snowflake_registry_retire` of an id the registry has no live row for.
     NoSuchNode { node: i64 },
+}
+
+impl RegistryError {
+    /// The error for the registry's refusal `why` of `node` (`holder`: the holder's label, or
+    /// for another layout the fleet's), with this server's layout described by `mine`.
+    pub fn refused(
+        node: u32,
+        why: Refusal,
+        holder: String,
+        last_seen: i64,
+        mine: impl FnOnce() -> String,
+    ) -> RegistryError {
+        match why {
+            Refusal::OtherLayout => RegistryError::OtherLayout {
+                node,
+                fleet: holder,
+                mine: mine(),
+            },
+            why => RegistryError::ClaimRefused {
+                node,
+                why,
+                holder,
+                last_seen,
+            },
+        }
+    }
 }
 
 const LEASE_DETAIL: &str = "A node id is held under a lease in the registry \
@@ -128,6 +161,11 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                      stamp every ID that far in the future. Leave pg_snowflake.node_id unset so \
                      that the registry assigns another id, or set another; once the clocks are \
                      right, retire this id with snowflake_registry_retire().",
+                ),
+                // Worded whole by `OtherLayout` (`RegistryError::refused`).
+                Refusal::OtherLayout => (
+                    format!("node id {node}'s IDs are of another layout: {holder}"),
+                    "Give this server the fleet's layout, or a registry of its own.",
                 ),
                 Refusal::RetiredUntil { until } => (
                     format!(
@@ -253,6 +291,22 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                 )
             }),
             "snowflake_stats() shows this server's claim; snowflake_registry() lists every node id.",
+        ),
+        OtherLayout { node, fleet, mine } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "the pg_snowflake registry's fleet makes IDs of another layout than this server: \
+                 {fleet} (node id {node}'s), here {mine}"
+            ),
+            Some(
+                "The registry refused this server's claim: it makes no IDs. A fleet has one \
+                 layout: the same 64 bits read in two layouts are two other times and node ids, \
+                 so IDs of the two can collide."
+                    .into(),
+            ),
+            "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
+             sequence_bits (a server that never made IDs may change them), or a registry of its \
+             own (one per layout).",
         ),
         Released { node, mark } => message(
             ERRCODE_SUCCESSFUL_COMPLETION,

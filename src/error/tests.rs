@@ -130,12 +130,13 @@ fn variant(error: &SnowflakeError) -> usize {
             R::RetireLeaseRuns { .. } => 56,
             R::Retired { .. } => 55,
             R::Released { .. } => 57,
+            R::OtherLayout { .. } => 58,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
     }
 }
 
-const VARIANTS: usize = 58;
+const VARIANTS: usize = 59;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -353,6 +354,13 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         RegistryError::Retired {
             node: 3,
             high_water: Some(1_800_000_000_000),
+        },
+        RegistryError::OtherLayout {
+            node: 0,
+            fleet: "41 bits of 1 ms since 2024-01-01 00:00:00+00 | 10 bits node | 12 bits sequence"
+                .into(),
+            mine: "41 bits of 1 ms since 2024-01-01 00:00:00+00 | 12 bits node | 10 bits sequence"
+                .into(),
         },
         RegistryError::Released {
             node: 3,

@@ -184,6 +184,20 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
         margin_ms: me.margin_ms,
         lease_ms: me.lease_ms,
     };
+    // One layout per fleet: the first claim sets it, every later one must share it.
+    let other = conn.query(
+        "SELECT node_id, layout FROM snowflake_nodes WHERE layout <> $1 \
+         ORDER BY claimed_at, node_id LIMIT 1",
+        &[text(me.layout)],
+    )?;
+    if !other.is_empty() {
+        return Ok(Claimed::Refused {
+            node: number(&other, 0, 0)?,
+            why: Refusal::OtherLayout,
+            holder: field(&other, 0, 1)?.to_string(),
+            last_seen: i64::MIN,
+        });
+    }
     let mut fresh = false;
     if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
         let (mut row, mut holder) = read_row(conn, node)?;

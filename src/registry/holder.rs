@@ -297,13 +297,11 @@ impl Holder {
                 last_seen,
             } => {
                 if !self.state.refused {
-                    SnowflakeError::from(RegistryError::ClaimRefused {
-                        node,
-                        why,
-                        holder: holder.clone(),
-                        last_seen,
-                    })
-                    .report_warning();
+                    let refused =
+                        RegistryError::refused(node, why, holder.clone(), last_seen, || {
+                            layout.describe()
+                        });
+                    SnowflakeError::from(refused).report_warning();
                 }
                 self.state.refused();
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
@@ -408,12 +406,11 @@ pub fn refusal_error(refusing: Refusing, shared: &crate::shmem::Shared) -> Regis
     let node = shared.node.id;
     match refusing {
         Refusing::ClaimRefused => match shared.registry.refusal {
-            Some((node, why, last_seen)) => RegistryError::ClaimRefused {
-                node,
-                why,
-                holder: shared.registry.label(),
-                last_seen,
-            },
+            Some((node, why, last_seen)) => {
+                RegistryError::refused(node, why, shared.registry.label(), last_seen, || {
+                    gucs::layout().describe()
+                })
+            }
             None => RegistryError::NoFreeNodeId {
                 max: gucs::layout().max_node(),
             },
