@@ -180,7 +180,10 @@ impl Node {
                     // No IDs without a node id; whatever it is set to later resumes above
                     // everything here.
                     None => {
+                        // Every node id owes the file's reservation; the one it was made under
+                        // is also named, for a registry to record (`registry::used_before`).
                         let mut history = recorded.history;
+                        history.add(recorded.node, recorded.until);
                         history.add(None, recorded.until);
                         (history.until, history, None, None, None)
                     }

@@ -72,6 +72,11 @@ impl History {
     fn is_empty(&self) -> bool {
         self.count == 0 && !self.every_node
     }
+
+    /// The node ids named (a history that counts every node id may name some too).
+    pub fn named(&self) -> &[u32] {
+        &self.nodes[..usize::from(self.count)]
+    }
 }
 
 /// A durable reservation and what it was made for.

@@ -536,6 +536,80 @@ fn a_server_of_another_layout_is_refused_naming_both_layouts() {
     assert_eq!(layouts, 1);
 }
 
+/// Unix ms of an ID's time.
+fn ms_of(server: &Server, id: i64) -> i64 {
+    server.query_one(&format!(
+        "SELECT (extract(epoch FROM snowflake_timestamp({id}::bigint)) * 1000)::bigint"
+    ))
+}
+
+/// Issue 28, item 3. Joining a fleet that already makes IDs. Two servers made IDs without a
+/// registry under node ids 3 and 4, their clocks an hour ahead (so that their IDs lie ahead of
+/// every clock of the fleet: the case only a mark protects), then are given the registry with
+/// their node ids unset (assigned 1 and 2: node id 0 is taken). Their claims record 3 and 4 in
+/// the registry as retired at the end of their reservations, so a third server is assigned
+/// neither (5), and a server configured with 3 is refused. On 0.5.0 the third was assigned 3
+/// and stamped its IDs an hour below the old server's.
+#[test]
+fn node_ids_used_before_joining_are_never_handed_out_below_their_ids() {
+    let registry = registry();
+    let first = member("join0", &registry, None);
+    create_table(&first);
+    assert_eq!(claimed_node(&first), 0);
+    let mut last_ms = vec![];
+    let (mut joined, mut olds) = (vec![], vec![]);
+    for (name, node) in [("joinold3", 3), ("joinold4", 4)] {
+        let old = Server::start(name, Config::node(node).fake_clock("+1h"));
+        let ids = take_ids(&mut old.connect(), 1_000, 1_000);
+        last_ms.push((node, ms_of(&old, *ids.last().unwrap())));
+        old.set_clock("+0");
+        old.execute(&format!(
+            "ALTER SYSTEM SET pg_snowflake.registry = '{}'",
+            registry.conninfo("postgres")
+        ));
+        old.execute(&format!(
+            "ALTER SYSTEM SET pg_snowflake.registry_lease_ms = {LEASE_MS}"
+        ));
+        old.execute("ALTER SYSTEM SET pg_snowflake.max_clock_skew_ms = 2000");
+        old.execute("ALTER SYSTEM SET pg_snowflake.node_id = -1");
+        old.stop();
+        old.start_again();
+        joined.push(claimed_node(&old));
+        olds.push(old);
+    }
+    assert_eq!(joined, vec![1, 2], "assigned the lowest free ids");
+    for (node, last) in &last_ms {
+        let row: (String, i64) = {
+            let row = registry
+                .connect()
+                .query_one(
+                    "SELECT state, high_water_ms FROM snowflake_nodes WHERE node_id = $1",
+                    &[&(*node as i32)],
+                )
+                .unwrap_or_else(|e| panic!("no row for node id {node}: {e}"));
+            (row.get(0), row.get(1))
+        };
+        assert_eq!(row.0, "retired", "node id {node}");
+        assert!(
+            row.1 >= *last,
+            "node id {node}'s mark {} is below the IDs made under it ({last})",
+            row.1
+        );
+    }
+    let third = member("jointhird", &registry, None);
+    let node = claimed_node(&third);
+    assert!(
+        node != 3 && node != 4,
+        "the third server was given node id {node}, used before up to an hour ahead; the \
+         registry:\n{}",
+        snowflake_it::registry::registry_rows(&registry)
+    );
+    let configured = member("joinconfigured", &registry, Some(3));
+    wait_until(Duration::from_secs(15), "the claim of 3 refused", || {
+        refusing(&configured).as_deref() == Some("claim refused")
+    });
+}
+
 #[test]
 fn a_server_whose_id_was_taken_over_stops_at_its_next_heartbeat() {
     let registry = registry();

@@ -65,6 +65,10 @@ pub struct Me<'a> {
     pub recorded_node: Option<u32>,
     /// A token for a claim that needs a new one.
     pub new_token: u128,
+    /// The node ids this server made IDs under before (`registry::used_before`), up to
+    /// `used_until` (Unix ms): recorded before the claim.
+    pub used_before: Vec<u32>,
+    pub used_until: i64,
 }
 
 /// A claim the registry decided to grant (committed once [`claim`] returns it).
@@ -198,6 +202,7 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
             last_seen: i64::MIN,
         });
     }
+    record_used_before(conn, me)?;
     let mut fresh = false;
     if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
         let (mut row, mut holder) = read_row(conn, node)?;
@@ -280,6 +285,37 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
         }
     }
     Ok(Claimed::NoFreeId)
+}
+
+/// Records the node ids `me` made IDs under before (a server that made IDs without the
+/// registry, or under another id), each as a retired row whose mark is `me.used_until`: handed
+/// out again only once the registry's clock is past it, and above it. A retired row's mark is
+/// raised to it; a live row (another holder's, or this server's own earlier claim) is left as
+/// it is.
+fn record_used_before(conn: &Conn, me: &Me) -> Result<(), Failure> {
+    if me.used_until == i64::MIN {
+        return Ok(());
+    }
+    for &node in me.used_before.iter().filter(|&&node| node <= me.max_node) {
+        conn.query(
+            "INSERT INTO snowflake_nodes AS r (node_id, state, owner_token, generation, \
+             holder_label, system_identifier, layout, claimed_at, last_seen, lease_until, \
+             high_water_ms, retired_at) VALUES ($1, 'retired', $2, 0, $3, $4, $5, \
+             clock_timestamp(), clock_timestamp(), clock_timestamp(), $6, clock_timestamp()) \
+             ON CONFLICT (node_id) DO UPDATE SET \
+             high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms) \
+             WHERE r.state = 'retired'",
+            &[
+                text(node),
+                text(format!("{:032x}", 0u128)),
+                text(me.label),
+                text(me.system),
+                text(me.layout),
+                text(me.used_until),
+            ],
+        )?;
+    }
+    Ok(())
 }
 
 /// A holder's label and its last heartbeat (Unix ms, the registry's clock).
