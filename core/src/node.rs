@@ -286,11 +286,13 @@ impl Node {
     /// What this server asks the registry for: the id configured, or the one its state file
     /// pins (with the claim's identity), or any. A promoted standby told to take a fresh id
     /// (`fresh_on_promotion`, no node id configured) gives up its primary's. Also returns the
-    /// node id the state file recorded, with whose claim a token may be kept.
+    /// node id the state file recorded, with whose claim a token may be kept. `reserved`: the
+    /// generator's durable reservation.
     pub fn claimant(
         &self,
         configured: Option<u32>,
         fresh_on_promotion: bool,
+        reserved: i64,
     ) -> (Claimant, Option<u32>) {
         let inherited = self.claim.map(|_| self.id);
         let fresh = self.started_as_standby && fresh_on_promotion && configured.is_none();
@@ -303,6 +305,7 @@ impl Node {
         let claimant = Claimant {
             identity: self.claim.filter(|_| !fresh),
             wanted,
+            reserved,
         };
         (claimant, recorded)
     }

@@ -42,6 +42,9 @@ pub enum Wanted {
 pub struct Claimant {
     pub identity: Option<Identity>,
     pub wanted: Wanted,
+    /// The end of its durable reservation (Unix ms; `i64::MIN`: none): its own IDs reach
+    /// that far already.
+    pub reserved: i64,
 }
 
 /// Who holds a node id: the owner token and the generation of its claim.
@@ -147,9 +150,13 @@ pub struct Judged {
 }
 
 impl Judged {
-    /// The furthest a high-water mark may lead the registry's clock (Unix ms).
-    fn mark_limit(&self) -> i64 {
+    /// The furthest a high-water mark may lead the registry's clock (Unix ms), or, for the
+    /// holder's own restart, its own reservation (`own_reserved`): a mark that leads by its
+    /// own lead (crashes in quick succession each resume a lease past the last) is its own,
+    /// not a clock fault to refuse.
+    fn mark_limit(&self, own_reserved: i64) -> i64 {
         self.now
+            .max(own_reserved)
             .saturating_add(self.lease_ms)
             .saturating_add(self.margin_ms)
             .saturating_add(MARK_AHEAD_SLACK_MS)
@@ -182,7 +189,14 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Judged) ->
 fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool), Refusal> {
     let now = at.now;
     let next = row.holder.generation.saturating_add(1);
-    if row.high_water > at.mark_limit() {
+    let same_token = claimant
+        .identity
+        .is_some_and(|me| me.token == row.holder.token);
+    let own = claimant.identity.filter(|me| {
+        same_token && (me.generation == row.holder.generation || me.generation == next)
+    });
+    let own_reserved = own.map_or(i64::MIN, |_| claimant.reserved);
+    if row.high_water > at.mark_limit(own_reserved) {
         return Err(Refusal::MarkAhead {
             mark: row.high_water,
             now,
@@ -196,9 +210,6 @@ fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool)
             Err(Refusal::RetiredUntil { until })
         };
     }
-    let same_token = claimant
-        .identity
-        .is_some_and(|me| me.token == row.holder.token);
     if row.connected {
         return Err(if same_token {
             Refusal::CopyOfLiveHolder
@@ -213,11 +224,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool)
         // registry's commit (`node::Node::claimed`), which did not commit; or did, unseen (a
         // time-out), and then the row names it. Either way it claims the row's next
         // generation, so that intents that keep failing never run ahead of the row.
-        Some(me)
-            if same_token && (me.generation == row.holder.generation || me.generation == next) =>
-        {
-            Ok((row.high_water, next, false))
-        }
+        Some(_) if own.is_some() => Ok((row.high_water, next, false)),
         Some(_) if same_token => Err(Refusal::StaleCopy),
         // Another server's id, whose holder is gone: taken over once its lease has run out.
         _ if now >= row.lease_until => Ok((row.high_water, next, false)),

@@ -260,3 +260,34 @@ fn clean_restarts_with_a_fenced_registry_stamp_no_id_ahead_of_the_clock() {
     println!("IDs' lead after a kill -9 (ms): {crashed}");
     assert!(crashed < 32_000, "{crashed} ms ahead after one crash");
 }
+
+/// G5 with R7: fenced crashes in quick succession each resume a lease past the last mark (a
+/// crash releases nothing), so after three of them the mark leads the registry's clock by more
+/// than a lease, the clock margin and a minute: the bound past which a mark is refused as a
+/// clock fault (R7). The holder's own restart, whose reservation reaches that far already, is
+/// not refused: each of four crashes is followed by a claim within seconds. Before this, the
+/// fourth restart was refused ("high-water mark … ahead of the registry's clock") until the
+/// clock caught up.
+#[test]
+fn crashes_in_quick_succession_with_a_fenced_registry_never_refuse_the_server_its_node_id() {
+    let registry = registry_server("crashloopregistry");
+    let server = Server::start(
+        "crashloopmember",
+        member_config(&registry.conninfo("postgres"), Some(7))
+            .setting("pg_snowflake.registry_mode = 'fenced'")
+            .setting("pg_snowflake.registry_lease_ms = 30000"),
+    );
+    server.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&server), 7);
+    let mut leads = vec![lead_of_a_new_id(&server)];
+    for crash in 1..=4 {
+        server.crash();
+        server.start_again();
+        let node = claimed_within(&server, Duration::from_secs(20)).unwrap_or_else(|said| {
+            panic!("after crash {crash} (leads so far, ms: {leads:?}): {said}")
+        });
+        assert_eq!(node, 7);
+        leads.push(lead_of_a_new_id(&server));
+    }
+    println!("IDs' lead after each crash (ms): {leads:?}");
+}

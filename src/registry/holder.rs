@@ -222,7 +222,11 @@ impl Holder {
             return Ok(());
         }
         let configured = gucs::configured_node();
-        let (claimant, recorded) = state.node.claimant(configured, settings.fresh_on_promotion);
+        let (claimant, recorded) = state.node.claimant(
+            configured,
+            settings.fresh_on_promotion,
+            state.generator.reserved_until(),
+        );
         let inherited = state.node.claim.map(|_| state.node.id);
         let fresh = claimant.identity.is_none() && inherited.is_some();
         let fenced = settings.mode == RegistryMode::Fenced;

@@ -293,27 +293,29 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
     let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
     let node = Node::start(&found, ASSIGNED, false).node;
     assert_eq!(
-        node.claimant(None, false),
+        node.claimant(None, false, T0),
         (
             Claimant {
                 identity: Some(TOKEN),
-                wanted: Wanted::Pinned(2)
+                wanted: Wanted::Pinned(2),
+                reserved: T0,
             },
             Some(2)
         )
     );
     assert_eq!(
-        node.claimant(Some(7), false).0.wanted,
+        node.claimant(Some(7), false, T0).0.wanted,
         Wanted::Configured(7)
     );
     // A promoted standby told to take a fresh id gives up its primary's.
     let standby = Node::start(&found, ASSIGNED, true).node;
     assert_eq!(
-        standby.claimant(None, true),
+        standby.claimant(None, true, T0),
         (
             Claimant {
                 identity: None,
-                wanted: Wanted::Any
+                wanted: Wanted::Any,
+                reserved: T0,
             },
             None
         )

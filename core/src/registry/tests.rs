@@ -28,7 +28,11 @@ fn row(holder: Identity) -> Row {
 }
 
 fn claimant(identity: Option<Identity>, wanted: Wanted) -> Claimant {
-    Claimant { identity, wanted }
+    Claimant {
+        identity,
+        wanted,
+        reserved: i64::MIN,
+    }
 }
 
 /// This server's token at `generation`, configured with id 7.
@@ -241,6 +245,48 @@ fn a_mark_far_ahead_of_the_registrys_clock_is_refused_as_a_clock_fault() {
         decide(&configured, 7, Some(&fenced), &AT),
         take(fenced.high_water, OTHER.generation + 1, false)
     );
+}
+
+/// Fenced crashes in quick succession each resume a lease past the last mark: the holder's own
+/// restart takes a mark that leads by its own lead (its reservation reaches that far already),
+/// where a copy whose reservation is older, or another server, is refused it.
+#[test]
+fn a_mark_ahead_by_the_holders_own_lead_is_its_own_restarts() {
+    let lead = 5 * 60_000;
+    let ahead = Row {
+        lease_until: NOW - 1,
+        high_water: NOW + lead + AT.lease_ms,
+        ..row(MINE)
+    };
+    let restart = Claimant {
+        reserved: NOW + lead,
+        ..mine_at(MINE.generation)
+    };
+    assert_eq!(
+        decide(&restart, 7, Some(&ahead), &AT),
+        take(ahead.high_water, MINE.generation + 1, false)
+    );
+    let refusal = Refusal::MarkAhead {
+        mark: ahead.high_water,
+        now: NOW,
+    };
+    for other in [
+        // An older copy of it: its reservation is an hour old.
+        Claimant {
+            reserved: NOW - 3_600_000,
+            ..mine_at(MINE.generation)
+        },
+        // Another server, however far its own reservation reaches.
+        Claimant {
+            reserved: NOW + lead,
+            ..claimant(Some(OTHER), Wanted::Configured(7))
+        },
+    ] {
+        assert_eq!(
+            decide(&other, 7, Some(&ahead), &AT),
+            Decision::Refuse { node: 7, refusal }
+        );
+    }
 }
 
 #[test]

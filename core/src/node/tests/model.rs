@@ -509,7 +509,9 @@ impl Fleet {
         if !m.node.may_claim() {
             return;
         }
-        let (claimant, recorded) = m.node.claimant(m.settings.configured, false);
+        let (claimant, recorded) =
+            m.node
+                .claimant(m.settings.configured, false, m.generator.reserved_until());
         let at = Judged {
             now,
             margin_ms: MARGIN,
