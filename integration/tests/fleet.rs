@@ -330,7 +330,7 @@ fn registry_outage(
     let db = assert_error(
         &err,
         "08006",
-        "could not connect in the pg_snowflake registry: …",
+        "could not connect to the pg_snowflake registry: …",
         None,
         None,
     );

@@ -31,7 +31,8 @@ pub enum RegistryError {
     NoFreeNodeId { max: u32 },
     /// WARNING from the renewer: the registry cannot be reached (at most one in a while).
     Unreachable { cause: String, not_logged: u64 },
-    /// A SQL function's exchange with the registry failed.
+    /// A SQL function's exchange with the registry failed: "could not `action`" (which names
+    /// the registry).
     Failed { action: &'static str, cause: String },
     /// A registry function on a server without `pg_snowflake.registry`.
     NotConfigured,
@@ -264,7 +265,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
         ),
         Failed { action, cause } => message(
             ERRCODE_CONNECTION_FAILURE,
-            format!("could not {action} in the pg_snowflake registry: {}", quoted_cause(cause)),
+            format!("could not {action}: {}", quoted_cause(cause)),
             None,
             "Check pg_snowflake.registry, that the registry's server is up, and that its user \
              may use the table snowflake_nodes (snowflake_registry_create() makes it).",

@@ -325,7 +325,7 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             not_logged: 3,
         },
         RegistryError::Failed {
-            action: "list the node ids",
+            action: "list the node ids of the pg_snowflake registry",
             cause: "permission denied".into(),
         },
         RegistryError::NotConfigured,

@@ -379,7 +379,7 @@ pub fn release_on_exit() {
             Ok(false) => {}
             // The mark stays a lease ahead: the next claim resumes there, as after a crash.
             Err(failure) => SnowflakeError::from(RegistryError::Failed {
-                action: "release the claim",
+                action: "release the claim in the pg_snowflake registry",
                 cause: failure.message,
             })
             .report_log(),
@@ -399,7 +399,7 @@ fn retire_inherited(conn: &Conn, node: u32) -> bool {
         Ok(Err(NotRetired::Connected { holder })) => RegistryError::RetireLive { node, holder },
         Ok(Err(NotRetired::NoLiveRow)) => return false,
         Err(failure) => RegistryError::Failed {
-            action: "retire the primary's node id",
+            action: "retire the primary's node id in the pg_snowflake registry",
             cause: failure.message,
         },
     };

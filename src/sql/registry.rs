@@ -14,7 +14,8 @@ use pgrx::prelude::*;
 /// A connection to the registry, or the error that says why not.
 fn connect() -> Result<Conn, SnowflakeError> {
     let conninfo = gucs::registry().ok_or(RegistryError::NotConfigured)?;
-    Conn::connect(&conninfo, client::TIMEOUT_MS).map_err(|e| failed("connect", e))
+    Conn::connect(&conninfo, client::TIMEOUT_MS)
+        .map_err(|e| failed("connect to the pg_snowflake registry", e))
 }
 
 fn failed(action: &'static str, failure: Failure) -> SnowflakeError {
@@ -30,7 +31,12 @@ fn failed(action: &'static str, failure: Failure) -> SnowflakeError {
 fn snowflake_registry_create() {
     let conn = connect().or_report();
     conn.query(client::CREATE, &[])
-        .map_err(|e| failed("create the table snowflake_nodes", e))
+        .map_err(|e| {
+            failed(
+                "create the table snowflake_nodes in the pg_snowflake registry",
+                e,
+            )
+        })
         .or_report();
 }
 
@@ -59,7 +65,7 @@ fn snowflake_registry() -> TableIterator<
     let conn = connect().or_report();
     let margin = gucs::registry_settings().max_clock_skew_ms;
     let rows = client::list(&conn, margin)
-        .map_err(|e| failed("list the node ids", e))
+        .map_err(|e| failed("list the node ids of the pg_snowflake registry", e))
         .or_report();
     let mine = shmem::get()
         .ok()
@@ -114,7 +120,7 @@ fn snowflake_registry_retire(node_id: i32) -> Option<TimestampWithTimeZone> {
         .or_report();
     let conn = connect().or_report();
     let retired = client::retire(&conn, node)
-        .map_err(|e| failed("retire the node id", e))
+        .map_err(|e| failed("retire the node id in the pg_snowflake registry", e))
         .or_report();
     let refused = match retired {
         Ok(high_water) => return high_water.and_then(timestamptz_checked),
