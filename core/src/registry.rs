@@ -375,6 +375,50 @@ pub fn keepalives(lease_ms: i64) -> Keepalives {
     }
 }
 
+/// One host of a registry's connection string, as the keywords that restrict a connection to
+/// it (`None`: not given).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Host {
+    pub host: Option<String>,
+    pub hostaddr: Option<String>,
+    pub port: Option<String>,
+}
+
+/// The hosts of a connection string whose `host`, `hostaddr` and `port` are these (libpq's
+/// comma-separated lists: a registry primary and its standbys), one at a time, or `None` for
+/// a string of one host (or of lists libpq would refuse: it says why). A holder tries them in
+/// turn, each within its share of the exchange's deadline: libpq's own walk through the list
+/// waits on the first host for the whole deadline when that host hangs (powered off, cut off,
+/// frozen), and would never reach a standby promoted meanwhile.
+pub fn hosts(host: Option<&str>, hostaddr: Option<&str>, port: Option<&str>) -> Option<Vec<Host>> {
+    let list = |value: Option<&str>| -> Vec<String> {
+        value
+            .filter(|v| !v.is_empty())
+            .map(|v| v.split(',').map(|part| part.trim().to_string()).collect())
+            .unwrap_or_default()
+    };
+    let (hosts, addrs, ports) = (list(host), list(hostaddr), list(port));
+    let n = hosts.len().max(addrs.len());
+    let fits = |items: &[String]| items.is_empty() || items.len() == n;
+    if n < 2 || !fits(&hosts) || !fits(&addrs) || !(fits(&ports) || ports.len() == 1) {
+        return None;
+    }
+    let nth = |items: &[String], i: usize| match items.len() {
+        0 => None,
+        1 => Some(items[0].clone()),
+        _ => Some(items[i].clone()),
+    };
+    Some(
+        (0..n)
+            .map(|i| Host {
+                host: nth(&hosts, i),
+                hostaddr: nth(&addrs, i),
+                port: nth(&ports, i),
+            })
+            .collect(),
+    )
+}
+
 /// How often the holder renews a lease of `lease_ms`: three times per lease, so two heartbeats
 /// in a row may fail before it runs out.
 pub fn heartbeat_interval_ms(lease_ms: i64) -> i64 {

@@ -30,6 +30,9 @@ const UNREACHABLE_LOG_INTERVAL_MS: i64 = 10_000;
 pub struct Holder {
     conninfo: String,
     conn: Option<Conn>,
+    /// Of a registry named with its standbys, the host last reached: the next connection tries
+    /// it first.
+    host: usize,
     state: HolderState,
     /// The clock is off by more than the limit (the offset).
     skewed: Option<i64>,
@@ -56,6 +59,7 @@ impl Holder {
         Holder {
             conninfo,
             conn: None,
+            host: 0,
             state: resumed.map_or_else(HolderState::new, HolderState::resumed),
             skewed: None,
             next_contact: i64::MIN,
@@ -127,7 +131,8 @@ impl Holder {
                 // An exchange may take a third of the lease: a registry that hangs (stopped,
                 // not down) is given up in time to renew the lease on the next try.
                 let timeout = (settings.lease_ms / 3).clamp(500, client::TIMEOUT_MS);
-                let conn = Conn::connect(&self.conninfo, timeout)?;
+                let (conn, host) = Conn::connect_from(&self.conninfo, timeout, self.host)?;
+                self.host = host;
                 client::keep_alive(&conn, settings.lease_ms)?;
                 conn
             }

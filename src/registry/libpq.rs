@@ -6,6 +6,7 @@
 
 use pgrx::pg_sys;
 use snowflake_core::clock::{Clock, SystemClock};
+use snowflake_core::registry::{self, Host};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 #[allow(non_camel_case_types)]
@@ -58,6 +59,55 @@ unsafe extern "C" {
     fn PQgetvalue(res: *const PGresult, row: c_int, column: c_int) -> *const c_char;
     fn PQgetisnull(res: *const PGresult, row: c_int, column: c_int) -> c_int;
     fn PQclear(res: *mut PGresult);
+    fn PQconninfoParse(conninfo: *const c_char, errmsg: *mut *mut c_char) -> *mut ConninfoOption;
+    fn PQconninfoFree(options: *mut ConninfoOption);
+    fn PQfreemem(ptr: *mut c_void);
+}
+
+/// libpq's `PQconninfoOption`.
+#[repr(C)]
+struct ConninfoOption {
+    keyword: *const c_char,
+    envvar: *const c_char,
+    compiled: *const c_char,
+    val: *const c_char,
+    label: *const c_char,
+    dispchar: *const c_char,
+    dispsize: c_int,
+}
+
+/// The hosts `conninfo` names, one at a time (`registry::hosts`), or `None` for one host (or a
+/// string libpq cannot parse: its connection says why).
+fn hosts_of(conninfo: &CStr) -> Option<Vec<Host>> {
+    let mut errmsg: *mut c_char = std::ptr::null_mut();
+    // SAFETY: a NUL-terminated string; the options and the message are freed below, once.
+    let options = unsafe { PQconninfoParse(conninfo.as_ptr(), &mut errmsg) };
+    if !errmsg.is_null() {
+        unsafe { PQfreemem(errmsg.cast()) };
+    }
+    if options.is_null() {
+        return None;
+    }
+    let (mut host, mut hostaddr, mut port) = (None, None, None);
+    let mut option = options;
+    // SAFETY: an array ended by an option whose keyword is NULL; values copied before the free.
+    unsafe {
+        while !(*option).keyword.is_null() {
+            let value = || {
+                let val = (*option).val;
+                (!val.is_null()).then(|| CStr::from_ptr(val).to_string_lossy().into_owned())
+            };
+            match CStr::from_ptr((*option).keyword).to_bytes() {
+                b"host" => host = value(),
+                b"hostaddr" => hostaddr = value(),
+                b"port" => port = value(),
+                _ => {}
+            }
+            option = option.add(1);
+        }
+        PQconninfoFree(options);
+    }
+    registry::hosts(host.as_deref(), hostaddr.as_deref(), port.as_deref())
 }
 
 /// What went wrong talking to the registry: libpq's message, and the SQLSTATE when the
@@ -104,15 +154,74 @@ impl Conn {
     /// Connects with the connection string `conninfo`, within `timeout_ms`, which each query
     /// is then given too.
     pub fn connect(conninfo: &str, timeout_ms: i64) -> Result<Conn, Failure> {
+        Conn::connect_from(conninfo, timeout_ms, 0).map(|(conn, _)| conn)
+    }
+
+    /// [`Conn::connect`] to a string that names several hosts (a registry and its standbys),
+    /// one host at a time from the `first`th, each within its share of the time left; returns
+    /// the connection and which host it reached, for the next connection to start there.
+    pub fn connect_from(
+        conninfo: &str,
+        timeout_ms: i64,
+        first: usize,
+    ) -> Result<(Conn, usize), Failure> {
         let deadline = SystemClock.monotonic() + timeout_ms;
         let conninfo = CString::new(conninfo)
             .map_err(|_| Failure::new("the connection string contains a NUL byte"))?;
+        let Some(hosts) = hosts_of(&conninfo) else {
+            return Conn::start(&conninfo, None, deadline, timeout_ms).map(|conn| (conn, 0));
+        };
+        let mut failures = vec![];
+        for tried in 0..hosts.len() {
+            let i = (first + tried) % hosts.len();
+            let left = deadline - SystemClock.monotonic();
+            let share = SystemClock.monotonic() + left / (hosts.len() - tried) as i64;
+            match Conn::start(&conninfo, Some(&hosts[i]), share, timeout_ms) {
+                Ok(conn) => return Ok((conn, i)),
+                Err(failure) => failures.push(failure.message),
+            }
+        }
+        Err(Failure::new(failures.join("; ")))
+    }
+
+    /// Connects with `conninfo`, restricted to `host` if given, by `deadline`.
+    fn start(
+        conninfo: &CStr,
+        host: Option<&Host>,
+        deadline: i64,
+        timeout_ms: i64,
+    ) -> Result<Conn, Failure> {
         let mut keywords: Vec<*const c_char> = DEFAULTS.iter().map(|(k, _)| k.as_ptr()).collect();
         let mut values: Vec<*const c_char> = DEFAULTS.iter().map(|(_, v)| v.as_ptr()).collect();
-        keywords.extend([c"dbname".as_ptr(), std::ptr::null()]);
-        values.extend([conninfo.as_ptr(), std::ptr::null()]);
+        keywords.push(c"dbname".as_ptr());
+        values.push(conninfo.as_ptr());
+        // After dbname, so that they override the lists of the expanded string.
+        let restricted: Vec<(&CStr, CString)> = host
+            .map(|host| {
+                [
+                    (c"host", &host.host),
+                    (c"hostaddr", &host.hostaddr),
+                    (c"port", &host.port),
+                ]
+                .into_iter()
+                .filter_map(|(key, value)| {
+                    value
+                        .as_deref()
+                        .and_then(|v| CString::new(v).ok())
+                        .map(|v| (key, v))
+                })
+                .collect()
+            })
+            .unwrap_or_default();
+        for (key, value) in &restricted {
+            keywords.push(key.as_ptr());
+            values.push(value.as_ptr());
+        }
+        keywords.push(std::ptr::null());
+        values.push(std::ptr::null());
         // SAFETY: NULL-terminated arrays of NUL-terminated strings that outlive the call; with
-        // expand_dbname, a connection string in dbname overrides the earlier settings.
+        // expand_dbname, a connection string in dbname overrides the earlier settings, and the
+        // later ones override it.
         let conn = unsafe { PQconnectStartParams(keywords.as_ptr(), values.as_ptr(), 1) };
         if conn.is_null() {
             return Err(Failure::new("out of memory"));

@@ -290,6 +290,43 @@ fn a_mark_ahead_by_the_holders_own_lead_is_its_own_restarts() {
 }
 
 #[test]
+fn a_registry_named_with_its_standbys_is_tried_one_host_at_a_time() {
+    let h = |host: &str, port: &str| Host {
+        host: Some(host.into()),
+        hostaddr: None,
+        port: Some(port.into()),
+    };
+    assert_eq!(
+        hosts(Some("db1,db2"), None, Some("5432,5433")),
+        Some(vec![h("db1", "5432"), h("db2", "5433")])
+    );
+    // One port for every host.
+    assert_eq!(
+        hosts(Some("db1,db2"), None, Some("5432")),
+        Some(vec![h("db1", "5432"), h("db2", "5432")])
+    );
+    assert_eq!(
+        hosts(None, Some("10.0.0.1,10.0.0.2"), None),
+        Some(vec![
+            Host {
+                host: None,
+                hostaddr: Some("10.0.0.1".into()),
+                port: None
+            },
+            Host {
+                host: None,
+                hostaddr: Some("10.0.0.2".into()),
+                port: None
+            },
+        ])
+    );
+    // One host, none, or lists libpq refuses: libpq's own connection.
+    assert_eq!(hosts(Some("db1"), None, Some("5432")), None);
+    assert_eq!(hosts(None, None, None), None);
+    assert_eq!(hosts(Some("db1,db2"), None, Some("1,2,3")), None);
+}
+
+#[test]
 fn a_heartbeat_is_judged_by_the_row_not_by_the_lock() {
     assert_eq!(beat(true, true), Beat::Renewed { locked: true });
     assert_eq!(beat(true, false), Beat::Renewed { locked: false });
