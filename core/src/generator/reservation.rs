@@ -43,7 +43,10 @@
 //! after a pause longer than half of it would wait for a write. So for `KEEP_AHEAD_MS` after
 //! the last call, and after the server starts, the renewer also asks itself
 //! ([`Generator::keep_ahead`], each turn of its loop): the reservation stays ahead of the clock
-//! as if calls went on, and only a call after a longer idle time waits for one write.
+//! as if calls went on, and only a call after a longer idle time waits for one write. That
+//! wait is the price of writing nothing while idle: such a call's time is past every
+//! reservation, and it may neither be issued uncovered nor take covered time from the past
+//! (docs/SAFETY.md, *The first call after a quiet minute*; `tests/model.rs` checks all three).
 //!
 //! A slow disk: the next renewal starts when half of the reservation is left, so it must be
 //! written within that half, or calls wait for it. Each renewal reports how long it took, and

@@ -344,3 +344,110 @@ fn the_fast_path_answers_the_common_case_and_declines_the_rest() {
     assert_eq!(g.next_one(&tiny, NODE, T0, &LIMITS), None);
     assert_eq!(g, before);
 }
+
+/// One step of the idle model below: calls close together, or a quiet spell of any length.
+#[derive(Clone, Debug)]
+enum Traffic {
+    /// A call `jump` ms after the previous step.
+    Call { jump: i64 },
+    /// No call for `ms`; the renewer turns as it does.
+    Quiet { ms: i64 },
+}
+
+fn traffic() -> impl Strategy<Value = Traffic> {
+    prop_oneof![
+        6 => (0i64..50).prop_map(|jump| Traffic::Call { jump }),
+        1 => prop_oneof![
+            0i64..KEEP_AHEAD_MS,
+            KEEP_AHEAD_MS..3 * KEEP_AHEAD_MS,
+            (2 * 60_000i64)..(2 * HOUR),
+        ]
+        .prop_map(|ms| Traffic::Quiet { ms }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The first call after a quiet spell (SAFETY.md, *The first call after a quiet minute*):
+    /// the three promises that together make it wait for one write, checked together under
+    /// any mix of calls and quiet spells, with the renewer turning between calls as it does
+    /// (`keep_ahead`, then the renewal it makes due, written to disk before it is reported):
+    /// 1. every ID is covered by a reservation on disk (`unix_ms < on_disk`);
+    /// 2. no ID is stamped before the call that made it (the clock only moves forward here):
+    ///    a call never borrows covered time from the past, so `snowflake_from_timestamp(now())`
+    ///    stays the smallest ID any server can issue from now on;
+    /// 3. nothing is written while quiet (no renewal due more than `KEEP_AHEAD_MS` after the
+    ///    last call), and no reservation reaches past the last call by more than
+    ///    `KEEP_AHEAD_MS` and the reservation (plus the borrowing limit).
+    /// So a call whose time is past the last reservation waits for one write: asserted too.
+    #[test]
+    fn after_any_quiet_spell_ids_are_covered_on_disk_never_stamped_early_and_nothing_is_written_while_quiet(
+        steps in proptest::collection::vec(traffic(), 1..60)
+    ) {
+        let mut g = Generator::new();
+        let (mut now, mut previous) = (T0, -1i64);
+        let mut on_disk = i64::MIN;
+        let mut last_call: Option<i64> = None;
+        // The renewer's write: to disk, then reported.
+        let write = |g: &mut Generator, on_disk: &mut i64| {
+            if let Some(until) = g.claim_renewal(true) {
+                *on_disk = (*on_disk).max(until);
+                g.renewal_done(until, 0);
+            }
+        };
+        let bound = |last_call: Option<i64>| {
+            last_call.map_or(i64::MIN, |at| {
+                at + KEEP_AHEAD_MS + LIMITS.reservation_ms + LIMITS.max_borrow_ms + L.unit_ms
+            })
+        };
+        for step in steps {
+            match step {
+                Traffic::Quiet { ms } => {
+                    // The renewer turns every 250 ms (at most every second in the extension);
+                    // sampled once a minute once the keep-ahead minute is long over.
+                    let end = now + ms;
+                    while now < end {
+                        let quiet_for = last_call.map_or(i64::MAX, |at| now - at);
+                        now = (now + if quiet_for < 2 * KEEP_AHEAD_MS { 250 } else { 60_000 })
+                            .min(end);
+                        let due = g.keep_ahead(&L, &LIMITS, &mut Clocks::at(now), i64::MIN);
+                        if last_call.is_none_or(|at| now - at > KEEP_AHEAD_MS + L.unit_ms) {
+                            prop_assert!(!due, "a renewal due {} ms after the last call", quiet_for);
+                            prop_assert_eq!(g.claim_renewal(true), None);
+                        }
+                        write(&mut g, &mut on_disk);
+                        prop_assert!(on_disk <= bound(last_call).max(T0));
+                    }
+                }
+                Traffic::Call { jump } => {
+                    now += jump;
+                    let uncovered = now >= g.reserved_until();
+                    let mut waited = false;
+                    let id = loop {
+                        match g.allocate(&L, NODE, &mut Clocks::at(now), &LIMITS, 1).unwrap() {
+                            Allocation::Run { run, wake_renewer, .. } => {
+                                prop_assert!(waited || !uncovered, "a call past the reservation did not wait");
+                                if wake_renewer {
+                                    write(&mut g, &mut on_disk);
+                                }
+                                break run.ids(L, NODE).next().unwrap();
+                            }
+                            Allocation::AwaitReservation { .. } => {
+                                waited = true;
+                                write(&mut g, &mut on_disk);
+                            }
+                            Allocation::Wait { ms } => now += ms,
+                        }
+                    };
+                    prop_assert!(id > previous);
+                    prop_assert!(unix_ms(id) < on_disk, "not covered on disk");
+                    prop_assert!(unix_ms(id) >= now, "stamped {} ms early", now - unix_ms(id));
+                    previous = id;
+                    last_call = Some(now);
+                    prop_assert!(on_disk <= bound(last_call));
+                }
+            }
+        }
+    }
+}
