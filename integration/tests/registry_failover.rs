@@ -535,17 +535,15 @@ impl Drop for Frozen<'_> {
     }
 }
 
-/// BUG, failing on main (825bcc7): a registry primary that stops answering (frozen by
-/// SIGSTOP here; a host powered off or cut off by the network does the same: no reset, no
-/// refusal) is never failed over from. Its standby is promoted, but every member's connection
-/// attempt spends its whole deadline (a third of the lease, `Conn::connect` in
-/// src/registry/libpq.rs) waiting on the first host of its multi-host string, and libpq's
-/// `connect_timeout`, which would move on to the next host, is not applied to a connection
-/// made with `PQconnectPoll`: the members log `could not reach the pg_snowflake registry:
-/// "timed out"` at every heartbeat and refuse IDs (`lease expired`) until the old primary
-/// answers again. Expected: each member renews its lease on the new primary, under the same
-/// node id and generation, within two leases of the promotion. Left failing (not ignored:
-/// `./dev test` fails an ignored test no stage runs) for the fix in src/registry/ to turn.
+/// A registry primary that stops answering (frozen by SIGSTOP here; a host powered off or cut
+/// off by the network does the same: no reset, no refusal) is failed over from: each member
+/// renews its lease on the promoted standby, under the same node id and generation, within two
+/// leases of the promotion. Failed on 825bcc7: every member's connection attempt spent its
+/// whole deadline (a third of the lease) waiting on the first host of its multi-host string
+/// (libpq's `connect_timeout`, which would move on, does not apply to `PQconnectPoll`), so the
+/// members logged `could not reach the pg_snowflake registry: "timed out"` at every heartbeat
+/// and refused IDs until the old primary answered again. Now each host is tried in turn within
+/// its share of the deadline (`Conn::connect_from`).
 #[test]
 fn members_reach_the_promoted_standby_when_the_registry_primary_stops_answering() {
     let primary = Server::start("rffprimary", Config::default());
