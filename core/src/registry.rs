@@ -22,8 +22,6 @@
 //! the registry recorded (written there before it is used), so the mark bounds every ID the old
 //! holder made, even one still running and cut off from the registry.
 
-use crate::state_file::History;
-
 /// What a server wants to claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wanted {
@@ -92,20 +90,19 @@ pub enum Refusal {
     OtherLayout,
 }
 
-/// The node ids a claimant's history names (IDs were made under them here, up to
-/// `history.until`; before it joined the registry, or before its node id changed) that the
+/// Of the node ids a claimant's history names (`named`: IDs were made under them here, up to
+/// the history's end; before it joined the registry, or before its node id changed), those the
 /// registry must record before its claim, so that no other server is handed one of them below
 /// those IDs: every one but the id it claims by name (`wanted`), whose row the claim writes.
-/// The registry records each as retired at `history.until`: handed out again only once its
+/// The registry records each as retired at the history's end: handed out again only once its
 /// clock is past that, and above it. A history that counts every node id (a 0.3.0 file, or one
 /// that named more than it holds) can only give the ids it names.
-pub fn used_before(history: &History, wanted: Wanted) -> Vec<u32> {
+pub fn used_before(named: &[u32], wanted: Wanted) -> Vec<u32> {
     let claimed = match wanted {
         Wanted::Configured(node) | Wanted::Pinned(node) => Some(node),
         Wanted::Any => None,
     };
-    history
-        .named()
+    named
         .iter()
         .copied()
         .filter(|&node| Some(node) != claimed)

@@ -249,7 +249,7 @@ impl Holder {
             margin_ms: settings.max_clock_skew_ms,
             recorded_node: recorded,
             new_token: new_token(),
-            used_before: registry::used_before(&state.node.history, claimant.wanted),
+            used_before: registry::used_before(state.node.history.named(), claimant.wanted),
             used_until: state.node.history.until,
         };
         // The writer's role, for the intent: while a renewal is being written, next turn.

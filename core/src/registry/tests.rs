@@ -327,6 +327,14 @@ fn a_registry_named_with_its_standbys_is_tried_one_host_at_a_time() {
 }
 
 #[test]
+fn the_node_ids_used_before_are_recorded_all_but_the_one_claimed_by_name() {
+    assert_eq!(used_before(&[3, 4], Wanted::Any), vec![3, 4]);
+    assert_eq!(used_before(&[3, 4], Wanted::Configured(3)), vec![4]);
+    assert_eq!(used_before(&[3, 4], Wanted::Pinned(4)), vec![3]);
+    assert_eq!(used_before(&[], Wanted::Any), Vec::<u32>::new());
+}
+
+#[test]
 fn a_heartbeat_is_judged_by_the_row_not_by_the_lock() {
     assert_eq!(beat(true, true), Beat::Renewed { locked: true });
     assert_eq!(beat(true, false), Beat::Renewed { locked: false });
