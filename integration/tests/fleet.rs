@@ -584,7 +584,7 @@ fn node_ids_used_before_joining_are_never_handed_out_below_their_ids() {
                 .connect()
                 .query_one(
                     "SELECT state, high_water_ms FROM snowflake_nodes WHERE node_id = $1",
-                    &[&(*node as i32)],
+                    &[node],
                 )
                 .unwrap_or_else(|e| panic!("no row for node id {node}: {e}"));
             (row.get(0), row.get(1))
