@@ -326,6 +326,34 @@ impl Server {
     }
 
     /// SIGKILL to the postmaster and every process of the server at once.
+    /// The postmaster's pid (read as the postgres user: the data directory is its own).
+    fn postmaster_pid(&self) -> String {
+        let pidfile =
+            self.output_as_postgres(&format!("head -n 1 {}", self.data_file("postmaster.pid")));
+        pidfile.trim().to_string()
+    }
+
+    /// Sends `signal` (e.g. "STOP", "CONT") to the postmaster and every process it started.
+    pub fn signal_all(&self, signal: &str) {
+        let pid = self.postmaster_pid();
+        self.as_postgres(&format!(
+            "kill -{signal} {pid}; pkill -{signal} -P {pid} || true"
+        ));
+    }
+
+    /// The pids of the server's renewer (a background worker without a database connection
+    /// is not in pg_stat_activity): the postmaster's children titled "pg_snowflake renewer".
+    pub fn renewer_pids(&self) -> Vec<u32> {
+        let out = Command::new("pgrep")
+            .args(["-P", &self.postmaster_pid(), "-f", "pg_snowflake renewer"])
+            .output()
+            .expect("pgrep runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|pid| pid.parse().expect("a pid"))
+            .collect()
+    }
+
     pub fn crash(&self) {
         pgserver(&["crash", &self.dir]);
     }

@@ -267,16 +267,6 @@ fn a_clock_an_hour_ahead_of_the_registrys_is_refused_until_it_is_back() {
     assert_eq!(node_of(&ahead, id), 2);
 }
 
-/// Sends `signal` to the postmaster of `server` and every process it started.
-fn signal_all(server: &Server, signal: &str) {
-    let postmaster =
-        server.output_as_postgres(&format!("head -1 {}", server.data_file("postmaster.pid")));
-    let pid = postmaster.trim();
-    server.as_postgres(&format!(
-        "kill -{signal} {pid}; pkill -{signal} -P {pid} || true"
-    ));
-}
-
 /// With the registry unreachable (`cut` makes it so, `restore` undoes it): the fenced server
 /// issues until its lease runs out and then refuses, the available one goes on; both issue
 /// again once the registry is back. Prints the figures.
@@ -378,8 +368,8 @@ fn an_unreachable_registry_fences_one_mode_and_not_the_other() {
         &fenced,
         &available,
         "SIGSTOPped",
-        |r| signal_all(r, "STOP"),
-        |r| signal_all(r, "CONT"),
+        |r| r.signal_all("STOP"),
+        |r| r.signal_all("CONT"),
     );
     // Down: connections are refused.
     registry_outage(
@@ -392,28 +382,13 @@ fn an_unreachable_registry_fences_one_mode_and_not_the_other() {
     );
 }
 
-/// The server's renewer (a background worker: the postmaster's child titled "pg_snowflake
-/// renewer"), if one runs.
-fn renewer_pid(server: &Server) -> Option<u32> {
-    let pidfile =
-        server.output_as_postgres(&format!("head -n 1 {}", server.data_file("postmaster.pid")));
-    let out = std::process::Command::new("pgrep")
-        .args(["-P", pidfile.trim(), "-f", "pg_snowflake renewer"])
-        .output()
-        .expect("pgrep runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .map(|pid| pid.parse().expect("a pid"))
-}
-
 /// Ends the server's renewer (SIGTERM, as `pg_terminate_backend` would) and waits for the one
 /// the postmaster starts a second later.
 fn restart_renewer(server: &Server) {
-    let old = renewer_pid(server).expect("a renewer runs");
+    let old = *server.renewer_pids().first().expect("a renewer runs");
     server.as_postgres(&format!("kill -TERM {old}"));
     wait_until(Duration::from_secs(15), "a new renewer", || {
-        renewer_pid(server).is_some_and(|pid| pid != old)
+        server.renewer_pids().first().is_some_and(|&pid| pid != old)
     });
 }
 

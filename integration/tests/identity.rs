@@ -197,6 +197,20 @@ fn a_restart_between_a_claim_and_its_pin_does_not_refuse_the_server_for_good() {
     assert!(after > first, "{after} <= {first}, the ID it made before");
 }
 
+/// A member configured with node id 7 in fenced mode with the shipped lease (30 s), once it
+/// has claimed it (the registry's table made).
+fn fenced_member_of_7(name: &str, registry: &Server) -> Server {
+    let server = Server::start(
+        name,
+        member_config(&registry.conninfo("postgres"), Some(7))
+            .setting("pg_snowflake.registry_mode = 'fenced'")
+            .setting("pg_snowflake.registry_lease_ms = 30000"),
+    );
+    server.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&server), 7);
+    server
+}
+
 /// How far an ID made now is stamped ahead of the server's clock (ms).
 fn lead_of_a_new_id(server: &Server) -> i64 {
     server.query_one(
@@ -217,14 +231,7 @@ fn lead_of_a_new_id(server: &Server) -> i64 {
 #[test]
 fn clean_restarts_with_a_fenced_registry_stamp_no_id_ahead_of_the_clock() {
     let registry = registry_server("g5registry");
-    let server = Server::start(
-        "g5member",
-        member_config(&registry.conninfo("postgres"), Some(7))
-            .setting("pg_snowflake.registry_mode = 'fenced'")
-            .setting("pg_snowflake.registry_lease_ms = 30000"),
-    );
-    server.execute("SELECT snowflake_registry_create()");
-    assert_eq!(claimed_node(&server), 7);
+    let server = fenced_member_of_7("g5member", &registry);
     let mut leads = vec![lead_of_a_new_id(&server)];
     for _ in 0..3 {
         server.stop();
@@ -271,14 +278,7 @@ fn clean_restarts_with_a_fenced_registry_stamp_no_id_ahead_of_the_clock() {
 #[test]
 fn crashes_in_quick_succession_with_a_fenced_registry_never_refuse_the_server_its_node_id() {
     let registry = registry_server("crashloopregistry");
-    let server = Server::start(
-        "crashloopmember",
-        member_config(&registry.conninfo("postgres"), Some(7))
-            .setting("pg_snowflake.registry_mode = 'fenced'")
-            .setting("pg_snowflake.registry_lease_ms = 30000"),
-    );
-    server.execute("SELECT snowflake_registry_create()");
-    assert_eq!(claimed_node(&server), 7);
+    let server = fenced_member_of_7("crashloopmember", &registry);
     let mut leads = vec![lead_of_a_new_id(&server)];
     for crash in 1..=4 {
         server.crash();

@@ -8,23 +8,6 @@ use std::time::{Duration, Instant};
 const LOGGED: &str = "the pg_snowflake renewer is not running: backends write the generator's \
                       reservations themselves";
 
-/// The server's renewer processes (a worker with no database connection is not in
-/// pg_stat_activity): the postmaster's children titled "pg_snowflake renewer". The data
-/// directory is the postgres user's, which the test's user may not be: read it as postgres.
-fn renewer_pids(server: &Server) -> Vec<u32> {
-    let pidfile =
-        server.output_as_postgres(&format!("head -n 1 {}", server.data_file("postmaster.pid")));
-    let postmaster = pidfile.trim();
-    let out = std::process::Command::new("pgrep")
-        .args(["-P", postmaster, "-f", "pg_snowflake renewer"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|pid| pid.parse().unwrap())
-        .collect()
-}
-
 fn reservations(server: &Server) -> i64 {
     server.query_one("SELECT reservations FROM snowflake_stats()")
 }
@@ -99,7 +82,7 @@ fn with_no_slot_for_the_renewer_backends_write_the_reservations() {
             .setting("max_worker_processes = 0")
             .setting("pg_snowflake.reservation_ms = 100"),
     );
-    assert!(renewer_pids(&server).is_empty(), "a renewer runs");
+    assert!(server.renewer_pids().is_empty(), "a renewer runs");
     let before = reservations(&server);
     // 100 ms reservations renewed at half: about twenty renewals in 2 s, each by a backend.
     let mut ids = ids_for(&server, 2, "5s");
@@ -131,9 +114,9 @@ fn a_stopped_renewer_is_stood_in_for_by_the_backends_until_it_is_back() {
         Config::node(7).setting("pg_snowflake.reservation_ms = 200"),
     );
     wait_until(Duration::from_secs(30), "the renewer runs", || {
-        renewer_pids(&server).len() == 1
+        server.renewer_pids().len() == 1
     });
-    let pid = renewer_pids(&server)[0];
+    let pid = server.renewer_pids()[0];
     let mut ids = take_ids(&mut server.connect(), 1_000, 1_000);
     stop_between_renewals(&server, pid);
     let before = reservations(&server);

@@ -508,23 +508,13 @@ fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_s
     );
 }
 
-/// Sends `signal` to every process of `server` (the postmaster and its children).
-fn signal_all(server: &Server, signal: &str) {
-    let postmaster =
-        server.output_as_postgres(&format!("head -1 {}", server.data_file("postmaster.pid")));
-    let pid = postmaster.trim();
-    server.as_postgres(&format!(
-        "kill -{signal} {pid}; pkill -{signal} -P {pid} || true"
-    ));
-}
-
 /// A server frozen (SIGSTOP) for as long as this lives; killed (SIGKILL) on drop, so that its
 /// removal does not wait for a shutdown it cannot make.
 struct Frozen<'a>(&'a Server);
 
 impl<'a> Frozen<'a> {
     fn freeze(server: &'a Server) -> Frozen<'a> {
-        signal_all(server, "STOP");
+        server.signal_all("STOP");
         Frozen(server)
     }
 }
