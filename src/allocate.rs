@@ -99,9 +99,14 @@ fn allocate(
     shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
         *node = shared.node.id;
         (shared.node.refusing == Refusing::Nothing).then(|| {
+            // The wake stops at the fenced lease's ceiling (`Limits::ceiling`).
+            let limits = Limits {
+                ceiling: shared.node.ceiling,
+                ..*limits
+            };
             shared
                 .generator
-                .allocate(layout, shared.node.id, &mut SystemClock, limits, want)
+                .allocate(layout, shared.node.id, &mut SystemClock, &limits, want)
         })
     })
 }
@@ -158,8 +163,9 @@ fn next_run_otherwise(
                     if shm.renewer_running() {
                         shm.wake_the_renewer();
                     } else {
-                        // This call's ID is covered already; it writes the next reservation
-                        // before returning it.
+                        // This call's ID is covered already, or is a wake's (past the
+                        // reservation, `generator.rs`): it writes the next reservation, which
+                        // covers it, before returning it.
                         renew::renew_here(shm);
                     }
                 }

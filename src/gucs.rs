@@ -335,6 +335,9 @@ pub fn limits() -> Limits {
         max_borrow_ms: i64::from(read(&MAX_BORROW_MS)),
         reservation_ms: i64::from(read(&RESERVATION_MS)),
         sequence_spread: read(&SEQUENCE_SPREAD) as u32,
+        // Not a setting: `allocate.rs` sets the node's ceiling under the generator's lock; no
+        // wake without it.
+        ceiling: i64::MIN,
     }
 }
 

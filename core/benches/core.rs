@@ -20,6 +20,7 @@ const LIMITS: Limits = Limits {
     max_borrow_ms: 1_000,
     reservation_ms: 1_000,
     sequence_spread: 0,
+    ceiling: i64::MAX,
 };
 const NODE: u32 = 1;
 

@@ -17,6 +17,18 @@
 //! and may not use the last quarter of the covered time, so that single calls always find room
 //! above a flood of batches instead of waiting behind it.
 //!
+//! The wake: the first call after a quiet spell finds its time past the durable reservation
+//! (nothing is written while idle). It neither waits for the write nor takes covered time from
+//! the past: it and the calls after it, while the reservation they asked for is being written,
+//! are issued at once, at their own time, in the *wake range* of the sequence field (its top
+//! eighth, [`Layout::wake_seq`]), and no further than [`WAKE_MS`] past the durable reservation
+//! (and never past a fenced lease's ceiling, `Limits::ceiling`). A crash before the write lands
+//! leaves those IDs uncovered, so a generator that resumes from a durable reservation (a
+//! restart: [`Generator::resume`]; a standby's replay, a registry claim:
+//! [`Generator::observe_reservation`]) stays below the wake range for `WAKE_MS` past it, and
+//! starts no wake of its own there: whatever the clock says after the crash, it can never make
+//! an ID the crashed run made (`reservation.rs`, *The wake*).
+//!
 //! The two state machines inside: `steady_clock.rs` (reading the clocks: steps back slewed,
 //! forward steps held) and `reservation.rs` (no ID without a durable reservation: the one full
 //! telling of the reservation protocol).
@@ -45,6 +57,11 @@ pub struct Limits {
     /// `pg_snowflake.reservation_ms`. While renewals are slow, reservations reach further
     /// ([`Generator::effective_reservation_ms`]).
     pub reservation_ms: i64,
+    /// No ID at this time (Unix ms) or later is issued before its reservation is durable (the
+    /// wake): the fenced lease's ceiling (`Node::ceiling`), `i64::MAX` without one. Not a
+    /// setting: the extension sets it from the node under the generator's lock, and
+    /// `i64::MIN` (no wake at all) is the safe value anywhere else.
+    pub ceiling: i64,
 }
 
 /// What the generator has done since the server started. Counters only: nothing here decides
@@ -152,6 +169,12 @@ pub fn batch_size(n: i32) -> Result<u64, Error> {
 /// cold start or a clock far ahead).
 pub const KEEP_AHEAD_MS: i64 = 60_000;
 
+/// The wake reaches at most this far (ms) past the durable reservation: the longest quiet
+/// spell after which the first call issues at once (an hour, plus the keep-ahead minute and the
+/// reservation); and a resumed generator stays below the wake range for this long past its
+/// floor.
+pub const WAKE_MS: i64 = 3_600_000;
+
 /// A batch (a request for more than one ID) may borrow up to `max_borrow_ms` divided by this...
 const BULK_BORROW_DIVISOR: i64 = 2;
 /// ...and may not use the last (effective) reservation divided by this of the covered time: the
@@ -167,6 +190,14 @@ pub struct Generator {
     clock: SteadyClock,
     /// The last issued ID's time and sequence, or `None` before the first ID.
     last: Option<(i64, u32)>,
+    /// Ticks beginning before this (Unix ms) use no sequence number of the wake range, and no
+    /// wake starts there: a run before the last restart or promotion may have used it, past the
+    /// durable reservation it resumed from.
+    low_seq_until: i64,
+    /// While the reservation the first call after a quiet spell asked for is written, calls
+    /// before this time (Unix ms: that reservation's end) are issued at once in the wake range;
+    /// `i64::MIN` otherwise (no wake), and again once a renewal is reported.
+    waking_until: i64,
     /// The durable reservation, the demand for the next one, its writer (`reservation.rs`).
     reservation: Reservation,
     /// Counts fresh ticks, to rotate their first sequence number (`sequence_spread`).
@@ -186,6 +217,8 @@ impl Generator {
         Self {
             clock: SteadyClock::new(floor),
             last: None,
+            low_seq_until: floor.saturating_add(WAKE_MS),
+            waking_until: i64::MIN,
             reservation: Reservation::new(floor),
             rotation: 0,
             stats: Stats {
@@ -209,6 +242,7 @@ impl Generator {
         }
         self.clock.floor = until;
         self.reservation.observe(until);
+        self.low_seq_until = self.low_seq_until.max(until.saturating_add(WAKE_MS));
         true
     }
 
@@ -237,7 +271,14 @@ impl Generator {
         if steady_ms < self.clock.floor.saturating_add(layout.unit_ms) {
             steady = steady.max(layout.tick_from(self.clock.floor));
         }
-        let max_seq = layout.max_seq();
+        // Below the wake range while a run before the last restart may have used it.
+        let restricted = tick_start(layout, self.last.map_or(steady, |(t, _)| t.max(steady)))
+            < self.low_seq_until;
+        let max_seq = if restricted {
+            layout.low_max_seq()
+        } else {
+            layout.max_seq()
+        };
         let (time, seq, borrowed) = match self.last {
             Some((last_time, _)) if steady > last_time => {
                 (steady, self.fresh_seq(limits, max_seq), false)
@@ -286,17 +327,27 @@ impl Generator {
         // once less than half of that remains above the last issued ID.
         let ahead_ms = self.effective_reservation_ms(limits);
         let ahead_ticks = |ahead_ms: i64| (ahead_ms + layout.unit_ms - 1) / layout.unit_ms;
-        let (count, end_time, end_seq, wake_renewer) = if !bulk {
+        let (count, seq, end_time, end_seq, wake_renewer) = if !bulk {
             // One ID (the common case), without a division: it is covered if its tick begins
             // before the durable reservation ends.
             let at = layout.unix_ms(time as u64);
             if at >= self.reservation.durable_until {
-                self.clock.take_in(reading, &mut self.stats);
-                return Ok(self.await_reservation(layout, time + ahead_ticks(ahead_ms)));
+                let wanted = time + ahead_ticks(ahead_ms);
+                let Some(seq) = self.wake(layout, limits, at, seq, fresh || borrowed, wanted)
+                else {
+                    self.clock.take_in(reading, &mut self.stats);
+                    return Ok(self.await_reservation(layout, wanted));
+                };
+                let wake_renewer = self.reservation.want(layout, wanted);
+                if self.waking_until == i64::MIN {
+                    self.waking_until = tick_start(layout, wanted);
+                }
+                (1, seq, time, seq, wake_renewer)
+            } else {
+                let wake_renewer = 2 * (self.reservation.durable_until - at) < ahead_ms
+                    && self.reservation.want(layout, time + ahead_ticks(ahead_ms));
+                (1, seq, time, seq, wake_renewer)
             }
-            let wake_renewer = 2 * (self.reservation.durable_until - at) < ahead_ms
-                && self.reservation.want(layout, time + ahead_ticks(ahead_ms));
-            (1, time, seq, wake_renewer)
         } else {
             let ahead = ahead_ticks(ahead_ms);
             let covered_end = self.reservation.covered_end(layout);
@@ -312,6 +363,9 @@ impl Generator {
                 return Ok(self.await_reservation(layout, time + ahead));
             }
             let per_tick = u64::from(max_seq) + 1;
+            // Below the wake range, one tick at a time (a run continues in the next tick at 0,
+            // past the wake range).
+            let limit = if restricted { time } else { limit };
             let limit = limit.min(usable_end - 1).min(layout.end_tick() as i64);
             let room = (limit - time) as u64 * per_tick + (per_tick - u64::from(seq));
             let count = want.min(room);
@@ -319,7 +373,7 @@ impl Generator {
             let (end_time, end_seq) = (time + (end / per_tick) as i64, (end % per_tick) as u32);
             let wake_renewer = 2 * (covered_end - end_time) < ahead
                 && self.reservation.want(layout, end_time + ahead);
-            (count, end_time, end_seq, wake_renewer)
+            (count, seq, end_time, end_seq, wake_renewer)
         };
 
         if fresh {
@@ -372,18 +426,16 @@ impl Generator {
         let (last_time, last_seq) = self.last?;
         let steady = layout.tick_at(wall);
         let fresh = steady > last_time;
-        let (time, seq) = if fresh {
+        let time = if fresh {
             // Within the time field: at most its last tick (a shift), and not past the year
             // 9999 (`end_tick` without its division: a tick that begins before that ends
             // at or before it).
             if steady as u64 > layout.max_time() || wall > LATEST_END_UNIX_MS {
                 return None;
             }
-            (steady, self.fresh_seq(limits, layout.max_seq()))
-        } else if last_seq < layout.max_seq() {
-            (last_time, last_seq + 1)
+            steady
         } else {
-            return None;
+            last_time
         };
         // Covered, and at least half of the reservation left: `2 * left < ahead` is
         // `left < ahead - ahead / 2`, without an overflow.
@@ -391,6 +443,20 @@ impl Generator {
         if at >= self.reservation.durable_until {
             return None;
         }
+        // Below the wake range while a run before the last restart may have used it (as
+        // `allocate`: the tick is the later of the clock's and the last ID's).
+        let max_seq = if at < self.low_seq_until {
+            layout.low_max_seq()
+        } else {
+            layout.max_seq()
+        };
+        let seq = if fresh {
+            self.fresh_seq(limits, max_seq)
+        } else if last_seq < max_seq {
+            last_seq + 1
+        } else {
+            return None;
+        };
         let (left, ahead) = (
             self.reservation.durable_until - at,
             self.effective_reservation_ms(limits),
@@ -405,6 +471,51 @@ impl Generator {
         self.last = Some((time, seq));
         self.stats.issued += 1;
         Some((time, seq))
+    }
+
+    /// The sequence number at which a call whose tick begins at `at`, past the durable
+    /// reservation, is issued at once (the wake), or `None`: it waits for the reservation.
+    /// `seq` is the one it would have had, `new_tick` whether its tick is a new one, `wanted`
+    /// the tick its reservation will reach. A wake starts only after a quiet spell: the last
+    /// ID is covered and more than `KEEP_AHEAD_MS` old (the reservation ran out between calls,
+    /// not under them: a stalled disk or sustained overload still makes calls wait); it goes on
+    /// while its reservation is being written, up to that reservation, within `WAKE_MS` of the
+    /// durable one, below the ceiling, and past `low_seq_until`.
+    fn wake(
+        &self,
+        layout: &Layout,
+        limits: &Limits,
+        at: i64,
+        seq: u32,
+        new_tick: bool,
+        wanted: i64,
+    ) -> Option<u32> {
+        let first = layout.wake_seq()?;
+        let durable = self.reservation.durable_until;
+        let waking = self.waking_until > i64::MIN;
+        let starts = !waking
+            && self.last.is_none_or(|(t, _)| {
+                let last_at = tick_start(layout, t);
+                last_at < durable && last_at.saturating_add(KEEP_AHEAD_MS) < at
+            });
+        let reaches = if waking {
+            self.waking_until
+        } else {
+            tick_start(layout, wanted)
+        };
+        let allowed = (waking || starts)
+            && durable > i64::MIN
+            && at >= self.low_seq_until
+            && at < reaches
+            && at < durable.saturating_add(WAKE_MS)
+            && at < limits.ceiling;
+        if !allowed {
+            None
+        } else if new_tick {
+            Some(first)
+        } else {
+            (seq >= first).then_some(seq)
+        }
     }
 
     /// The first sequence number of a fresh tick (`sequence_spread`).
@@ -464,6 +575,12 @@ impl Generator {
         self.stats
     }
 
+    /// Whether calls are being issued past the durable reservation while it is written (the
+    /// wake).
+    pub const fn waking(&self) -> bool {
+        self.waking_until > i64::MIN
+    }
+
     /// Time (Unix ms) at which the last issued ID's tick begins.
     pub fn last_issued(&self, layout: &Layout) -> Option<i64> {
         self.last.map(|(time, _)| layout.unix_ms(time as u64))
@@ -487,6 +604,14 @@ impl Generator {
             _ => 0,
         }
     }
+}
+
+/// The time (Unix ms) at which tick `t` begins, for any tick (saturating).
+#[inline]
+fn tick_start(layout: &Layout, t: i64) -> i64 {
+    layout
+        .epoch_unix_ms
+        .saturating_add(t.saturating_mul(layout.unit_ms))
 }
 
 #[cfg(test)]

@@ -189,6 +189,28 @@ impl Layout {
         mask(self.seq_bits) as u32
     }
 
+    /// The first sequence number of the *wake range*, the top eighth of the sequence field (at
+    /// least its last number): only a call issued at once after a quiet spell, while the
+    /// reservation covering it is being written, uses it, and a generator that resumes after a
+    /// restart or a promotion leaves it alone for `WAKE_MS` past its floor
+    /// (`generator.rs`, *The wake*). `None` for a sequence field of one number.
+    pub const fn wake_seq(&self) -> Option<u32> {
+        let numbers = mask(self.seq_bits) + 1;
+        if numbers < 2 {
+            return None;
+        }
+        let eighth = numbers >> 3;
+        Some((numbers - if eighth == 0 { 1 } else { eighth }) as u32)
+    }
+
+    /// The last sequence number below the wake range (the last of the field when it has none).
+    pub const fn low_max_seq(&self) -> u32 {
+        match self.wake_seq() {
+            Some(first) => first - 1,
+            None => self.max_seq(),
+        }
+    }
+
     /// The last tick IDs can be made in: the end of the time field, or of year 9999.
     pub const fn end_tick(&self) -> u64 {
         let latest = ((LATEST_END_UNIX_MS - self.epoch_unix_ms) / self.unit_ms) as u64;

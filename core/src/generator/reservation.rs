@@ -5,7 +5,8 @@
 //! their replay) and `src/shmem.rs` (the shared state and its lock).
 //!
 //! The promise: a reservation "until T", once durable, means that no ID at time T or later has
-//! been issued. IDs are issued only below `durable_until`, the highest durable reservation.
+//! been issued but a wake's (below). IDs are issued only below `durable_until`, the highest
+//! durable reservation, or in a wake.
 //!
 //! Renewal, ahead of need and outside the generator's lock: when less than half of the
 //! effective reservation ([`Generator::effective_reservation_ms`]) remains above the last issued
@@ -16,9 +17,10 @@
 //! the wait for the synchronous standbys) and reports back, [`Generator::renewal_done`] or
 //! [`Generator::renewal_failed`]; only then does the new reservation count.
 //!
-//! Waiting: a call whose next ID is not covered issues nothing and is told to wait for the
-//! renewer ([`Allocation::AwaitReservation`]): only when the issued time has truly caught up
-//! with the reservation (sustained overload, or a disk slower than the reservation window). A
+//! Waiting: a call whose next ID is not covered (and is no wake's, below) issues nothing and is
+//! told to wait for the renewer ([`Allocation::AwaitReservation`]): only when the issued time
+//! has truly caught up with the reservation (sustained overload, or a disk slower than the
+//! reservation window). A
 //! failed renewal leaves `durable_until` where it was, so it never issues an uncovered ID; it
 //! drops the demand, and the waiting calls see the count of failures grow.
 //!
@@ -37,16 +39,30 @@
 //! Restarts and standbys: after a restart the generator resumes with the last reservation as
 //! its floor ([`Generator::resume`]); a standby raises its floor with every reservation it
 //! replays from the WAL ([`Generator::observe_reservation`]). So every new ID is greater than
-//! every ID issued before, whatever the clock says, also after a promotion.
+//! every ID issued before, whatever the clock says, also after a promotion — but a wake's whose
+//! write had not landed (below), which is never issued again but may sort above.
 //!
 //! Between calls: a reservation asked for by calls runs out when calls pause, and the first call
 //! after a pause longer than half of it would wait for a write. So for `KEEP_AHEAD_MS` after
 //! the last call, and after the server starts, the renewer also asks itself
 //! ([`Generator::keep_ahead`], each turn of its loop): the reservation stays ahead of the clock
-//! as if calls went on, and only a call after a longer idle time waits for one write. That
-//! wait is the price of writing nothing while idle: such a call's time is past every
-//! reservation, and it may neither be issued uncovered nor take covered time from the past
-//! (docs/SAFETY.md, *The first call after a quiet minute*; `tests/model.rs` checks all three).
+//! as if calls went on. Past that minute nothing is written while idle, and no reservation
+//! reaches far past the last call.
+//!
+//! The wake: so the first call after a longer quiet spell finds its time past every
+//! reservation. It takes no covered time from the past (it would be stamped before it was
+//! made) and does not wait for the write it asks for: it and the calls after it, until that
+//! reservation's end, are issued at once in the wake range of the sequence field
+//! (`Layout::wake_seq`), at most `WAKE_MS` past the durable reservation and below the fenced
+//! ceiling (`generator.rs`, *The wake*), while the write is under way; it ends when a renewal
+//! is reported, done or failed. Uncovered, those IDs are kept apart instead: a generator that
+//! resumes from a durable reservation (`resume`, `observe_reservation`) uses no sequence number
+//! of the wake range, and starts no wake, for `WAKE_MS` past it (`low_seq_until`), so a crash
+//! before the write lands can never make them twice, whatever the clock says after it. Only a
+//! quiet spell starts a wake (the last ID covered and more than `KEEP_AHEAD_MS` old): a
+//! reservation that runs out under calls still makes them wait, as below
+//! (docs/SAFETY.md, *The first call after a quiet minute*; `tests/model.rs` checks it with
+//! crashes and the clock set back).
 //!
 //! A slow disk: the next renewal starts when half of the reservation is left, so it must be
 //! written within that half, or calls wait for it. Each renewal reports how long it took, and
@@ -182,6 +198,7 @@ impl Generator {
         r.renewing = false;
         r.renewal_took_ms = took_ms.max(0);
         r.durable_until = r.durable_until.max(until);
+        self.waking_until = i64::MIN;
         self.stats.reservations += 1;
     }
 
@@ -192,6 +209,7 @@ impl Generator {
         let r = &mut self.reservation;
         r.renewing = false;
         r.wanted_until = r.durable_until;
+        self.waking_until = i64::MIN;
         self.stats.renewal_failures += 1;
     }
 

@@ -98,6 +98,7 @@ const T0: i64 = DEFAULT_EPOCH_UNIX_MS + 1_000_000_000;
 const LIMITS: Limits = Limits {
     max_borrow_ms: 1_000,
     reservation_ms: 1_000,
+    ceiling: i64::MAX,
     sequence_spread: 0,
 };
 const HOUR: i64 = 3_600_000;
@@ -177,5 +178,69 @@ impl SlowRenewer {
         if let Some(until) = g.claim_renewal(true) {
             self.in_flight = Some((until, now + self.latency_ms));
         }
+    }
+}
+
+/// The IDs one server of a model issued, checked as the safety model promises them
+/// (docs/SAFETY.md, *The first call after a quiet minute*): within one run each above the one
+/// before; across crashes never one issued before, and above every one that a durable
+/// reservation covered when it was issued. An ID of a wake whose write had not landed at the
+/// crash may sort above the IDs after the restart (a clock set back), never equal one.
+struct Issued {
+    layout: Layout,
+    run_top: i64,
+    /// The highest ID issued under a durable reservation, in any run.
+    covered_top: i64,
+    /// IDs issued past the durable reservation (wakes) since the last crash.
+    uncovered_since: Vec<i64>,
+    /// Wake IDs that a crash left uncovered: never to be issued again.
+    orphans: std::collections::HashSet<i64>,
+    /// How many wake IDs were issued in all (a model that never wakes tests nothing).
+    pub wakes: u64,
+}
+
+impl Issued {
+    fn new(layout: Layout) -> Self {
+        Issued {
+            layout,
+            run_top: -1,
+            covered_top: -1,
+            uncovered_since: vec![],
+            orphans: Default::default(),
+            wakes: 0,
+        }
+    }
+
+    /// One ID, issued while the durable reservation ended at `durable` (Unix ms).
+    fn check(&mut self, id: i64, durable: i64) -> Result<(), String> {
+        if id <= self.run_top {
+            return Err(format!("{id} not above the run's last ID {}", self.run_top));
+        }
+        if id <= self.covered_top {
+            return Err(format!("{id} not above a covered ID {}", self.covered_top));
+        }
+        if self.orphans.contains(&id) {
+            return Err(format!("{id} issued again after a crash"));
+        }
+        self.run_top = id;
+        if self.layout.id_unix_ms(id).unwrap() < durable {
+            self.covered_top = id;
+        } else {
+            self.uncovered_since.push(id);
+            self.wakes += 1;
+        }
+        Ok(())
+    }
+
+    /// The server crashed with `on_disk` the furthest reservation that reached its disk.
+    fn crash(&mut self, on_disk: i64) {
+        for id in self.uncovered_since.drain(..) {
+            if self.layout.id_unix_ms(id).unwrap() < on_disk {
+                self.covered_top = self.covered_top.max(id);
+            } else {
+                self.orphans.insert(id);
+            }
+        }
+        self.run_top = -1;
     }
 }

@@ -51,6 +51,7 @@ fn overload_borrows_up_to_the_limit_then_asks_to_wait() {
     let limits = Limits {
         max_borrow_ms: 2,
         reservation_ms: 1_000,
+        ceiling: i64::MAX,
         sequence_spread: 0,
     };
     let mut g = Generator::new();
@@ -78,6 +79,7 @@ fn without_borrowing_a_full_millisecond_waits_for_the_next() {
     let limits = Limits {
         max_borrow_ms: 0,
         reservation_ms: 1_000,
+        ceiling: i64::MAX,
         sequence_spread: 0,
     };
     let mut g = Generator::new();

@@ -166,15 +166,20 @@ proptest! {
 
     /// The renewal state machine under any interleaving of callers, renewer and crashes: no ID
     /// is ever issued at or above the durable reservation (in memory, nor on disk, where the
-    /// renewer writes before it reports), a failed renewal never issues uncovered IDs, and IDs
-    /// only ever increase, across crashes too.
+    /// renewer writes before it reports) but a wake's (one call after a quiet spell, and those
+    /// while its reservation is written: in the wake range, below that reservation, within
+    /// `WAKE_MS` of the durable one); a failed renewal never issues uncovered IDs; and IDs only
+    /// ever increase within a run, and across crashes are never issued twice and stay above
+    /// every covered one (`Issued`).
     #[test]
-    fn no_id_is_ever_issued_at_or_above_the_durable_reservation(
+    fn no_id_is_ever_issued_past_the_durable_reservation_but_a_wakes(
         steps in proptest::collection::vec(step(), 1..300)
     ) {
         let mut g = Generator::new();
-        let (mut now, mut previous) = (T0, -1i64);
+        let mut now = T0;
+        let mut issued = Issued::new(L);
         let mut renewer = Renewer::new();
+        let first_wake = L.wake_seq().unwrap();
         for step in steps {
             match step {
                 Step::Call { jump, want } => {
@@ -183,11 +188,19 @@ proptest! {
                     let allocation = g.allocate(&L, NODE, &mut Clocks::at(now), &LIMITS, want);
                     if let Allocation::Run { run, .. } = allocation.unwrap() {
                         let last = last_of(run);
-                        prop_assert!(run.ids(L, NODE).next().unwrap() > previous);
-                        prop_assert!(unix_ms(last) < durable);
-                        prop_assert!(unix_ms(last) < renewer.on_disk);
-                        previous = last;
+                        if unix_ms(last) >= durable.min(renewer.on_disk) {
+                            prop_assert!(g.waking() && run.count == 1, "uncovered, not a wake");
+                            prop_assert!(parts(last).seq >= first_wake);
+                            prop_assert!(unix_ms(last) < durable + WAKE_MS);
+                        }
+                        for id in run.ids(L, NODE) {
+                            issued.check(id, durable.min(renewer.on_disk)).map_err(TestCaseError::fail)?;
+                        }
                     }
+                }
+                Step::Crash => {
+                    renewer.act(&mut g, Step::Crash);
+                    issued.crash(renewer.on_disk);
                 }
                 step => renewer.act(&mut g, step),
             }
@@ -214,6 +227,7 @@ fn fast_path_limits() -> impl Strategy<Value = Limits> {
         .prop_map(|(sequence_spread, reservation_ms, max_borrow_ms)| Limits {
             max_borrow_ms,
             reservation_ms,
+            ceiling: i64::MAX,
             sequence_spread,
         })
 }
@@ -248,7 +262,8 @@ proptest! {
         steps in proptest::collection::vec(fast_path_step(), 1..400),
     ) {
         let mut g = Generator::new();
-        let (mut now, mut previous) = (T0, -1i64);
+        let mut now = T0;
+        let mut issued = Issued::new(layout);
         let mut renewer = Renewer::new();
         for step in steps {
             match step {
@@ -275,13 +290,16 @@ proptest! {
                     }
                     if let Ok(Allocation::Run { run, wake_renewer, .. }) = allocation {
                         for id in run.ids(layout, node) {
-                            prop_assert!(id > previous);
-                            previous = id;
+                            issued.check(id, g.reserved_until()).map_err(TestCaseError::fail)?;
                         }
                         if wake_renewer && renewer.claimed.is_none() {
                             renewer.claimed = g.claim_renewal(true);
                         }
                     }
+                }
+                Step::Crash => {
+                    renewer.act(&mut g, Step::Crash);
+                    issued.crash(renewer.on_disk);
                 }
                 step => renewer.act(&mut g, step),
             }
@@ -345,50 +363,65 @@ fn the_fast_path_answers_the_common_case_and_declines_the_rest() {
     assert_eq!(g, before);
 }
 
-/// One step of the idle model below: calls close together, or a quiet spell of any length.
+/// One step of the idle model below: calls close together, a quiet spell of any length, or a
+/// crash and restart with the clock set back.
 #[derive(Clone, Debug)]
 enum Traffic {
     /// A call `jump` ms after the previous step.
     Call { jump: i64 },
     /// No call for `ms`; the renewer turns as it does.
     Quiet { ms: i64 },
+    /// The server crashes (a write under way reached the disk or not: `landed`) and restarts
+    /// with its clock set back `back` ms.
+    Crash { landed: bool, back: i64 },
 }
 
 fn traffic() -> impl Strategy<Value = Traffic> {
     prop_oneof![
         6 => (0i64..50).prop_map(|jump| Traffic::Call { jump }),
-        1 => prop_oneof![
+        2 => prop_oneof![
             0i64..KEEP_AHEAD_MS,
             KEEP_AHEAD_MS..3 * KEEP_AHEAD_MS,
             (2 * 60_000i64)..(2 * HOUR),
         ]
         .prop_map(|ms| Traffic::Quiet { ms }),
+        1 => (any::<bool>(), prop_oneof![Just(0i64), 0i64..2 * HOUR])
+            .prop_map(|(landed, back)| Traffic::Crash { landed, back }),
     ]
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
-    /// The first call after a quiet spell (SAFETY.md, *The first call after a quiet minute*):
-    /// the three promises that together make it wait for one write, checked together under
-    /// any mix of calls and quiet spells, with the renewer turning between calls as it does
-    /// (`keep_ahead`, then the renewal it makes due, written to disk before it is reported):
-    /// 1. every ID is covered by a reservation on disk (`unix_ms < on_disk`);
-    /// 2. no ID is stamped before the call that made it (the clock only moves forward here):
-    ///    a call never borrows covered time from the past, so `snowflake_from_timestamp(now())`
-    ///    stays the smallest ID any server can issue from now on;
+    /// The first call after a quiet spell (SAFETY.md, *The first call after a quiet minute*),
+    /// under any mix of calls, quiet spells and crashes with the clock set back, with the
+    /// renewer turning between calls as it does (`keep_ahead`, then the renewal it makes due;
+    /// a renewal a call asked for lands at the next step, or a crash comes first):
+    /// 1. every ID is covered by a reservation on disk when issued, or is a wake's: in the wake
+    ///    range, below the reservation being written and within `WAKE_MS` of the one on disk;
+    /// 2. no ID is stamped before the call that made it;
     /// 3. nothing is written while quiet (no renewal due more than `KEEP_AHEAD_MS` after the
     ///    last call), and no reservation reaches past the last call by more than
-    ///    `KEEP_AHEAD_MS` and the reservation (plus the borrowing limit).
-    /// So a call whose time is past the last reservation waits for one write: asserted too.
+    ///    `KEEP_AHEAD_MS` and the reservation (plus the borrowing limit);
+    /// 4. no ID is issued twice across the crashes, and each is above every ID a reservation on
+    ///    disk covered (`Issued`);
+    /// and the first call past the reservation after a quiet spell does not wait, unless it is
+    /// within `WAKE_MS` of the reservation a restart resumed from, or `WAKE_MS` past the one on
+    /// disk.
     #[test]
-    fn after_any_quiet_spell_ids_are_covered_on_disk_never_stamped_early_and_nothing_is_written_while_quiet(
+    fn after_any_quiet_spell_the_first_call_waits_for_no_write_and_no_crash_repeats_its_ids(
         steps in proptest::collection::vec(traffic(), 1..60)
     ) {
         let mut g = Generator::new();
-        let (mut now, mut previous) = (T0, -1i64);
+        let mut now = T0;
         let mut on_disk = i64::MIN;
         let mut last_call: Option<i64> = None;
+        // The latest call in any run: reservations are bounded from it (the clock set back by a
+        // restart does not take back what was reserved before).
+        let mut latest_call: Option<i64> = None;
+        let mut restricted_until = i64::MIN;
+        let mut issued = Issued::new(L);
+        let first_wake = L.wake_seq().unwrap();
         // The renewer's write: to disk, then reported.
         let write = |g: &mut Generator, on_disk: &mut i64| {
             if let Some(until) = g.claim_renewal(true) {
@@ -403,7 +436,18 @@ proptest! {
         };
         for step in steps {
             match step {
+                Traffic::Crash { landed, back } => {
+                    if landed {
+                        write(&mut g, &mut on_disk);
+                    }
+                    issued.crash(on_disk);
+                    g = Generator::resume(on_disk);
+                    restricted_until = restricted_until.max(on_disk.saturating_add(WAKE_MS));
+                    now -= back;
+                    last_call = None;
+                }
                 Traffic::Quiet { ms } => {
+                    write(&mut g, &mut on_disk);
                     // The renewer turns every 250 ms (at most every second in the extension);
                     // sampled once a minute once the keep-ahead minute is long over.
                     let end = now + ms;
@@ -417,21 +461,25 @@ proptest! {
                             prop_assert_eq!(g.claim_renewal(true), None);
                         }
                         write(&mut g, &mut on_disk);
-                        prop_assert!(on_disk <= bound(last_call).max(T0));
+                        prop_assert!(on_disk <= bound(latest_call).max(T0));
                     }
                 }
                 Traffic::Call { jump } => {
+                    write(&mut g, &mut on_disk);
                     now += jump;
-                    let uncovered = now >= g.reserved_until();
+                    // A call after a quiet spell, past the reservation on disk, within reach of
+                    // the wake.
+                    let may_wake = on_disk > i64::MIN
+                        && now >= on_disk
+                        && now >= restricted_until
+                        && now < on_disk + WAKE_MS
+                        && last_call.is_some_and(|at| now - at > KEEP_AHEAD_MS + L.unit_ms);
                     let mut waited = false;
-                    let id = loop {
+                    let (id, durable) = loop {
+                        let durable = g.reserved_until();
                         match g.allocate(&L, NODE, &mut Clocks::at(now), &LIMITS, 1).unwrap() {
-                            Allocation::Run { run, wake_renewer, .. } => {
-                                prop_assert!(waited || !uncovered, "a call past the reservation did not wait");
-                                if wake_renewer {
-                                    write(&mut g, &mut on_disk);
-                                }
-                                break run.ids(L, NODE).next().unwrap();
+                            Allocation::Run { run, .. } => {
+                                break (run.ids(L, NODE).next().unwrap(), durable);
                             }
                             Allocation::AwaitReservation { .. } => {
                                 waited = true;
@@ -440,14 +488,22 @@ proptest! {
                             Allocation::Wait { ms } => now += ms,
                         }
                     };
-                    prop_assert!(id > previous);
-                    prop_assert!(unix_ms(id) < on_disk, "not covered on disk");
-                    prop_assert!(unix_ms(id) >= now, "stamped {} ms early", now - unix_ms(id));
-                    previous = id;
-                    last_call = Some(now);
-                    prop_assert!(on_disk <= bound(last_call));
+                    prop_assert!(!(may_wake && waited), "the first call after a quiet spell waited");
+                    issued.check(id, on_disk.min(durable)).map_err(TestCaseError::fail)?;
+                    let at = unix_ms(id);
+                    if at >= on_disk {
+                        prop_assert!(parts(id).seq >= first_wake, "uncovered outside the wake range");
+                        prop_assert!(at < on_disk + WAKE_MS && at >= restricted_until);
+                    }
+                    prop_assert!(at >= now, "stamped {} ms early", now - at);
+                    // (After a restart the IDs may lead the clock: the keep-ahead minute counts
+                    // from the last ID's time.)
+                    last_call = Some(now.max(at));
+                    latest_call = latest_call.max(last_call);
+                    prop_assert!(on_disk <= bound(latest_call));
                 }
             }
         }
+        prop_assert!(issued.orphans.len() as u64 <= issued.wakes);
     }
 }

@@ -410,3 +410,119 @@ fn a_rewrite_waits_for_a_running_renewal_and_raises_nothing() {
     assert_eq!(g.reserved_until(), durable);
     assert!(!g.renewing());
 }
+
+/// One call through `allocate`, its renewal left unwritten: the run, and whether it woke the
+/// renewer; `None` when it was told to wait for a reservation.
+fn call_unwritten(g: &mut Generator, now: i64, limits: &Limits) -> Option<(i64, bool)> {
+    match g
+        .allocate(&L, NODE, &mut Clocks::at(now), limits, 1)
+        .unwrap()
+    {
+        Allocation::Run {
+            run, wake_renewer, ..
+        } => Some((run.ids(L, NODE).next().unwrap(), wake_renewer)),
+        Allocation::AwaitReservation { .. } => None,
+        Allocation::Wait { .. } => panic!("overloaded"),
+    }
+}
+
+/// A generator that made an ID at `T0` and went quiet: its reservation (a second) long over.
+fn quiet_after_one_id() -> (Generator, i64) {
+    let mut g = Generator::new();
+    let first = id(&mut g, T0);
+    assert_eq!(g.reserved_until(), T0 + 1_000);
+    (g, first)
+}
+
+#[test]
+fn the_first_calls_after_a_quiet_spell_are_issued_at_once_in_the_wake_range() {
+    let (mut g, first) = quiet_after_one_id();
+    let wake = L.wake_seq().unwrap();
+    assert_eq!(wake, 3_584);
+    let at = T0 + 2 * 60_000;
+    // Past the reservation, and issued at once at its own time: the top eighth of the
+    // sequence field; the renewer is woken for the reservation it needs.
+    let (a, woke) = call_unwritten(&mut g, at, &LIMITS).unwrap();
+    assert!(woke && g.waking() && a > first);
+    assert_eq!((unix_ms(a), parts(a).seq), (at, wake));
+    // While that reservation is written, the next calls go on in the wake range.
+    let (b, woke) = call_unwritten(&mut g, at, &LIMITS).unwrap();
+    assert_eq!((unix_ms(b), parts(b).seq, woke), (at, wake + 1, false));
+    let (c, _) = call_unwritten(&mut g, at + 3, &LIMITS).unwrap();
+    assert_eq!((unix_ms(c), parts(c).seq), (at + 3, wake));
+    // Not past the reservation asked for (a second ahead): that call waits.
+    assert_eq!(call_unwritten(&mut g, at + 1_000, &LIMITS), None);
+    // Once it is written, IDs are covered and the whole sequence field is used again.
+    let until = g.claim_renewal(true).unwrap();
+    g.renewal_done(until, 20);
+    assert!(!g.waking() && g.reserved_until() > at + 1_000);
+    let (d, _) = call_unwritten(&mut g, at + 4, &LIMITS).unwrap();
+    assert!(d > c && parts(d).seq < wake);
+    // The first call ever, and the one past the wake's reach, waited; the wake's did not.
+    assert_eq!(g.stats().reservation_waits, 2);
+}
+
+#[test]
+fn no_wake_under_calls_past_an_hour_of_quiet_past_the_ceiling_or_after_a_failed_write() {
+    let wake_at = |g: &mut Generator, at: i64, limits: &Limits| call_unwritten(g, at, limits);
+    // Under calls: a reservation that ran out while calls went on (a stalled disk, overload)
+    // makes the next call wait, as it always did.
+    let (mut g, _) = quiet_after_one_id();
+    assert_eq!(wake_at(&mut g, T0 + 1_000, &LIMITS), None);
+    // More than `WAKE_MS` past the reservation: it waits.
+    let (mut g, _) = quiet_after_one_id();
+    assert_eq!(wake_at(&mut g, T0 + 1_000 + WAKE_MS, &LIMITS), None);
+    let (mut g, _) = quiet_after_one_id();
+    assert!(wake_at(&mut g, T0 + 999 + WAKE_MS, &LIMITS).is_some());
+    // At or past the fenced lease's ceiling (`Limits::ceiling`): it waits.
+    let fenced = Limits {
+        ceiling: T0 + 120_000,
+        ..LIMITS
+    };
+    let (mut g, _) = quiet_after_one_id();
+    assert_eq!(wake_at(&mut g, T0 + 120_000, &fenced), None);
+    let (mut g, _) = quiet_after_one_id();
+    assert!(wake_at(&mut g, T0 + 119_999, &fenced).is_some());
+    // The wake's write failed: the calls after it wait (and fail) like any other.
+    let (mut g, _) = quiet_after_one_id();
+    assert!(wake_at(&mut g, T0 + 120_000, &LIMITS).is_some());
+    g.claim_renewal(true).unwrap();
+    g.renewal_failed();
+    assert!(!g.waking());
+    assert_eq!(wake_at(&mut g, T0 + 120_001, &LIMITS), None);
+    assert_eq!(wake_at(&mut g, T0 + 300_000, &LIMITS), None);
+}
+
+#[test]
+fn after_a_restart_or_a_promotion_the_wake_range_is_left_alone_for_an_hour_past_the_floor() {
+    // A wake, and a crash before its reservation reached the disk (on disk: `T0 + 1_000`).
+    let (mut g, _) = quiet_after_one_id();
+    let at = T0 + 2 * 60_000;
+    let (wake_id, _) = call_unwritten(&mut g, at, &LIMITS).unwrap();
+    let floor = g.reserved_until();
+    let resumed = [Generator::resume(floor), {
+        let mut standby = Generator::new();
+        standby.observe_reservation(floor);
+        standby
+    }];
+    for mut after in resumed {
+        // With its clock back at the wake's time, it makes all of that millisecond's IDs
+        // below the wake range, then borrows the next: never the wake's ID.
+        let low = L.low_max_seq();
+        for n in 0..=low {
+            let id = id(&mut after, at);
+            assert_eq!((unix_ms(id), parts(id).seq), (at, n));
+        }
+        let next = id(&mut after, at);
+        assert_eq!((unix_ms(next), parts(next).seq), (at + 1, 0));
+        assert!(next != wake_id);
+        // And within the hour, a call after a quiet spell waits for its reservation.
+        assert_eq!(call_unwritten(&mut after, at + 5 * 60_000, &LIMITS), None);
+    }
+    // Past the hour, a quiet spell ends in a wake again.
+    let mut after = Generator::resume(floor);
+    let later = floor + WAKE_MS + 1;
+    id(&mut after, later - 2 * 60_000);
+    let (id, _) = call_unwritten(&mut after, later, &LIMITS).unwrap();
+    assert_eq!(parts(id).seq, L.wake_seq().unwrap());
+}

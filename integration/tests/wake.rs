@@ -1,0 +1,144 @@
+//! The first call after a quiet minute (docs/SAFETY.md, *The first call after a quiet minute*):
+//! on a disk whose every fsync takes seconds, it and the calls right after it are issued at
+//! once, at their own time, in the wake range, while their reservation is being written; and a
+//! crash before that write lands, then a restart with the clock set back an hour, never issues
+//! one of those IDs again, though it makes every ID below the wake range of their milliseconds.
+
+use snowflake_it::{strictly_increasing, take_ids, Config, Server};
+use std::time::{Duration, Instant};
+
+/// Every fsync and fdatasync while the wake's reservation is written: the write takes three.
+const FSYNC_MS: u64 = 5_000;
+/// The first sequence number of the wake range, the top eighth of the default layout's 4096.
+const WAKE_SEQ: i32 = 3_584;
+
+#[test]
+fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_their_write_repeats_none(
+) {
+    let server = Server::start(
+        "wake",
+        Config::node(4)
+            .slow_disk()
+            .fake_clock("+0")
+            .setting("pg_snowflake.reservation_ms = 1000")
+            .setting("pg_snowflake.max_borrow_ms = 10000"),
+    );
+    let mut client = server.connect();
+    let before = take_ids(&mut client, 1_000, 1_000);
+
+    // The renewer keeps the reservation ahead for a minute after the last call, then lets it
+    // run out: wait for that, to the millisecond's tens.
+    let ran_out = client
+        .prepare("SELECT reserved_until < clock_timestamp() FROM snowflake_stats()")
+        .unwrap();
+    let quiet = Instant::now();
+    while !client.query_one(&ran_out, &[]).unwrap().get::<_, bool>(0) {
+        assert!(
+            quiet.elapsed() < Duration::from_secs(150),
+            "the reservation never ran out"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let quiet_s = quiet.elapsed().as_secs_f64();
+
+    // Now every write takes seconds; the calls of the next 300 ms must not wait for one.
+    server.set_fsync_delay_ms(FSYNC_MS);
+    let call = client
+        .prepare(
+            "SELECT id, snowflake_seq(id), \
+                    snowflake_timestamp(id) >= date_trunc('milliseconds', t0) \
+             FROM (SELECT clock_timestamp() AS t0, snowflake_nextval() AS id) AS c",
+        )
+        .unwrap();
+    let started = Instant::now();
+    let (mut wake, mut slowest) = (vec![], Duration::ZERO);
+    while started.elapsed() < Duration::from_millis(300) {
+        let one = Instant::now();
+        let row = client.query_one(&call, &[]).unwrap();
+        slowest = slowest.max(one.elapsed());
+        let (id, seq, not_early): (i64, i32, bool) = (row.get(0), row.get(1), row.get(2));
+        assert!(
+            seq >= WAKE_SEQ,
+            "{id}: sequence {seq}, below the wake range"
+        );
+        assert!(not_early, "{id} stamped before its call");
+        wake.push(id);
+    }
+    // Still unwritten: every one of them past the durable reservation.
+    let floor_ms: f64 = client
+        .query_one(
+            "SELECT (extract(epoch FROM reserved_until) * 1000)::float8 FROM snowflake_stats()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    // (The default layout: the time field above 22 bits, from 2024-01-01.)
+    let ms_of = |id: i64| (id >> 22) + 1_704_067_200_000;
+    let (first_ms, last_ms) = (ms_of(wake[0]), ms_of(*wake.last().unwrap()));
+    let uncovered = floor_ms as i64 <= first_ms;
+    println!(
+        "after {quiet_s:.1} s without a call, every fsync +{FSYNC_MS} ms: {} calls in 300 ms, \
+         the slowest {:.1} ms, sequences {}..; their reservation unwritten: {uncovered}",
+        wake.len(),
+        slowest.as_secs_f64() * 1000.0,
+        WAKE_SEQ
+    );
+    assert!(uncovered, "the wake's reservation was written already");
+    assert!(
+        slowest < Duration::from_millis(FSYNC_MS / 5),
+        "a call waited {slowest:?}: for the disk"
+    );
+    let mut all = before.clone();
+    all.extend(&wake);
+    assert!(strictly_increasing(&all));
+
+    // A crash before the write lands; the server comes back with its clock an hour behind, so
+    // that it makes IDs from its reservation on, through the wake's milliseconds.
+    server.crash();
+    server.set_fsync_delay_ms(0);
+    server.set_clock("-1h");
+    server.start_again();
+    let mut client = server.connect();
+    // One batch per millisecond below the wake range (a restart stays below it for an hour),
+    // from the floor to past the wake's last millisecond.
+    let batches = last_ms - floor_ms as i64 + 20;
+    assert!(
+        batches < 5_000,
+        "the wake came {batches} ms after the floor"
+    );
+    let row = client
+        .query_one(
+            "WITH after AS (SELECT id FROM generate_series(1, $1::int) AS b, \
+                            LATERAL snowflake_nextval_batch(4096 + 0 * b) AS id) \
+             SELECT count(*), count(DISTINCT id), min(id), max(id), \
+                    (SELECT count(*) FROM after WHERE id IN (SELECT unnest($2::int8[]))), \
+                    count(*) FILTER (WHERE id >> 22 = $3::int8 >> 22) \
+             FROM after",
+            &[&(batches as i32), &wake, &wake[0]],
+        )
+        .unwrap();
+    let (count, distinct, min, max, repeated, in_wake_ms): (i64, i64, i64, i64, i64, i64) = (
+        row.get(0),
+        row.get(1),
+        row.get(2),
+        row.get(3),
+        row.get(4),
+        row.get(5),
+    );
+    println!(
+        "restarted an hour behind, floor {} ms before the wake: {count} IDs through the wake's \
+         milliseconds ({in_wake_ms} in its first), {repeated} of the wake's {} again",
+        first_ms - floor_ms as i64,
+        wake.len()
+    );
+    assert_eq!(count, distinct);
+    // Resumed below the wake (its write never landed), and made IDs through its milliseconds.
+    assert!(min < wake[0], "resumed past the wake: its write landed");
+    assert!(max > *wake.last().unwrap());
+    assert_eq!(
+        in_wake_ms,
+        i64::from(WAKE_SEQ),
+        "the wake's first millisecond"
+    );
+    assert_eq!(repeated, 0, "the wake's IDs were issued again");
+}
