@@ -15,7 +15,8 @@
 //!
 //! A server can run on a slow disk: the shim `scripts/fsync-delay.c`, built here with `cc`
 //! on first use, preloaded into it, makes every fsync and fdatasync sleep for as many
-//! milliseconds as a file in the server's directory says; tests rewrite it while the server runs.//!
+//! milliseconds as a file in the server's directory says; tests rewrite it while the server runs.
+//!
 //! The parts: [`server`] (Config, Server), [`checks`] (what tests do with one), [`paths`] (where
 //! the PostgreSQL under test and the repository are), [`ports`] (port leases), [`proxy`] (a TCP
 //! forwarder whose link a test cuts and heals), [`registry`] (a fleet with a node-id registry),

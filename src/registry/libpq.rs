@@ -1,5 +1,6 @@
-//! A connection to the registry database through libpq, PostgreSQL's own client library (linked
-//! as dblink and postgres_fdw link it: `build.rs`). Every wait — connecting, a query — is on the
+//! A connection to the registry database through libpq, PostgreSQL's own client library, linked
+//! as dblink and postgres_fdw link it: against the system's `libpq.so` (Debian's libpq-dev), by
+//! the `#[link(name = "pq")]` below; there is no build script. Every wait — connecting, a query — is on the
 //! process latch and the connection's socket with a deadline, as the server's own libpq users
 //! wait (`libpqsrv_connect`): a registry that is stopped, not only down, cannot hang the caller,
 //! and SIGTERM or a cancel is raised while it waits. Results come back as text.
