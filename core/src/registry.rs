@@ -52,6 +52,17 @@ pub struct Identity {
     pub generation: i64,
 }
 
+/// An owner token as text: 32 lowercase hex digits, the one form the registry's rows, the state
+/// file and the WAL record's description write it in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Token(pub u128);
+
+impl std::fmt::Display for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
 /// A node id's row in the registry, as the claim reads it (row locked).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {

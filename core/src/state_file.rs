@@ -6,7 +6,7 @@
 
 use crate::error::Error;
 use crate::layout::Layout;
-use crate::registry::Identity;
+use crate::registry::{Identity, Token};
 use std::io::Write;
 
 const FORMAT_TAG: &str = "pg_snowflake reservation v3";
@@ -172,7 +172,7 @@ pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &
         None => write!(cursor, " system=-"),
     });
     fits = fits.and_then(|()| match claim {
-        Some(claim) => write!(cursor, " claim={:032x}/{}", claim.token, claim.generation),
+        Some(claim) => write!(cursor, " claim={}/{}", Token(claim.token), claim.generation),
         None => write!(cursor, " claim=-"),
     });
     fits = fits.and_then(|()| {

@@ -7,10 +7,11 @@
 //! released by the registry's server the moment the session ends (a crash, a kill -9, a
 //! network reset), with nothing to clean up.
 
-use super::libpq::{Conn, Failure, Rows};
+use super::libpq::{Conn, Failure, Record, Rows};
 use snowflake_core::node::{Released, Taken};
 use snowflake_core::registry::{
-    self, Beat, Claimant, Decision, Identity, Judged, Lease, Refusal, Row, Unretirable, Wanted,
+    self, Beat, Claimant, Decision, Identity, Judged, Lease, Refusal, Row, Token, Unretirable,
+    Wanted,
 };
 
 /// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
@@ -110,18 +111,25 @@ fn text(value: impl ToString) -> Option<String> {
     Some(value.to_string())
 }
 
-fn field(rows: &Rows, row: usize, column: usize) -> Result<&str, Failure> {
-    rows.get(row)
-        .and_then(|r| r.get(column))
-        .and_then(|v| v.as_deref())
-        .ok_or_else(|| Failure {
-            message: "the registry answered with an unexpected result".into(),
-            sqlstate: None,
-        })
+fn unexpected_result() -> Failure {
+    Failure {
+        message: "the registry answered with an unexpected result".into(),
+        sqlstate: None,
+    }
 }
 
-fn number<T: std::str::FromStr>(rows: &Rows, row: usize, column: usize) -> Result<T, Failure> {
-    field(rows, row, column)?.parse().map_err(|_| Failure {
+/// The first row of `rows`: the one a query of one row answers.
+fn first(rows: &Rows) -> Result<Record<'_>, Failure> {
+    rows.row(0).ok_or_else(unexpected_result)
+}
+
+/// The text of `record`'s column `column`, which must not be NULL.
+fn field<'a>(record: Record<'a>, column: &str) -> Result<&'a str, Failure> {
+    record.get(column).ok_or_else(unexpected_result)
+}
+
+fn number<T: std::str::FromStr>(record: Record<'_>, column: &str) -> Result<T, Failure> {
+    field(record, column)?.parse().map_err(|_| Failure {
         message: "the registry answered with an unexpected value".into(),
         sqlstate: None,
     })
@@ -145,8 +153,11 @@ pub fn keep_alive(conn: &Conn, lease_ms: i64) -> Result<(), Failure> {
 
 /// The registry's clock (Unix ms).
 pub fn clock(conn: &Conn) -> Result<i64, Failure> {
-    let rows = conn.query(concat!("SELECT ", ms!("clock_timestamp()")), &[])?;
-    number(&rows, 0, 0)
+    let rows = conn.query(
+        concat!("SELECT ", ms!("clock_timestamp()"), " AS now_ms"),
+        &[],
+    )?;
+    number(first(&rows)?, "now_ms")
 }
 
 /// Claims a node id for `claimant`, in one transaction under the table's lock. A claim the
@@ -189,28 +200,32 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
         lease_ms: me.lease_ms,
     };
     // One layout per fleet: the first claim sets it, every later one must share it.
-    let other = conn.query(
+    let others = conn.query(
         "SELECT node_id, layout FROM snowflake_nodes WHERE layout <> $1 \
          ORDER BY claimed_at, node_id LIMIT 1",
         &[text(me.layout)],
     )?;
-    if !other.is_empty() {
+    if let Some(other) = others.row(0) {
         return Ok(Claimed::Refused {
-            node: number(&other, 0, 0)?,
+            node: number(other, "node_id")?,
             why: Refusal::OtherLayout,
-            holder: field(&other, 0, 1)?.to_string(),
+            holder: field(other, "layout")?.to_string(),
             last_seen: i64::MIN,
         });
     }
     record_used_before(conn, me)?;
     let mut fresh = false;
     if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
-        let (mut row, mut holder) = read_row(conn, node)?;
-        let same_place = holder.as_ref().is_some_and(|(label, _)| label == me.label);
-        if row.is_some_and(|r| registry::stale_own_session(claimant, &r, same_place)) {
+        let mut found = read_row(conn, node)?;
+        let same_place = found.as_ref().is_some_and(|f| f.label == me.label);
+        if found
+            .as_ref()
+            .is_some_and(|f| registry::stale_own_session(claimant, &f.row, same_place))
+        {
             end_lock_holder(conn, node)?;
-            (row, holder) = read_row(conn, node)?;
+            found = read_row(conn, node)?;
         }
+        let row = found.as_ref().map(|f| f.row);
         match registry::decide(claimant, node, row.as_ref(), &at) {
             Decision::Take {
                 generation,
@@ -230,7 +245,7 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
             }
             Decision::Refuse { node, refusal } => {
                 unlock(conn, node)?;
-                let (holder, last_seen) = holder.unwrap_or_default();
+                let (holder, last_seen) = found.map(|f| (f.label, f.last_seen)).unwrap_or_default();
                 return Ok(Claimed::Refused {
                     node,
                     why: refusal,
@@ -263,10 +278,9 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
         ],
     )?;
     let how = if fresh { "fresh id" } else { "assigned" };
-    for candidate in 0..rows.len() {
-        let node = number::<u32>(&rows, candidate, 0)?;
-        let (row, _) = read_row(conn, node)?;
-        match row {
+    for candidate in rows.iter() {
+        let node = number::<u32>(candidate, "n")?;
+        match read_row(conn, node)?.map(|f| f.row) {
             Some(row) if row.connected || !registry::is_free(Some(&row), &at) => {
                 unlock(conn, node)?;
             }
@@ -307,7 +321,7 @@ fn record_used_before(conn: &Conn, me: &Me) -> Result<(), Failure> {
              WHERE r.state = 'retired'",
             &[
                 text(node),
-                text(format!("{:032x}", 0u128)),
+                text(Token(0)),
                 text(me.label),
                 text(me.system),
                 text(me.layout),
@@ -318,45 +332,59 @@ fn record_used_before(conn: &Conn, me: &Me) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A holder's label and its last heartbeat (Unix ms, the registry's clock).
-type HolderSeen = (String, i64);
-
-/// Reads `node`'s row (locked by the table lock) and tries its advisory lock: the row as the
-/// core judges it, and its holder's label and last heartbeat.
-fn read_row(conn: &Conn, node: u32) -> Result<(Option<Row>, Option<HolderSeen>), Failure> {
-    let locked = conn.query(
-        &format!("SELECT pg_try_advisory_lock({KEY}, $1)"),
+/// Tries `node`'s advisory lock in this session: whether it got it (or has it already).
+fn try_lock(conn: &Conn, node: u32) -> Result<bool, Failure> {
+    let rows = conn.query(
+        &format!("SELECT pg_try_advisory_lock({KEY}, $1) AS locked"),
         &[text(node)],
     )?;
-    let connected = field(&locked, 0, 0)? != "t";
+    Ok(field(first(&rows)?, "locked")? == "t")
+}
+
+/// A node id's row as a claim or a retirement reads it.
+struct Found {
+    /// The row as the core judges it.
+    row: Row,
+    /// Its holder's label.
+    label: String,
+    /// Its holder's last heartbeat (Unix ms, the registry's clock).
+    last_seen: i64,
+}
+
+/// Reads `node`'s row (locked by the table lock), if it has one, and tries its advisory lock.
+fn read_row(conn: &Conn, node: u32) -> Result<Option<Found>, Failure> {
+    let connected = !try_lock(conn, node)?;
     let rows = conn.query(
         concat!(
-            "SELECT owner_token, generation, state = 'retired', \
-             coalesce(high_water_ms, -9223372036854775808), ",
+            "SELECT owner_token, generation, state = 'retired' AS retired, \
+             coalesce(high_water_ms, -9223372036854775808) AS high_water_ms, ",
             ms!("lease_until"),
-            ", holder_label, ",
+            " AS lease_until_ms, holder_label, ",
             ms!("last_seen"),
-            " FROM snowflake_nodes WHERE node_id = $1"
+            " AS last_seen_ms FROM snowflake_nodes WHERE node_id = $1"
         ),
         &[text(node)],
     )?;
-    if rows.is_empty() {
-        return Ok((None, None));
-    }
-    let token = u128::from_str_radix(field(&rows, 0, 0)?, 16).unwrap_or(0);
+    let Some(found) = rows.row(0) else {
+        return Ok(None);
+    };
+    let token = u128::from_str_radix(field(found, "owner_token")?, 16).unwrap_or(0);
     let row = Row {
         node,
         holder: Identity {
             token,
-            generation: number(&rows, 0, 1)?,
+            generation: number(found, "generation")?,
         },
-        retired: field(&rows, 0, 2)? == "t",
-        high_water: number(&rows, 0, 3)?,
-        lease_until: number(&rows, 0, 4)?,
+        retired: field(found, "retired")? == "t",
+        high_water: number(found, "high_water_ms")?,
+        lease_until: number(found, "lease_until_ms")?,
         connected,
     };
-    let holder = (field(&rows, 0, 5)?.to_string(), number(&rows, 0, 6)?);
-    Ok((Some(row), Some(holder)))
+    Ok(Some(Found {
+        row,
+        label: field(found, "holder_label")?.to_string(),
+        last_seen: number(found, "last_seen_ms")?,
+    }))
 }
 
 /// Ends the registry session holding `node`'s advisory lock, this server's own from before a
@@ -414,7 +442,7 @@ fn take(
              clock_offset_ms = EXCLUDED.clock_offset_ms, retired_at = NULL",
         &[
             text(node),
-            text(format!("{token:032x}")),
+            text(Token(token)),
             text(generation),
             text(me.label),
             text(me.system),
@@ -456,15 +484,7 @@ pub fn heartbeat(
     high_water: i64,
     clock_offset_ms: i64,
 ) -> Result<Heartbeat, Failure> {
-    let locked = if take_lock {
-        let locked = conn.query(
-            &format!("SELECT pg_try_advisory_lock({KEY}, $1)"),
-            &[text(node)],
-        )?;
-        field(&locked, 0, 0)? == "t"
-    } else {
-        true
-    };
+    let locked = !take_lock || try_lock(conn, node)?;
     let rows = conn.query(
         "UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
          lease_until = clock_timestamp() + $5 * interval '1 ms', \
@@ -473,7 +493,7 @@ pub fn heartbeat(
          RETURNING 1",
         &[
             text(node),
-            text(format!("{:032x}", identity.token)),
+            text(Token(identity.token)),
             text(identity.generation),
             text("live"),
             text(lease_ms),
@@ -488,7 +508,10 @@ pub fn heartbeat(
                 "SELECT holder_label FROM snowflake_nodes WHERE node_id = $1 AND state = 'live'",
                 &[text(node)],
             )?;
-            let holder = field(&rows, 0, 0).ok().map(str::to_string);
+            let holder = rows
+                .row(0)
+                .and_then(|r| r.get("holder_label"))
+                .map(str::to_string);
             Ok(Heartbeat::Lost { holder })
         }
     }
@@ -504,7 +527,7 @@ pub fn release(conn: &Conn, released: &Released) -> Result<bool, Failure> {
          RETURNING 1",
         &[
             text(released.node),
-            text(format!("{:032x}", released.claim.token)),
+            text(Token(released.claim.token)),
             text(released.claim.generation),
             text(released.mark),
         ],
@@ -512,47 +535,86 @@ pub fn release(conn: &Conn, released: &Released) -> Result<bool, Failure> {
     Ok(!rows.is_empty())
 }
 
-/// Every row (times as Unix ms), with its state as the registry's clock and `margin_ms` make it: live (lease
-/// running), lost (lease run out, not retired), retired (not yet handed out again) or free.
-pub fn list(conn: &Conn, margin_ms: i64) -> Result<Rows, Failure> {
-    conn.query(
+/// A row of the registry as [`list`] reads it (times as Unix ms; `None`: NULL, or a value that
+/// is not a number).
+pub struct Listed {
+    pub node_id: Option<i64>,
+    /// live (lease running), lost (lease run out, not retired), retired (not yet handed out
+    /// again) or free.
+    pub state: Option<String>,
+    pub holder_label: Option<String>,
+    pub system_identifier: Option<String>,
+    pub generation: Option<i64>,
+    pub owner_token: Option<String>,
+    pub claimed_at: Option<i64>,
+    pub last_seen: Option<i64>,
+    pub lease_until: Option<i64>,
+    pub high_water: Option<i64>,
+    pub clock_offset_ms: Option<i64>,
+    pub retired_at: Option<i64>,
+}
+
+/// Every row, with its state as the registry's clock and `margin_ms` make it.
+pub fn list(conn: &Conn, margin_ms: i64) -> Result<Vec<Listed>, Failure> {
+    let rows = conn.query(
         concat!(
             "SELECT node_id, CASE WHEN state = 'retired' THEN CASE WHEN \
              coalesce(high_water_ms, -9223372036854775808) < ",
             ms!("clock_timestamp()"),
             " - $1 THEN 'free' ELSE 'retired' END WHEN lease_until > clock_timestamp() \
-             THEN 'live' ELSE 'lost' END, holder_label, system_identifier, generation, \
+             THEN 'live' ELSE 'lost' END AS state, holder_label, system_identifier, generation, \
              owner_token, ",
             ms!("claimed_at"),
-            ", ",
+            " AS claimed_at_ms, ",
             ms!("last_seen"),
-            ", ",
+            " AS last_seen_ms, ",
             ms!("lease_until"),
-            ", high_water_ms, clock_offset_ms, ",
+            " AS lease_until_ms, high_water_ms, clock_offset_ms, ",
             ms!("retired_at"),
-            " FROM snowflake_nodes ORDER BY node_id"
+            " AS retired_at_ms FROM snowflake_nodes ORDER BY node_id"
         ),
         &[text(margin_ms)],
-    )
+    )?;
+    let number = |r: Record<'_>, column| r.get(column).and_then(|v| v.parse::<i64>().ok());
+    let text = |r: Record<'_>, column| r.get(column).map(str::to_string);
+    Ok(rows
+        .iter()
+        .map(|r| Listed {
+            node_id: number(r, "node_id"),
+            state: text(r, "state"),
+            holder_label: text(r, "holder_label"),
+            system_identifier: text(r, "system_identifier"),
+            generation: number(r, "generation"),
+            owner_token: text(r, "owner_token"),
+            claimed_at: number(r, "claimed_at_ms"),
+            last_seen: number(r, "last_seen_ms"),
+            lease_until: number(r, "lease_until_ms"),
+            high_water: number(r, "high_water_ms"),
+            clock_offset_ms: number(r, "clock_offset_ms"),
+            retired_at: number(r, "retired_at_ms"),
+        })
+        .collect())
 }
 
-/// Why `snowflake_registry_retire` did not retire an id.
-pub enum NotRetired {
-    /// No live row: never claimed, or retired already.
+/// How an attempt to retire an id ended.
+pub enum Retirement {
+    /// Retired: it keeps this high-water mark (Unix ms), or none.
+    Retired { high_water: Option<i64> },
+    /// Not retired: no live row (never claimed, or retired already).
     NoLiveRow,
-    /// Its holder (this label) is connected to the registry.
+    /// Not retired: its holder (this label) is connected to the registry.
     Connected { holder: String },
-    /// Its holder's (this label) lease runs until then (Unix ms): it may still make IDs.
+    /// Not retired: its holder's (this label) lease runs until then (Unix ms), it may still
+    /// make IDs.
     LeaseRuns { holder: String, until: i64 },
 }
 
-/// Retires `node` once its holder is gone (`registry::may_retire`): the high-water mark it
-/// keeps (Unix ms), or why not.
-pub fn retire(conn: &Conn, node: u32) -> Result<Result<Option<i64>, NotRetired>, Failure> {
+/// Retires `node` once its holder is gone (`registry::may_retire`).
+pub fn retire(conn: &Conn, node: u32) -> Result<Retirement, Failure> {
     conn.query("BEGIN", &[])?;
     let retired = retire_in_transaction(conn, node);
     conn.query(
-        if matches!(retired, Ok(Ok(_))) {
+        if matches!(retired, Ok(Retirement::Retired { .. })) {
             "COMMIT"
         } else {
             "ROLLBACK"
@@ -562,22 +624,20 @@ pub fn retire(conn: &Conn, node: u32) -> Result<Result<Option<i64>, NotRetired>,
     retired
 }
 
-fn retire_in_transaction(
-    conn: &Conn,
-    node: u32,
-) -> Result<Result<Option<i64>, NotRetired>, Failure> {
+fn retire_in_transaction(conn: &Conn, node: u32) -> Result<Retirement, Failure> {
     conn.query(
         "LOCK TABLE snowflake_nodes IN SHARE ROW EXCLUSIVE MODE",
         &[],
     )?;
     let now = clock(conn)?;
-    let (row, holder) = read_row(conn, node)?;
+    let found = read_row(conn, node)?;
     unlock(conn, node)?;
-    let holder = holder.map(|(label, _)| label).unwrap_or_default();
+    let row = found.as_ref().map(|f| f.row);
+    let holder = found.map(|f| f.label).unwrap_or_default();
     match registry::may_retire(row.as_ref(), now) {
-        Err(Unretirable::NoLiveRow) => Ok(Err(NotRetired::NoLiveRow)),
-        Err(Unretirable::Connected) => Ok(Err(NotRetired::Connected { holder })),
-        Err(Unretirable::LeaseRuns { until }) => Ok(Err(NotRetired::LeaseRuns { holder, until })),
+        Err(Unretirable::NoLiveRow) => Ok(Retirement::NoLiveRow),
+        Err(Unretirable::Connected) => Ok(Retirement::Connected { holder }),
+        Err(Unretirable::LeaseRuns { until }) => Ok(Retirement::LeaseRuns { holder, until }),
         Ok(()) => {
             conn.query(
                 "UPDATE snowflake_nodes SET state = 'retired', retired_at = clock_timestamp() \
@@ -585,7 +645,9 @@ fn retire_in_transaction(
                 &[text(node)],
             )?;
             let high_water = row.map_or(i64::MIN, |row| row.high_water);
-            Ok(Ok((high_water > i64::MIN).then_some(high_water)))
+            Ok(Retirement::Retired {
+                high_water: (high_water > i64::MIN).then_some(high_water),
+            })
         }
     }
 }

@@ -9,7 +9,7 @@
 //! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
 //! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
 
-use super::client::{self, Claimed, Heartbeat, Me, NotRetired};
+use super::client::{self, Claimed, Heartbeat, Me, Retirement};
 use super::libpq::{Conn, Failure};
 use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
@@ -399,10 +399,10 @@ pub fn release_on_exit() {
 /// its lease. Returns whether to try again at the next heartbeat (the lease still runs).
 fn retire_inherited(conn: &Conn, node: u32) -> bool {
     let outcome = match client::retire(conn, node) {
-        Ok(Ok(high_water)) => RegistryError::Retired { node, high_water },
-        Ok(Err(NotRetired::LeaseRuns { .. })) => return true,
-        Ok(Err(NotRetired::Connected { holder })) => RegistryError::RetireLive { node, holder },
-        Ok(Err(NotRetired::NoLiveRow)) => return false,
+        Ok(Retirement::Retired { high_water }) => RegistryError::Retired { node, high_water },
+        Ok(Retirement::LeaseRuns { .. }) => return true,
+        Ok(Retirement::Connected { holder }) => RegistryError::RetireLive { node, holder },
+        Ok(Retirement::NoLiveRow) => return false,
         Err(failure) => RegistryError::Failed {
             action: "retire the primary's node id in the pg_snowflake registry",
             cause: failure.message,

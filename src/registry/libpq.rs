@@ -57,6 +57,7 @@ unsafe extern "C" {
     fn PQresultErrorField(res: *const PGresult, field: c_int) -> *const c_char;
     fn PQntuples(res: *const PGresult) -> c_int;
     fn PQnfields(res: *const PGresult) -> c_int;
+    fn PQfname(res: *const PGresult, column: c_int) -> *const c_char;
     fn PQgetvalue(res: *const PGresult, row: c_int, column: c_int) -> *const c_char;
     fn PQgetisnull(res: *const PGresult, row: c_int, column: c_int) -> c_int;
     fn PQclear(res: *mut PGresult);
@@ -128,8 +129,47 @@ impl Failure {
     }
 }
 
-/// Rows of text values (`None`: SQL NULL).
-pub type Rows = Vec<Vec<Option<String>>>;
+/// A result's rows of text values (`None`: SQL NULL), read by column name.
+#[derive(Debug, Default)]
+pub struct Rows {
+    columns: Vec<String>,
+    values: Vec<Vec<Option<String>>>,
+}
+
+impl Rows {
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The `index`th row, if there is one.
+    pub fn row(&self, index: usize) -> Option<Record<'_>> {
+        (index < self.len()).then_some(Record { rows: self, index })
+    }
+
+    /// Every row, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Record<'_>> {
+        (0..self.len()).map(|index| Record { rows: self, index })
+    }
+}
+
+/// One row of a result.
+#[derive(Clone, Copy)]
+pub struct Record<'a> {
+    rows: &'a Rows,
+    index: usize,
+}
+
+impl<'a> Record<'a> {
+    /// The value of the column named `column` (`None`: SQL NULL, or no such column).
+    pub fn get(&self, column: &str) -> Option<&'a str> {
+        let at = self.rows.columns.iter().position(|name| name == column)?;
+        self.rows.values.get(self.index)?.get(at)?.as_deref()
+    }
+}
 
 /// An open connection.
 pub struct Conn {
@@ -286,7 +326,7 @@ impl Conn {
         if sent == 0 {
             return Err(self.error());
         }
-        let mut outcome: Result<Rows, Failure> = Ok(Vec::new());
+        let mut outcome: Result<Rows, Failure> = Ok(Rows::default());
         loop {
             // SAFETY: a live connection with a query sent; each result is cleared once.
             unsafe {
@@ -344,25 +384,28 @@ impl Conn {
     }
 }
 
-/// A result's rows as text.
+/// A result's column names and rows as text.
 ///
 /// # Safety
 /// `result` is a live result.
 unsafe fn rows_of(result: *const PGresult) -> Rows {
     unsafe {
-        (0..PQntuples(result))
-            .map(|row| {
-                (0..PQnfields(result))
-                    .map(|column| {
-                        (PQgetisnull(result, row, column) == 0).then(|| {
-                            CStr::from_ptr(PQgetvalue(result, row, column))
-                                .to_string_lossy()
-                                .into_owned()
+        let text = |value: *const c_char| CStr::from_ptr(value).to_string_lossy().into_owned();
+        Rows {
+            columns: (0..PQnfields(result))
+                .map(|column| text(PQfname(result, column)))
+                .collect(),
+            values: (0..PQntuples(result))
+                .map(|row| {
+                    (0..PQnfields(result))
+                        .map(|column| {
+                            (PQgetisnull(result, row, column) == 0)
+                                .then(|| text(PQgetvalue(result, row, column)))
                         })
-                    })
-                    .collect()
-            })
-            .collect()
+                        .collect()
+                })
+                .collect(),
+        }
     }
 }
 

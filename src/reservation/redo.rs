@@ -11,6 +11,7 @@ use crate::gucs;
 use crate::shmem::{self, Handle};
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use snowflake_core::registry::Token;
 use snowflake_core::wal_record;
 use std::ffi::{c_char, CStr};
 
@@ -74,7 +75,7 @@ unsafe extern "C-unwind" fn describe(
             .node
             .map_or_else(|| "not recorded".to_string(), |node| node.to_string());
         let claim = r.claim.map_or_else(String::new, |c| {
-            format!("; claim {:032x} generation {}", c.token, c.generation)
+            format!("; claim {} generation {}", Token(c.token), c.generation)
         });
         let text = format!(
             "until {}; layout {}; node {node}{claim}\0",

@@ -6,10 +6,11 @@
 use super::timestamps::timestamptz_checked;
 use crate::error::{OrReport, RegistryError, SnowflakeError};
 use crate::gucs;
-use crate::registry::client::{self, NotRetired};
+use crate::registry::client::{self, Retirement};
 use crate::registry::libpq::{Conn, Failure};
 use crate::shmem;
 use pgrx::prelude::*;
+use snowflake_core::registry::Token;
 
 /// A connection to the registry, or the error that says why not.
 fn connect() -> Result<Conn, SnowflakeError> {
@@ -75,33 +76,33 @@ fn snowflake_registry() -> TableIterator<
         })
         .map(|(node, claim)| {
             (
-                node.to_string(),
-                format!("{:032x}", claim.token),
+                i64::from(node),
+                Token(claim.token).to_string(),
                 claim.generation,
             )
         });
-    let ms = |v: &Option<String>| v.as_deref().and_then(|v| v.parse::<i64>().ok());
-    let at = |v: &Option<String>| ms(v).and_then(timestamptz_checked);
-    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let at = |ms: Option<i64>| ms.and_then(timestamptz_checked);
     let rows: Vec<_> = rows
-        .iter()
+        .into_iter()
         .map(|r| {
-            let generation = ms(&r[4]).unwrap_or(0);
+            let generation = r.generation.unwrap_or(0);
             let this_server = mine.as_ref().is_some_and(|(node, token, g)| {
-                r[0].as_deref() == Some(node) && r[5].as_deref() == Some(token) && *g == generation
+                r.node_id == Some(*node)
+                    && r.owner_token.as_ref() == Some(token)
+                    && *g == generation
             });
             (
-                ms(&r[0]).unwrap_or(-1) as i32,
-                text(&r[1]),
-                text(&r[2]),
-                r[3].clone(),
+                r.node_id.unwrap_or(-1) as i32,
+                r.state.unwrap_or_default(),
+                r.holder_label.unwrap_or_default(),
+                r.system_identifier,
                 generation,
-                at(&r[6]),
-                at(&r[7]),
-                at(&r[8]),
-                at(&r[9]),
-                ms(&r[10]),
-                at(&r[11]),
+                at(r.claimed_at),
+                at(r.last_seen),
+                at(r.lease_until),
+                at(r.high_water),
+                r.clock_offset_ms,
+                at(r.retired_at),
                 this_server,
             )
         })
@@ -123,14 +124,14 @@ fn snowflake_registry_retire(node_id: i32) -> Option<TimestampWithTimeZone> {
         .map_err(|e| failed("retire the node id in the pg_snowflake registry", e))
         .or_report();
     let refused = match retired {
-        Ok(high_water) => return high_water.and_then(timestamptz_checked),
-        Err(NotRetired::Connected { holder }) => RegistryError::RetireLive { node, holder },
-        Err(NotRetired::LeaseRuns { holder, until }) => RegistryError::RetireLeaseRuns {
+        Retirement::Retired { high_water } => return high_water.and_then(timestamptz_checked),
+        Retirement::Connected { holder } => RegistryError::RetireLive { node, holder },
+        Retirement::LeaseRuns { holder, until } => RegistryError::RetireLeaseRuns {
             node,
             holder,
             until,
         },
-        Err(NotRetired::NoLiveRow) => RegistryError::NoSuchNode {
+        Retirement::NoLiveRow => RegistryError::NoSuchNode {
             node: i64::from(node_id),
         },
     };

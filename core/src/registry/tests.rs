@@ -413,3 +413,10 @@ fn a_vanished_holders_session_ends_within_about_a_lease() {
         assert!(k.user_timeout_ms <= lease_ms.max(1_000), "lease {lease_ms}");
     }
 }
+
+#[test]
+fn a_token_is_written_as_32_lowercase_hex_digits() {
+    assert_eq!(Token(0).to_string(), "0".repeat(32));
+    assert_eq!(Token(0xfeed).to_string(), format!("{}feed", "0".repeat(28)));
+    assert_eq!(Token(u128::MAX).to_string(), "f".repeat(32));
+}
