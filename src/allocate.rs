@@ -9,9 +9,8 @@
 //! variable —, both interruptible. Its cost is counted by `bench/instructions` (callgrind):
 //! keep it small.
 
-use crate::error::{RegistryError, SnowflakeError, STATE_FILE};
+use crate::error::{registry_refusal_error, RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
-use crate::registry;
 use crate::reservation::renew;
 use crate::shmem::{self, Handle, RenewalFailure};
 use pgrx::prelude::*;
@@ -21,6 +20,9 @@ use snowflake_core::generator::{Allocation, ClockEvent, Limits, Run, FORWARD_CON
 use snowflake_core::layout::{Layout, Parts};
 use snowflake_core::node::Refusing;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How long a call waits for the registry's first claim before it gives up (ms).
+const CLAIM_WAIT_MS: i64 = 10_000;
 
 /// The next ID in the common case (`Generator::next_one`: the server out of recovery as this
 /// backend has seen before, the generator making IDs, one ID in the current or a fresh tick,
@@ -137,7 +139,7 @@ fn next_run_otherwise(
             match refusing {
                 // Made possible since: allocate again.
                 Refusing::Nothing => {}
-                Refusing::AwaitingClaim if claim_waited_ms < registry::CLAIM_WAIT_MS => {
+                Refusing::AwaitingClaim if claim_waited_ms < CLAIM_WAIT_MS => {
                     // The registry's first claim is under way (the renewer broadcasts when it
                     // is made or refused).
                     waited_on_renewal = true;
@@ -223,7 +225,15 @@ fn refusal_error(shm: Handle, refusing: Refusing) -> SnowflakeError {
             max: gucs::layout().max_node(),
         },
         Refusing::AwaitingOldStateFile => SnowflakeError::StateFileNotCopied { path: STATE_FILE },
-        _ => registry::refusal_error(refusing, &shared).into(),
+        _ => registry_refusal_error(
+            refusing,
+            shared.node.id,
+            &shared.registry,
+            gucs::layout(),
+            gucs::registry_settings().max_clock_skew_ms,
+            CLAIM_WAIT_MS,
+        )
+        .into(),
     }
 }
 

@@ -15,7 +15,7 @@ mod registry;
 mod report;
 
 pub use adopt::AdoptError;
-pub use registry::RegistryError;
+pub use registry::{refusal_error as registry_refusal_error, RegistryError};
 pub use report::{Message, OrReport};
 
 use pgrx::PgSqlErrorCode::*;

@@ -18,7 +18,6 @@ use crate::shmem::Handle;
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::holder::HolderState;
-use snowflake_core::node::Refusing;
 use snowflake_core::registry::{self, Lease};
 use snowflake_core::retry::LogThrottle;
 
@@ -410,38 +409,6 @@ fn retire_inherited(conn: &Conn, node: u32) -> bool {
     };
     SnowflakeError::from(outcome).report_log();
     false
-}
-
-/// The error a call meets while `refusing`, with what the registry said last.
-pub fn refusal_error(refusing: Refusing, shared: &crate::shmem::Shared) -> RegistryError {
-    let node = shared.node.id;
-    match refusing {
-        Refusing::ClaimRefused => match shared.registry.refusal {
-            Some((node, why, last_seen)) => {
-                RegistryError::refused(node, why, shared.registry.label(), last_seen, || {
-                    gucs::layout().describe()
-                })
-            }
-            None => RegistryError::NoFreeNodeId {
-                max: gucs::layout().max_node(),
-            },
-        },
-        Refusing::ClaimLost => RegistryError::ClaimLost {
-            node,
-            holder: Some(shared.registry.label()).filter(|label| !label.is_empty()),
-        },
-        Refusing::LeaseExpired => RegistryError::LeaseExpired {
-            node,
-            ago_ms: (SystemClock.monotonic() - shared.registry.lease_ends_at).max(0),
-        },
-        Refusing::ClockSkew => RegistryError::ClockSkew {
-            offset_ms: shared.registry.clock_offset_ms,
-            max_ms: gucs::registry_settings().max_clock_skew_ms,
-        },
-        _ => RegistryError::AwaitingClaim {
-            waited_ms: super::CLAIM_WAIT_MS,
-        },
-    }
 }
 
 /// How this server is named in the registry: `cluster_name` if set, and its host and port.

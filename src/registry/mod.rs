@@ -15,8 +15,3 @@
 pub mod client;
 pub mod holder;
 pub mod libpq;
-
-pub use holder::refusal_error;
-
-/// How long a call waits for the registry's first claim before it gives up (ms).
-pub const CLAIM_WAIT_MS: i64 = 10_000;
