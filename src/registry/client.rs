@@ -50,10 +50,10 @@ macro_rules! ms {
 }
 
 /// What this server tells the registry about itself.
-pub struct Me<'a> {
-    pub label: &'a str,
+pub struct Me {
+    pub label: String,
     pub system: u64,
-    pub layout: &'a str,
+    pub layout: String,
     pub max_node: u32,
     pub lease_ms: i64,
     /// The high-water mark to record with the claim (Unix ms), for a claim that owes nothing.
@@ -203,7 +203,7 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
     let others = conn.query(
         "SELECT node_id, layout FROM snowflake_nodes WHERE layout <> $1 \
          ORDER BY claimed_at, node_id LIMIT 1",
-        &[text(me.layout)],
+        &[text(&me.layout)],
     )?;
     if let Some(other) = others.row(0) {
         return Ok(Claimed::Refused {
@@ -322,9 +322,9 @@ fn record_used_before(conn: &Conn, me: &Me) -> Result<(), Failure> {
             &[
                 text(node),
                 text(Token(0)),
-                text(me.label),
+                text(&me.label),
                 text(me.system),
-                text(me.layout),
+                text(&me.layout),
                 text(me.used_until),
             ],
         )?;
@@ -444,9 +444,9 @@ fn take(
             text(node),
             text(Token(token)),
             text(generation),
-            text(me.label),
+            text(&me.label),
             text(me.system),
-            text(me.layout),
+            text(&me.layout),
             text(me.lease_ms),
             // Nothing reserved yet: no mark (NULL), not the smallest bigint.
             (mark > i64::MIN).then(|| mark.to_string()),

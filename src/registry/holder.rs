@@ -9,16 +9,16 @@
 //! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
 //! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
 
-use super::client::{self, Claimed, Heartbeat, Me, Retirement};
+use super::client::{self, Claimed, Decided, Heartbeat, Me, Retirement};
 use super::libpq::{Conn, Failure};
 use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
 use crate::reservation::renew::{self, Renewal};
-use crate::shmem::Handle;
+use crate::shmem::{Handle, Shared};
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::holder::HolderState;
-use snowflake_core::registry::{self, Lease};
+use snowflake_core::registry::{self, Claimant, Lease, Refusal};
 use snowflake_core::retry::LogThrottle;
 
 /// A failure to reach the registry is logged at most once in this long.
@@ -107,15 +107,7 @@ impl Holder {
         };
         match renew::renew(claim) {
             Renewal::Done { .. } => self.state.pinned(),
-            Renewal::Failed { errno } => {
-                if let Some(not_logged) = self.unreachable_log.due(SystemClock.monotonic()) {
-                    SnowflakeError::ReservationsFailing {
-                        cause: SnowflakeError::state_file_write(errno).message().text,
-                        not_logged,
-                    }
-                    .report_warning();
-                }
-            }
+            Renewal::Failed { errno } => self.warn_write_failed(errno),
             Renewal::Fenced { .. } | Renewal::Abandoned => {}
         }
     }
@@ -225,38 +217,51 @@ impl Holder {
         if !state.node.may_claim() {
             return Ok(());
         }
-        let configured = gucs::configured_node();
         let (claimant, recorded) = state.node.claimant(
-            configured,
+            gucs::configured_node(),
             settings.fresh_on_promotion,
             state.generator.reserved_until(),
         );
-        let inherited = state.node.claim.map(|_| state.node.id);
-        let fresh = claimant.identity.is_none() && inherited.is_some();
-        let fenced = settings.mode == RegistryMode::Fenced;
-        let layout = gucs::layout();
-        let me = Me {
-            label: &label(),
-            // SAFETY: reads the control file data, which every server process has.
-            system: unsafe { pg_sys::GetSystemIdentifier() },
-            layout: &layout.describe(),
-            max_node: layout.max_node(),
-            lease_ms: settings.lease_ms,
-            high_water,
-            ahead_of_floor_ms: if fenced { settings.lease_ms } else { 0 },
-            clock_offset_ms: offset,
-            margin_ms: settings.max_clock_skew_ms,
-            recorded_node: recorded,
-            new_token: new_token(),
-            used_before: registry::used_before(state.node.history.named(), claimant.wanted),
-            used_until: state.node.history.until,
-        };
-        // The writer's role, for the intent: while a renewal is being written, next turn.
-        let Some(role) = renew::claim_rewrite(shm) else {
+        // A promoted standby claiming a fresh id gives up the one it inherited.
+        let given_up = state.node.claim.map(|_| state.node.id);
+        let given_up = given_up.filter(|_| claimant.identity.is_none());
+        let me = me(&state, &claimant, recorded, settings, high_water, offset);
+        let Some(claimed) = self.claim_recorded(conn, shm, settings, &claimant, &me, sent_mono)
+        else {
             return Ok(());
         };
+        match claimed? {
+            Claimed::Taken(decided) => {
+                self.taken(conn, shm, &decided, sent_mono, settings.lease_ms, given_up)
+            }
+            Claimed::Refused {
+                node,
+                why,
+                holder,
+                last_seen,
+            } => self.refused(shm, node, why, holder, last_seen, &me.layout),
+            Claimed::NoFreeId => self.no_free_id(shm, me.max_node),
+        }
+        Ok(())
+    }
+
+    /// The registry's answer to a claim whose intent, if it grants one, is written to the state
+    /// file before it commits, holding the writer's role; `None` when the role is busy (a
+    /// renewal is being written: next turn) or the state file could not be written (said; the
+    /// registry rolled the claim back).
+    fn claim_recorded(
+        &mut self,
+        conn: &Conn,
+        shm: Handle,
+        settings: &gucs::RegistrySettings,
+        claimant: &Claimant,
+        me: &Me,
+        sent_mono: i64,
+    ) -> Option<Result<Claimed, Failure>> {
+        let role = renew::claim_rewrite(shm)?;
+        let fenced = settings.mode == RegistryMode::Fenced;
         let mut unwritten = None;
-        let claimed = client::claim(conn, &claimant, &me, |decided| {
+        let claimed = client::claim(conn, claimant, me, |decided| {
             let taken = decided.taken(sent_mono, settings.lease_ms);
             let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                 shared.node.claimed(&mut shared.generator, &taken, fenced)
@@ -272,65 +277,82 @@ impl Holder {
         role.release();
         if let Some(errno) = unwritten {
             // Rolled back: the registry is fine, the disk is not; said as a failed write.
-            if let Some(not_logged) = self.unreachable_log.due(SystemClock.monotonic()) {
-                SnowflakeError::ReservationsFailing {
-                    cause: SnowflakeError::state_file_write(errno).message().text,
-                    not_logged,
-                }
-                .report_warning();
-            }
-            return Ok(());
+            self.warn_write_failed(errno);
+            return None;
         }
-        match claimed? {
-            Claimed::Taken(decided) => {
-                let taken = decided.taken(sent_mono, settings.lease_ms);
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.registry.lease_ends_at = taken.lease.ends_at;
-                    shared.registry.refusal = None;
-                });
-                SnowflakeError::from(RegistryError::Claimed {
-                    node: taken.node,
-                    generation: taken.identity.generation,
-                    floor: (taken.floor > i64::MIN).then_some(taken.floor),
-                    how: decided.how,
-                })
-                .report_log();
-                self.state.taken(taken.node, taken.identity, taken.lease);
-                if let Some(old) = inherited.filter(|&old| fresh && old != taken.node) {
-                    self.state.retire_pending = retire_inherited(conn, old).then_some(old);
-                }
-            }
-            Claimed::Refused {
-                node,
-                why,
-                holder,
-                last_seen,
-            } => {
-                if !self.state.refused {
-                    let refused =
-                        RegistryError::refused(node, why, holder.clone(), last_seen, || {
-                            layout.describe()
-                        });
-                    SnowflakeError::from(refused).report_warning();
-                }
-                self.state.refused();
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.registry.refusal = Some((node, why, last_seen));
-                    shared.registry.set_label(&holder);
-                });
-            }
-            Claimed::NoFreeId => {
-                self.state.refused();
-                SnowflakeError::from(RegistryError::NoFreeNodeId {
-                    max: layout.max_node(),
-                })
-                .report_warning();
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.registry.refusal = None;
-                });
-            }
+        Some(claimed)
+    }
+
+    /// A claim the registry granted: its lease in shared memory, logged and remembered; the id
+    /// `given_up` for it (a promoted standby's inherited one) retired once its primary is gone.
+    fn taken(
+        &mut self,
+        conn: &Conn,
+        shm: Handle,
+        decided: &Decided,
+        sent_mono: i64,
+        lease_ms: i64,
+        given_up: Option<u32>,
+    ) {
+        let taken = decided.taken(sent_mono, lease_ms);
+        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.registry.lease_ends_at = taken.lease.ends_at;
+            shared.registry.refusal = None;
+        });
+        SnowflakeError::from(RegistryError::Claimed {
+            node: taken.node,
+            generation: taken.identity.generation,
+            floor: (taken.floor > i64::MIN).then_some(taken.floor),
+            how: decided.how,
+        })
+        .report_log();
+        self.state.taken(taken.node, taken.identity, taken.lease);
+        if let Some(old) = given_up.filter(|&old| old != taken.node) {
+            self.state.retire_pending = retire_inherited(conn, old).then_some(old);
         }
-        Ok(())
+    }
+
+    /// A claim the registry refused: warned of once (until a claim is taken), and left in
+    /// shared memory for the calls' errors (`layout`: this server's, described).
+    fn refused(
+        &mut self,
+        shm: Handle,
+        node: u32,
+        why: Refusal,
+        holder: String,
+        last_seen: i64,
+        layout: &str,
+    ) {
+        if !self.state.refused {
+            let refused =
+                RegistryError::refused(node, why, holder.clone(), last_seen, || layout.into());
+            SnowflakeError::from(refused).report_warning();
+        }
+        self.state.refused();
+        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.registry.refusal = Some((node, why, last_seen));
+            shared.registry.set_label(&holder);
+        });
+    }
+
+    /// No id of the layout (0 to `max`) is free.
+    fn no_free_id(&mut self, shm: Handle, max: u32) {
+        self.state.refused();
+        SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
+        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.registry.refusal = None;
+        });
+    }
+
+    /// The state file could not be written (`errno`): a WARNING, at most one in a while.
+    fn warn_write_failed(&mut self, errno: i32) {
+        if let Some(not_logged) = self.unreachable_log.due(SystemClock.monotonic()) {
+            SnowflakeError::ReservationsFailing {
+                cause: SnowflakeError::state_file_write(errno).message().text,
+                not_logged,
+            }
+            .report_warning();
+        }
     }
 
     /// Says in shared memory whether IDs may be made (`Node::publish`), and wakes the callers
@@ -409,6 +431,36 @@ fn retire_inherited(conn: &Conn, node: u32) -> bool {
     };
     SnowflakeError::from(outcome).report_log();
     false
+}
+
+/// What this server tells the registry with a claim for `claimant` (`recorded`: the node id of
+/// its state file; `high_water` and `offset`: this contact's mark and clock offset).
+fn me(
+    state: &Shared,
+    claimant: &Claimant,
+    recorded: Option<u32>,
+    settings: &gucs::RegistrySettings,
+    high_water: i64,
+    offset: i64,
+) -> Me {
+    let layout = gucs::layout();
+    let fenced = settings.mode == RegistryMode::Fenced;
+    Me {
+        label: label(),
+        // SAFETY: reads the control file data, which every server process has.
+        system: unsafe { pg_sys::GetSystemIdentifier() },
+        layout: layout.describe(),
+        max_node: layout.max_node(),
+        lease_ms: settings.lease_ms,
+        high_water,
+        ahead_of_floor_ms: if fenced { settings.lease_ms } else { 0 },
+        clock_offset_ms: offset,
+        margin_ms: settings.max_clock_skew_ms,
+        recorded_node: recorded,
+        new_token: new_token(),
+        used_before: registry::used_before(state.node.history.named(), claimant.wanted),
+        used_until: state.node.history.until,
+    }
 }
 
 /// How this server is named in the registry: `cluster_name` if set, and its host and port.
