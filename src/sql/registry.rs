@@ -10,7 +10,6 @@ use crate::registry::client::{self, Retirement};
 use crate::registry::libpq::{Conn, Failure};
 use crate::shmem;
 use pgrx::prelude::*;
-use snowflake_core::registry::Token;
 
 /// A connection to the registry, or the error that says why not.
 fn connect() -> Result<Conn, SnowflakeError> {
@@ -77,7 +76,7 @@ fn snowflake_registry() -> TableIterator<
         .map(|(node, claim)| {
             (
                 i64::from(node),
-                Token(claim.token).to_string(),
+                snowflake_core::registry::Token(claim.token).to_string(),
                 claim.generation,
             )
         });
