@@ -359,11 +359,8 @@ fn warn_about_narrow_references(
     Ok(())
 }
 
-extension_sql!(
-    r#"
-COMMENT ON FUNCTION snowflake_adopt(regclass, text) IS
-'Switches a serial, identity or sequence-default key column to bigint DEFAULT snowflake_nextval() with ordinary DDL; refuses when existing values could collide with new IDs.';
-"#,
+extension_sql_file!(
+    "../../sql/install/adopt_comment.sql",
     name = "adopt_comment",
     requires = [snowflake_adopt],
 );

@@ -24,13 +24,8 @@ fn snowflake_max_from_timestamp(ts: TimestampWithTimeZone) -> i64 {
     gucs::layout().last_id_at(unix_ms(ts)).or_report()
 }
 
-extension_sql!(
-    r#"
-COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz) IS
-'Returns the smallest snowflake ID any node can issue at this instant: id >= snowflake_from_timestamp(t) selects the rows made from t on, as a range scan on the key.';
-COMMENT ON FUNCTION snowflake_max_from_timestamp(timestamptz) IS
-'Returns the largest snowflake ID any node can issue at this instant (to the millisecond): id <= snowflake_max_from_timestamp(t) selects the rows made up to t.';
-"#,
+extension_sql_file!(
+    "../../sql/install/bounds_comments.sql",
     name = "bounds_comments",
     requires = [snowflake_from_timestamp, snowflake_max_from_timestamp],
 );
