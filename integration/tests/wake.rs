@@ -3,14 +3,20 @@
 //! once, at their own time, in the wake range, while their reservation is being written; and a
 //! crash before that write lands, then a restart with the clock set back an hour, never issues
 //! one of those IDs again, though it makes every ID below the wake range of their milliseconds.
+//!
+//! The server's sequence field is 3 bits (8 IDs a millisecond; the wake range is the last, 7):
+//! small enough that the restarted server fills every millisecond it passes faster than its
+//! clock moves, so that it surely passes through all of the wake's (a 4096-wide field is filled
+//! at about the clock's own pace, and a millisecond the clock overtakes is left half made).
 
 use snowflake_it::{strictly_increasing, take_ids, Config, Server};
 use std::time::{Duration, Instant};
 
 /// Every fsync and fdatasync while the wake's reservation is written: the write takes three.
 const FSYNC_MS: u64 = 5_000;
-/// The first sequence number of the wake range, the top eighth of the default layout's 4096.
-const WAKE_SEQ: i32 = 3_584;
+/// The sequence field's bits, and the first (here the only) sequence number of its wake range.
+const SEQUENCE_BITS: u32 = 3;
+const WAKE_SEQ: i32 = 7;
 
 #[test]
 fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_their_write_repeats_none(
@@ -20,14 +26,15 @@ fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_thei
         Config::node(4)
             .slow_disk()
             .fake_clock("+0")
-            .setting("pg_snowflake.reservation_ms = 1000")
+            .setting(&format!("pg_snowflake.sequence_bits = {SEQUENCE_BITS}"))
+            .setting("pg_snowflake.reservation_ms = 10000")
             .setting("pg_snowflake.max_borrow_ms = 10000"),
     );
     let mut client = server.connect();
     let before = take_ids(&mut client, 1_000, 1_000);
 
     // The renewer keeps the reservation ahead for a minute after the last call, then lets it
-    // run out: wait for that, to the millisecond's tens.
+    // run out: wait for that, to a few milliseconds.
     let ran_out = client
         .prepare("SELECT reserved_until < clock_timestamp() FROM snowflake_stats()")
         .unwrap();
@@ -46,12 +53,13 @@ fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_thei
     let call = client
         .prepare(
             "SELECT id, snowflake_seq(id), \
-                    snowflake_timestamp(id) >= date_trunc('milliseconds', t0) \
+                    snowflake_timestamp(id) >= date_trunc('milliseconds', t0), \
+                    (extract(epoch FROM snowflake_timestamp(id)) * 1000)::int8 \
              FROM (SELECT clock_timestamp() AS t0, snowflake_nextval() AS id) AS c",
         )
         .unwrap();
     let started = Instant::now();
-    let (mut wake, mut slowest) = (vec![], Duration::ZERO);
+    let (mut wake, mut wake_ms, mut slowest) = (vec![], vec![], Duration::ZERO);
     while started.elapsed() < Duration::from_millis(300) {
         let one = Instant::now();
         let row = client.query_one(&call, &[]).unwrap();
@@ -63,6 +71,7 @@ fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_thei
         );
         assert!(not_early, "{id} stamped before its call");
         wake.push(id);
+        wake_ms.push(row.get::<_, i64>(3));
     }
     // Still unwritten: every one of them past the durable reservation.
     let floor_ms: f64 = client
@@ -72,16 +81,15 @@ fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_thei
         )
         .unwrap()
         .get(0);
-    // (The default layout: the time field above 22 bits, from 2024-01-01.)
-    let ms_of = |id: i64| (id >> 22) + 1_704_067_200_000;
-    let (first_ms, last_ms) = (ms_of(wake[0]), ms_of(*wake.last().unwrap()));
+    let (first_ms, last_ms) = (wake_ms[0], *wake_ms.last().unwrap());
     let uncovered = floor_ms as i64 <= first_ms;
     println!(
         "after {quiet_s:.1} s without a call, every fsync +{FSYNC_MS} ms: {} calls in 300 ms, \
-         the slowest {:.1} ms, sequences {}..; their reservation unwritten: {uncovered}",
+         the slowest {:.1} ms, over {} ms of ID time, sequence {WAKE_SEQ}; their reservation \
+         unwritten: {uncovered}",
         wake.len(),
         slowest.as_secs_f64() * 1000.0,
-        WAKE_SEQ
+        last_ms - first_ms + 1,
     );
     assert!(uncovered, "the wake's reservation was written already");
     assert!(
@@ -99,46 +107,60 @@ fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_thei
     server.set_clock("-1h");
     server.start_again();
     let mut client = server.connect();
-    // One batch per millisecond below the wake range (a restart stays below it for an hour),
-    // from the floor to past the wake's last millisecond.
-    let batches = last_ms - floor_ms as i64 + 20;
-    assert!(
-        batches < 5_000,
-        "the wake came {batches} ms after the floor"
-    );
+    // From the floor to past the wake's last millisecond, every ID below the wake range (a
+    // restart stays below it for an hour): 7 a millisecond, in one batch that runs ahead of the
+    // clock.
+    let ticks = last_ms - floor_ms as i64 + 20;
+    assert!(ticks < 5_000, "the wake ended {ticks} ms after the floor");
     let row = client
         .query_one(
-            "WITH after AS (SELECT id FROM generate_series(1, $1::int) AS b, \
-                            LATERAL snowflake_nextval_batch(4096 + 0 * b) AS id) \
+            "WITH after AS (SELECT id FROM snowflake_nextval_batch($1::int) AS id) \
              SELECT count(*), count(DISTINCT id), min(id), max(id), \
                     (SELECT count(*) FROM after WHERE id IN (SELECT unnest($2::int8[]))), \
-                    count(*) FILTER (WHERE id >> 22 = $3::int8 >> 22) \
+                    count(*) FILTER (WHERE snowflake_timestamp(id) = snowflake_timestamp($3)), \
+                    count(*) FILTER (WHERE snowflake_seq(id) >= $4) \
              FROM after",
-            &[&(batches as i32), &wake, &wake[0]],
+            &[
+                &((ticks * i64::from(WAKE_SEQ)) as i32),
+                &wake,
+                &wake[0],
+                &WAKE_SEQ,
+            ],
         )
         .unwrap();
-    let (count, distinct, min, max, repeated, in_wake_ms): (i64, i64, i64, i64, i64, i64) = (
+    let (count, distinct, min, max, repeated, in_first, in_wake_range): (
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+    ) = (
         row.get(0),
         row.get(1),
         row.get(2),
         row.get(3),
         row.get(4),
         row.get(5),
+        row.get(6),
     );
     println!(
         "restarted an hour behind, floor {} ms before the wake: {count} IDs through the wake's \
-         milliseconds ({in_wake_ms} in its first), {repeated} of the wake's {} again",
+         milliseconds ({in_first} in its first, {in_wake_range} in the wake range), {repeated} \
+         of the wake's {} again",
         first_ms - floor_ms as i64,
         wake.len()
     );
+    assert_eq!(repeated, 0, "the wake's IDs were issued again");
+    assert_eq!(in_wake_range, 0, "IDs in the wake range within the hour");
     assert_eq!(count, distinct);
     // Resumed below the wake (its write never landed), and made IDs through its milliseconds.
     assert!(min < wake[0], "resumed past the wake: its write landed");
     assert!(max > *wake.last().unwrap());
     assert_eq!(
-        in_wake_ms,
+        in_first,
         i64::from(WAKE_SEQ),
-        "the wake's first millisecond"
+        "the wake's first millisecond: every ID below the wake range"
     );
-    assert_eq!(repeated, 0, "the wake's IDs were issued again");
 }
