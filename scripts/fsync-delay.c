@@ -1,5 +1,5 @@
 /*
- * A slow disk, for the tests (integration/src/lib.rs) and the latency benchmark (bench/latency):
+ * A slow disk, for the tests (pgrx-tests/src/lib.rs) and the latency benchmark (bench/latency):
  * preloaded into a server (LD_PRELOAD), it makes every fsync and fdatasync sleep first, for as
  * many milliseconds as the file named by FSYNC_DELAY_FILE holds (read at each call, so a test
  * can change it while the server runs), or else as FSYNC_DELAY_MS says, then makes the real

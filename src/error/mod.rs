@@ -7,7 +7,7 @@
 //! trailing period), detail and hint side by side. The core's errors ([`CoreError`]) are data;
 //! they are worded here too. Text a user typed is shown as a bounded prefix (see [`quoted`]),
 //! so no input can make a message, or a line of the server log, larger than a few hundred bytes.
-//! The golden tests in `integration/golden` assert each text word for word.
+//! The golden tests in `pgrx-tests/golden` assert each text word for word.
 
 mod adopt;
 mod core_errors;

@@ -8,7 +8,7 @@ use std::process::Command;
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .expect("integration/ lies inside the repository")
+        .expect("pgrx-tests/ lies inside the repository")
         .to_path_buf()
 }
 

@@ -1,6 +1,6 @@
-//! Golden SQL tests: pg_regress runs every `integration/golden/<setup>/sql/*.sql` against a real
+//! Golden SQL tests: pg_regress runs every `pgrx-tests/golden/<setup>/sql/*.sql` against a real
 //! server in that setup (one of [`SETUPS`], a configuration a user can be in), and compares
-//! psql's output word for word with `integration/golden/<setup>/expected/*.out`. A changed
+//! psql's output word for word with `pgrx-tests/golden/<setup>/expected/*.out`. A changed
 //! message is a changed expected file.
 //!
 //! The files are found, not listed: a new `.sql` in a setup's folder runs with the others, in
@@ -9,14 +9,14 @@
 //! fail.
 //!
 //! `PGSF_BLESS=1` takes what psql printed as the new expected output (also for a new `.sql`);
-//! review `git diff integration/golden` before committing.
+//! review `git diff pgrx-tests/golden` before committing.
 
 use snowflake_it::{pg_config, pg_config_value, Config, Server};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The server setups, each a folder of `integration/golden/`, and what the server looks like.
+/// The server setups, each a folder of `pgrx-tests/golden/`, and what the server looks like.
 const SETUPS: &[&str] = &["preloaded", "node_unset", "not_preloaded"];
 
 fn setup_config(setup: &str) -> Config {
@@ -146,11 +146,11 @@ fn not_preloaded() {
     run_setup("not_preloaded");
 }
 
-/// A folder of `integration/golden/` that no test above runs would be silently skipped.
+/// A folder of `pgrx-tests/golden/` that no test above runs would be silently skipped.
 #[test]
 fn every_golden_folder_is_a_setup_that_runs() {
     let folders: BTreeSet<String> = std::fs::read_dir(golden_root())
-        .expect("integration/golden")
+        .expect("pgrx-tests/golden")
         .map(|entry| entry.unwrap())
         .filter(|entry| entry.path().is_dir())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
@@ -158,7 +158,7 @@ fn every_golden_folder_is_a_setup_that_runs() {
     let setups: BTreeSet<String> = SETUPS.iter().map(|s| s.to_string()).collect();
     assert_eq!(
         folders, setups,
-        "the folders of integration/golden/ and the setups golden.rs runs (SETUPS) differ"
+        "the folders of pgrx-tests/golden/ and the setups golden.rs runs (SETUPS) differ"
     );
     for setup in SETUPS {
         golden_tests(setup);

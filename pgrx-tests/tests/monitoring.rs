@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 const QUERIES: &str = "packaging/monitoring/pg_snowflake-queries.yaml";
 const RULES: &str = "packaging/monitoring/pg_snowflake-alerts.yaml";
-const RULE_TESTS: &str = "integration/monitoring/alerts.test.yaml";
+const RULE_TESTS: &str = "pgrx-tests/monitoring/alerts.test.yaml";
 
 /// The clock check's limit the registry's members of these tests run with
 /// (`snowflake_it::registry::member_config`), in seconds.

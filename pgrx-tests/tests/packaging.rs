@@ -72,6 +72,30 @@ fn meta_json_describes_what_cargo_toml_builds() {
 /// and apt.postgresql.org): library directory and extension directory, relative to `/`.
 /// Written out here apart from scripts/lib.sh, which builds the packages, on purpose: the test's
 /// expectation must not come from the code under test.
+/// The top level the product's design card names, which tools outside the project look for: a
+/// rename (0.5.0 called the test crate `integration/`) fails here rather than in someone's CI.
+#[test]
+fn the_top_level_has_the_names_the_design_card_gives() {
+    for name in [
+        "Cargo.toml",
+        "src",
+        "sql",
+        "pgrx-tests",
+        ".cargo",
+        "README.md",
+    ] {
+        assert!(
+            repo_root().join(name).exists(),
+            "{name} is missing at the top level"
+        );
+    }
+    assert_eq!(
+        repo_root().join("pgrx-tests/Cargo.toml"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+        "the tests against real servers live in pgrx-tests/"
+    );
+}
+
 fn debian_layout(major: u32) -> (String, String) {
     (
         format!("usr/lib/postgresql/{major}/lib"),
