@@ -1,0 +1,154 @@
+# shellcheck shell=bash
+# The stages of `./dev test`, sourced by dev, whose run_tests calls them in order (the table of
+# what each runs: pgrx-tests/README.md#what-dev-test-runs). They use dev's install_extension and
+# run_suite, and scripts/lib.sh; each runs in a subshell of its own through run_stage.
+
+# Every stage runs whatever happened before it. A stage's tests are counted from cargo's
+# "test result:" lines; a stage without them (lint, a script) counts as one test; a stage that
+# fails without a failed test (a build error) counts one failure.
+STAGES=()
+
+# run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
+run_stage() {
+    local name=$1 major=$2
+    shift 2
+    say "[$major] $name"
+    local out started rc passed failed
+    out=$(mktemp)
+    started=$(date +%s)
+    set +e
+    (set -e; "$@") 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    set -e
+    read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$out")
+    if ! grep -q '^test result:' "$out"; then
+        if [ "$rc" -eq 0 ]; then passed=1; else failed=1; fi
+    elif [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+        failed=1
+    elif [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then
+        say "[$major] $name ran no test (all filtered out or ignored)"
+        failed=1
+    fi
+    rm -f "$out"
+    STAGES+=("$major	$name	$(($(date +%s) - started))	$passed	$failed")
+    if [ "$failed" -gt 0 ]; then
+        say "[$major] $name: FAILED ($failed failed, $passed passed)"
+    fi
+}
+
+# The pure core needs no PostgreSQL: once for every major.
+# --show-output: the seeded fuzz of the parsers says how many inputs it tried.
+stage_core() {
+    cd "$ROOT"
+    cargo test -p snowflake-core -- --show-output
+}
+
+# Every check runs, whatever the one before it found; the stage fails if any did.
+stage_lint() {
+    cd "$ROOT"
+    local rc=0 major scripts
+    cargo fmt --all -- --check || rc=1
+    cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
+    for major in "${TEST_MAJORS[@]}"; do
+        say "clippy, PostgreSQL $major"
+        cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
+            rc=1
+    done
+    cargo clippy -p snowflake-it --all-targets -- -D warnings || rc=1
+    mapfile -t scripts < <(grep -rlE '^#!/usr/bin/env (ba)?sh|^# shellcheck shell=' \
+        dev scripts bench .ci --exclude-dir=target | sort)
+    say "shellcheck ${scripts[*]}"
+    shellcheck --external-sources "${scripts[@]}" || rc=1
+    say "links of the Markdown files (scripts/check-links)"
+    "$ROOT/scripts/check-links" || rc=1
+    return "$rc"
+}
+
+# cargo pgrx test needs a data directory the postgres user owns and the caller can enter: pgrx
+# starts initdb with the working directory set to it, as the caller.
+stage_pg_test() {
+    local major=$1 pgdata
+    pgdata=$(mktemp -d /tmp/pgsf-test.XXXXXX)
+    as_root chown postgres "$pgdata"
+    as_root chmod 711 "$pgdata"
+    local rc=0
+    (cd "$ROOT" && cargo pgrx test "pg$major" --runas postgres --pgdata "$pgdata") || rc=$?
+    as_root rm -rf "$pgdata"
+    return "$rc"
+}
+
+# The test binaries of pgrx-tests/ whose #[ignore]d tests a stage of their own runs, with
+# --include-ignored: they need what only that stage has (two majors, pg_partman).
+STAGED_BINARIES=(across_majors partman)
+
+# Every test of pgrx-tests/ that is not #[ignore]d; then fails if a test is ignored in a binary
+# no stage runs with --include-ignored (it would run nowhere).
+stage_servers() {
+    local major=$1 rc=0 binary test stray=()
+    install_extension "$major"
+    cd "$ROOT"
+    cargo test -p snowflake-it --no-fail-fast -- --test-threads=1 --nocapture || rc=1
+    while read -r binary test; do
+        case " ${STAGED_BINARIES[*]} " in
+        *" $binary "*) ;;
+        *) stray+=("$binary: $test") ;;
+        esac
+    done < <(cargo test -p snowflake-it -- --list --ignored --format terse 2>&1 | awk '
+        /Running / { b = ($2 == "unittests") ? $3 : $2; sub(/^.*\//, "", b); sub(/\.rs$/, "", b) }
+        /: test$/ { sub(/: test$/, ""); print b, $0 }')
+    if [ ${#stray[@]} -gt 0 ]; then
+        printf 'ignored, and run by no stage (STAGED_BINARIES in scripts/stages.sh): %s\n' "${stray[@]}" >&2
+        rc=1
+    fi
+    return "$rc"
+}
+
+# After stage_servers, which installed the build (each stage runs in a shell of its own: the
+# major is chosen again here).
+stage_partman() {
+    use_pg "$1"
+    cd "$ROOT"
+    cargo test -p snowflake-it --no-fail-fast --test partman -- --include-ignored --test-threads=1 \
+        --nocapture
+}
+
+stage_readme() {
+    use_pg "$1"
+    "$ROOT/scripts/test-install-section"
+}
+
+# The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
+# sum to the whole) and the ID-type benchmark's quick run (on a major without uuidv7(), 15, with
+# the three other keys).
+stage_bench_smoke() {
+    use_pg "$1"
+    INSTALLED_BUILD=release run_suite bench --smoke
+    "$ROOT/bench/report" --self-check
+    INSTALLED_BUILD=release run_suite bench-ids --quick
+}
+
+# Three servers claiming node ids from one registry, which is then restarted under them: fails
+# on a server that does not claim or make IDs, a duplicate or changed node id, a crash; never on
+# a figure. Any build installed in the major will do (stage_servers installed one).
+stage_fleet_scale_smoke() {
+    use_pg "$1"
+    "$ROOT/bench/fleet-scale" --smoke
+}
+
+stage_across_majors() {
+    local pairs=$1 tree
+    for tree in $(tr ' :' '\n' <<<"$pairs" | sort -u); do
+        install_extension "$tree"
+    done
+    export_test_env
+    cd "$ROOT"
+    PGSF_UPGRADE_PAIRS=$pairs cargo test -p snowflake-it --no-fail-fast --test across_majors -- \
+        --include-ignored --test-threads=1 --nocapture
+}
+
+# The client recipes (scripts/clients: installs the stacks' toolchains and packages when missing,
+# starts its own servers) on major $1, with the build installed there first.
+stage_clients() {
+    install_extension "$1"
+    "$ROOT/scripts/clients" --pg "$1"
+}
