@@ -63,6 +63,18 @@ impl std::fmt::Display for Token {
     }
 }
 
+/// The one reader of that form: exactly 32 hex digits (no sign, no spaces, either case).
+impl std::str::FromStr for Token {
+    type Err = ();
+
+    fn from_str(text: &str) -> Result<Token, ()> {
+        if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(());
+        }
+        u128::from_str_radix(text, 16).map(Token).map_err(|_| ())
+    }
+}
+
 /// A node id's row in the registry, as the claim reads it (row locked).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Row {

@@ -263,11 +263,8 @@ fn parse_claim(text: &str) -> Result<Option<Identity>, String> {
     }
     let bad = || format!("\"{text}\" is not a registry claim");
     let (token, generation) = text.split_once('/').ok_or_else(bad)?;
-    if token.len() != 32 {
-        return Err(bad());
-    }
     Ok(Some(Identity {
-        token: u128::from_str_radix(token, 16).map_err(|_| bad())?,
+        token: token.parse::<Token>().map_err(|_| bad())?.0,
         generation: generation.parse().map_err(|_| bad())?,
     }))
 }

@@ -368,7 +368,10 @@ fn read_row(conn: &Conn, node: u32) -> Result<Option<Found>, Failure> {
     let Some(found) = rows.row(0) else {
         return Ok(None);
     };
-    let token = u128::from_str_radix(field(found, "owner_token")?, 16).unwrap_or(0);
+    // A token that is not one (the table edited by hand) reads as 0, no server's: a stranger's.
+    let token = field(found, "owner_token")?
+        .parse::<Token>()
+        .map_or(0, |t| t.0);
     let row = Row {
         node,
         holder: Identity {

@@ -415,8 +415,26 @@ fn a_vanished_holders_session_ends_within_about_a_lease() {
 }
 
 #[test]
-fn a_token_is_written_as_32_lowercase_hex_digits() {
+fn a_token_is_written_as_32_lowercase_hex_digits_and_read_only_from_such() {
     assert_eq!(Token(0).to_string(), "0".repeat(32));
     assert_eq!(Token(0xfeed).to_string(), format!("{}feed", "0".repeat(28)));
     assert_eq!(Token(u128::MAX).to_string(), "f".repeat(32));
+    for token in [
+        0,
+        0xfeed,
+        u128::MAX,
+        0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+    ] {
+        assert_eq!(Token(token).to_string().parse(), Ok(Token(token)));
+    }
+    assert_eq!("F".repeat(32).parse(), Ok(Token(u128::MAX)));
+    let signed = format!("+{}", "f".repeat(31));
+    let (short, long, spaced) = (
+        "f".repeat(31),
+        "0".repeat(33),
+        format!(" {}", "f".repeat(31)),
+    );
+    for bad in [signed, short, long, spaced, "g".repeat(32), String::new()] {
+        assert_eq!(bad.parse::<Token>(), Err(()), "{bad:?} is not a token");
+    }
 }
