@@ -1,5 +1,6 @@
-# Shared by bench/run, bench/instructions, bench/latency and bench/flood (sourced, not run), on
-# top of scripts/lib.sh: the result rows, throwaway servers and pgbench's per-transaction logs.
+# Shared by bench/run, bench/ids, bench/instructions, bench/latency, bench/flood and bench/idle
+# (sourced, not run), on top of scripts/lib.sh: the result rows, the meta rows about the machine
+# and the run (record_machine_meta), throwaway servers and pgbench's per-transaction logs.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +32,43 @@ record() {
         die "no number for $1 $2 $3 (round $4): '$5'"
     fi
     printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$OUT"
+}
+
+# The file system that holds path $1 (the data directory is under /tmp): device, size, free,
+# and whether the block device says it is rotational.
+disk_of() {
+    local source size avail dev rota=""
+    read -r source size avail <<<"$(df -h --output=source,size,avail "$1" | tail -n 1)"
+    dev=${source##*/}
+    if [ -r "/sys/class/block/$dev/queue/rotational" ]; then
+        rota=$(cat "/sys/class/block/$dev/queue/rotational")
+    elif [ -r "/sys/class/block/$dev/../queue/rotational" ]; then
+        rota=$(cat "/sys/class/block/$dev/../queue/rotational")
+    fi
+    case $rota in
+    0) rota=", not rotational (SSD or virtual)" ;;
+    1) rota=", rotational" ;;
+    esac
+    echo "$source, $size, $avail free$rota"
+}
+
+# Appends the `meta` rows that say when, where and on what a run ran, as bench/report and
+# bench/report-ids read them: date (UTC, to the minute); machine (CPUs, CPU model, RAM,
+# kernel); disk, the file system of the directory $2, when given (disk_of); postgres (the
+# server's --version); load (the load average $1, taken before the run, and now); then build,
+# command and note from $BENCH_BUILD, $BENCH_COMMAND and $BENCH_NOTE, each when set.
+record_machine_meta() {
+    local load_before=$1 disk_dir=${2:-}
+    record meta date - - "$(date -u '+%Y-%m-%d %H:%M UTC')"
+    record meta machine - - "$(nproc) CPUs (nproc), $(sed -n 's/^model name[[:space:]]*: //p' \
+        /proc/cpuinfo | head -n 1), $(awk '/^MemTotal:/ { printf "%.1f GiB RAM", $2 / 1048576 }' \
+        /proc/meminfo), $(uname -sr)"
+    [ -z "$disk_dir" ] || record meta disk - - "$(disk_of "$disk_dir")"
+    record meta postgres - - "$("$PG_BIN/postgres" --version)"
+    record meta load - - "$load_before; $(cut -d' ' -f1-3 /proc/loadavg)"
+    [ -z "${BENCH_BUILD:-}" ] || record meta build - - "$BENCH_BUILD"
+    [ -z "${BENCH_COMMAND:-}" ] || record meta command - - "$BENCH_COMMAND"
+    [ -z "${BENCH_NOTE:-}" ] || record meta note - - "$BENCH_NOTE"
 }
 
 sql() { "$PG_BIN/psql" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
