@@ -68,6 +68,9 @@ pub struct Node {
     /// The server started as a standby and has not claimed a node id since (with
     /// `pg_snowflake.fresh_node_id_on_promotion`, its first claim takes a fresh one).
     pub started_as_standby: bool,
+    /// The state file was damaged and moved aside ([`Found::Damaged`]), and no claim has been
+    /// made since: the node ids used here before are unknown (`registry::vouched`).
+    pub history_lost: bool,
 }
 
 /// What the data directory holds at start-up (the extension reads and checks the file).
@@ -79,6 +82,10 @@ pub enum Found {
     Reservation(Reservation),
     /// pg_upgrade made this directory and the old one's file was not copied in.
     AwaitingOldStateFile,
+    /// A damaged state file, moved aside (with a registry to assign the node id), and nothing
+    /// written since but `state_file::HISTORY_LOST_MARKER`: what it said, the node ids used
+    /// here and how far, is lost.
+    Damaged,
 }
 
 /// How the server is configured, as far as its identity goes.
@@ -169,7 +176,7 @@ impl Node {
             registry,
         } = settings;
         let (floor, history, id, claim, switched) = match found {
-            Found::Nothing | Found::AwaitingOldStateFile => {
+            Found::Nothing | Found::AwaitingOldStateFile | Found::Damaged => {
                 (i64::MIN, History::EMPTY, configured, None, None)
             }
             Found::Reservation(recorded) => {
@@ -216,6 +223,7 @@ impl Node {
             claim,
             ceiling: i64::MAX,
             started_as_standby: standby,
+            history_lost: *found == Found::Damaged,
         };
         Start {
             node,
@@ -306,6 +314,7 @@ impl Node {
             identity: self.claim.filter(|_| !fresh),
             wanted,
             reserved,
+            history_lost: self.history_lost,
         };
         (claimant, recorded)
     }
@@ -332,6 +341,7 @@ impl Node {
             i64::MAX
         };
         self.started_as_standby = false;
+        self.history_lost = false;
         if self.refusing != Refusing::AwaitingOldStateFile {
             self.refusing = Refusing::AwaitingClaim;
         }

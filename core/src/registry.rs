@@ -43,6 +43,9 @@ pub struct Claimant {
     /// The end of its durable reservation (Unix ms; `i64::MIN`: none): its own IDs reach
     /// that far already.
     pub reserved: i64,
+    /// Its state file was damaged and moved aside: the node ids it made IDs under, and how
+    /// far, are unknown ([`vouched`]).
+    pub history_lost: bool,
 }
 
 /// Who holds a node id: the owner token and the generation of its claim.
@@ -111,6 +114,25 @@ pub enum Refusal {
     /// two layouts are two other times and node ids, and IDs of the two can collide. Refused
     /// whatever id the claimant wants.
     OtherLayout,
+    /// The claimant's state file was damaged (its history lost) and the registry has never
+    /// seen this cluster: the node ids it made IDs under are unknown, and any free id could be
+    /// one of them ([`vouched`]). Refused whatever id the claimant wants.
+    HistoryLost,
+}
+
+/// Whether a registry may give `claimant` a node id: one whose history was lost (a damaged
+/// state file, moved aside) only if the registry has recorded its cluster before (`known`: a
+/// row of its system identifier). Such a cluster has claimed here, and its claims recorded the
+/// node ids it used before joining ([`used_before`]) and every one it was given since, as
+/// rows: none is handed out below its IDs. A registry that has never seen it knows none of
+/// them, and its lowest free id may be the very one the server made IDs under, ahead of its
+/// clock.
+pub fn vouched(claimant: &Claimant, known: bool) -> Result<(), Refusal> {
+    if claimant.history_lost && !known {
+        Err(Refusal::HistoryLost)
+    } else {
+        Ok(())
+    }
 }
 
 /// Of the node ids a claimant's history names (`named`: IDs were made under them here, up to

@@ -21,6 +21,14 @@ const FORMAT_TAG_V1: &str = "pg_snowflake reservation v1";
 pub const UPGRADE_MARKER: &[u8] =
     b"pg_snowflake upgraded v1: copy pg_snowflake.state from the old data directory over this file\n";
 
+/// Written in place of a damaged state file that a server moved aside to be given a node id by
+/// a registry: what the damaged file said (the node ids used here, and how far) is lost, and the
+/// server says so to the registry until its first claim replaces this file
+/// (`registry::vouched`). Without a registry, or with a node id set, it stops the server as the
+/// damaged file would.
+pub const HISTORY_LOST_MARKER: &[u8] =
+    b"pg_snowflake history lost v1: the state file was damaged and moved to pg_snowflake.state.damaged\n";
+
 /// The most node ids a history lists one by one; past that it stands for every node id.
 pub const HISTORY_NODES: usize = 16;
 
@@ -102,6 +110,8 @@ pub enum State {
     /// pg_upgrade made this data directory; the old directory's state file has not been copied
     /// in yet.
     AwaitingOldStateFile,
+    /// A damaged state file was moved aside and nothing written since ([`HISTORY_LOST_MARKER`]).
+    HistoryLost,
 }
 
 /// Where a server configured with node id `node` starts from a state file's reservation: its
@@ -197,6 +207,9 @@ pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &
 pub fn parse(bytes: &[u8]) -> Result<State, String> {
     if bytes == UPGRADE_MARKER {
         return Ok(State::AwaitingOldStateFile);
+    }
+    if bytes == HISTORY_LOST_MARKER {
+        return Ok(State::HistoryLost);
     }
     let text = std::str::from_utf8(bytes).map_err(|_| "it is not text".to_string())?;
     let line = text

@@ -279,7 +279,7 @@ fn reservation(rng: &mut Rng) -> Reservation {
     }
 }
 
-/// Bytes for the state file parser: random bytes, or a written line (or the upgrade marker)
+/// Bytes for the state file parser: random bytes, or a written line (or one of the markers)
 /// edited, its check value then often made right again.
 fn state_input(rng: &mut Rng) -> Vec<u8> {
     if rng.chance(6) {
@@ -287,6 +287,8 @@ fn state_input(rng: &mut Rng) -> Vec<u8> {
     }
     let line = if rng.chance(10) {
         state_file::UPGRADE_MARKER.to_vec()
+    } else if rng.chance(10) {
+        state_file::HISTORY_LOST_MARKER.to_vec()
     } else {
         formatted_state(&reservation(rng))
     };
@@ -329,6 +331,8 @@ fn check_state(bytes: &[u8]) -> Result<bool, String> {
     match state_file::parse(bytes) {
         Ok(State::AwaitingOldStateFile) if bytes == state_file::UPGRADE_MARKER => Ok(true),
         Ok(State::AwaitingOldStateFile) => Err("read as the upgrade marker".into()),
+        Ok(State::HistoryLost) if bytes == state_file::HISTORY_LOST_MARKER => Ok(true),
+        Ok(State::HistoryLost) => Err("read as the history-lost marker".into()),
         Ok(State::Reservation(read)) => {
             let layout = read.layout;
             valid(&layout)?;

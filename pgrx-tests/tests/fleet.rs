@@ -226,6 +226,90 @@ fn a_damaged_state_file_with_a_registry_starts_under_a_fresh_id() {
     assert!(server.log().contains("is damaged"), "{}", server.log());
 }
 
+/// Audit 3, H7. A server that made IDs without a registry (node id 1, its clock an hour ahead,
+/// so that its IDs lie ahead of every clock of the fleet) joins one with its node id unset and a
+/// damaged state file. The file is moved aside, and with it the only record of the node ids
+/// the server used: the registry has never seen this server, so it cannot know them. Before
+/// the fix it was assigned node id 1 again, the lowest free, and made IDs an hour below its own
+/// (a duplicate key within seconds). It is now refused, saying why and what to do; restoring
+/// the file (the first way the hint names) gives it a fresh id above nothing it used.
+#[test]
+fn a_damaged_state_file_new_to_the_registry_is_refused_not_given_back_the_id_it_used() {
+    let registry = registry();
+    let first = member("lost0", &registry, None);
+    create_table(&first);
+    assert_eq!(claimed_node(&first), 0);
+    let server = Server::start("lost1", Config::node(1).fake_clock("+1h"));
+    let ids = take_ids(&mut server.connect(), 1_000, 1_000);
+    let old_max = *ids.iter().max().unwrap();
+    server.set_clock("+0");
+    for line in [
+        format!(
+            "pg_snowflake.registry = '{}'",
+            registry.conninfo("postgres")
+        ),
+        format!("pg_snowflake.registry_lease_ms = {LEASE_MS}"),
+        "pg_snowflake.max_clock_skew_ms = 2000".to_string(),
+        "pg_snowflake.node_id = -1".to_string(),
+    ] {
+        server.execute(&format!("ALTER SYSTEM SET {line}"));
+    }
+    server.stop();
+    let state = server.data_file("pg_snowflake.state");
+    server.as_postgres(&format!(
+        "cp {state} {state}.good && echo garbage > {state}"
+    ));
+    server.start_again();
+    // The claim's answer: a refusal, or (before the fix) a node id.
+    wait_until(Duration::from_secs(15), "the claim answered", || {
+        refusing(&server).as_deref() != Some("awaiting the registry claim")
+    });
+    if let Ok(node) = snowflake_it::registry::claimed_within(&server, Duration::ZERO) {
+        let id: i64 = server.query_one("SELECT snowflake_nextval()");
+        panic!(
+            "the server was given node id {node} and made {id} (node {}), {} below the IDs it \
+             made under node id 1 up to {old_max}; the registry:\n{}",
+            node_of(&server, id),
+            if id <= old_max { "at or" } else { "not" },
+            snowflake_it::registry::registry_rows(&registry)
+        );
+    }
+    assert_eq!(refusing(&server).as_deref(), Some("claim refused"));
+    let err = server
+        .connect()
+        .query_one("SELECT snowflake_nextval()", &[])
+        .expect_err("no ID from a server whose used node ids are unknown");
+    assert_error(
+        &err,
+        "55000",
+        "this server's state file was damaged, and the registry has never seen this server: \
+         the node ids it made IDs under are unknown",
+        Some("The registry refused this server's claim: it makes no IDs. …"),
+        Some(
+            "Restore pg_snowflake.state from a backup of this data directory (or \
+              pg_snowflake.state.damaged, repaired). …",
+        ),
+    );
+    assert_eq!(ids_issued(&server), 0);
+    assert!(server.log().contains("is damaged"), "{}", server.log());
+    // A restart does not forget: the state file says the history is lost.
+    server.stop();
+    server.start_again();
+    wait_until(Duration::from_secs(15), "the claim refused again", || {
+        refusing(&server).as_deref() == Some("claim refused")
+    });
+    assert_eq!(ids_issued(&server), 0);
+    // The file restored: its history names node id 1, recorded in the registry up to the end
+    // of its IDs, and the server is given another.
+    server.stop();
+    server.as_postgres(&format!("mv {state}.good {state}"));
+    server.start_again();
+    let node = claimed_node(&server);
+    assert!(node != 0 && node != 1, "given node id {node}");
+    let id: i64 = server.query_one("SELECT snowflake_nextval()");
+    assert_eq!(node_of(&server, id), node);
+}
+
 #[test]
 fn a_clock_an_hour_ahead_of_the_registrys_is_refused_until_it_is_back() {
     // The registry's clock an hour behind (libfaketime; each of its backends reads the offset

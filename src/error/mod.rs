@@ -135,14 +135,16 @@ impl SnowflakeError {
                 ERRCODE_WARNING,
                 format!(
                     "pg_snowflake state file \"{path}\" is damaged ({reason}): moved to \
-                     \"{aside}\"; the registry gives this server a fresh node id"
+                     \"{aside}\"; the registry is asked for a node id this server did not use"
                 ),
                 Some(
-                    "A fresh node id owes nothing to the IDs made before: none of them can \
-                     repeat."
+                    "The node ids this server used are known to a registry it claimed from \
+                     before: it gives none of them below their IDs. A registry that has never \
+                     seen this server cannot know them, and refuses it."
                         .into(),
                 ),
-                "Nothing to do; keep the moved file for inspection, or delete it.",
+                "Keep the moved file for inspection. If the registry refuses this server, \
+                 restore the state file from a backup.",
             ),
             NotPreloaded => message(
                 ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

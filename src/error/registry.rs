@@ -211,6 +211,15 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                     format!("node id {node}'s IDs are of another layout: {holder}"),
                     "Give this server the fleet's layout, or a registry of its own.",
                 ),
+                Refusal::HistoryLost => (
+                    "this server's state file was damaged, and the registry has never seen this \
+                     server: the node ids it made IDs under are unknown"
+                        .to_string(),
+                    "Restore pg_snowflake.state from a backup of this data directory (or \
+                     pg_snowflake.state.damaged, repaired). If there is none and this server's \
+                     clock is past every ID it ever made, remove pg_snowflake.state.damaged and \
+                     restart the server: it is then given a node id as a new server.",
+                ),
                 Refusal::RetiredUntil { until } => (
                     format!(
                         "node id {node} is retired and is handed out again only after {}",

@@ -289,6 +289,7 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         refusal(Refusal::HeldByAnother),
         refusal(Refusal::CopyOfLiveHolder),
         refusal(Refusal::StaleCopy),
+        refusal(Refusal::HistoryLost),
         refusal(Refusal::RetiredUntil {
             until: 1_800_000_000_000,
         }),

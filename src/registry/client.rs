@@ -213,6 +213,16 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
             last_seen: i64::MIN,
         });
     }
+    if claimant.history_lost {
+        if let Err(why) = registry::vouched(claimant, cluster_known(conn, me.system)?) {
+            return Ok(Claimed::Refused {
+                node: 0,
+                why,
+                holder: String::new(),
+                last_seen: i64::MIN,
+            });
+        }
+    }
     record_used_before(conn, me)?;
     let mut fresh = false;
     if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
@@ -330,6 +340,16 @@ fn record_used_before(conn: &Conn, me: &Me) -> Result<(), Failure> {
         )?;
     }
     Ok(())
+}
+
+/// Whether the registry has a row of the cluster `system` (its system identifier): it claimed
+/// here before, or recorded the node ids it used before joining (`registry::vouched`).
+fn cluster_known(conn: &Conn, system: u64) -> Result<bool, Failure> {
+    let rows = conn.query(
+        "SELECT EXISTS (SELECT 1 FROM snowflake_nodes WHERE system_identifier = $1) AS known",
+        &[text(system)],
+    )?;
+    Ok(field(first(&rows)?, "known")? == "t")
 }
 
 /// Tries `node`'s advisory lock in this session: whether it got it (or has it already).

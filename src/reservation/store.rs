@@ -24,7 +24,8 @@ use std::path::Path;
 const STATE_FILE_TMP: &str = "pg_snowflake.state.tmp";
 /// The file that makes a server start as a standby (PostgreSQL 12 and later).
 const STANDBY_SIGNAL: &str = "standby.signal";
-/// Where a damaged state file is moved when a registry gives the server a fresh node id.
+/// Where a damaged state file is moved when a registry is to assign the node id (the state
+/// file then holds `state_file::HISTORY_LOST_MARKER` until the first claim).
 const STATE_FILE_DAMAGED: &str = "pg_snowflake.state.damaged";
 /// Where a binary-upgrade start moves a reservation the new cluster wrote itself (see [`load`]).
 const STATE_FILE_BEFORE_UPGRADE: &str = "pg_snowflake.state.before-upgrade";
@@ -97,18 +98,21 @@ fn write_error(e: &std::io::Error) -> SnowflakeError {
 /// What the shared region starts with (`shmem::init`'s callback): the generator and the
 /// identity resumed from the state file (`Node::start` decides; this reads and checks the
 /// file), for this server's layout and node id. Stops the server when the file cannot say —
-/// unless a registry can give this server a fresh node id (`pg_snowflake.node_id` unset): then
-/// a damaged file is moved aside and the server starts as a new one.
+/// unless a registry is to assign the node id (`pg_snowflake.node_id` unset): then a damaged
+/// file is moved aside and the server starts with its history lost, which only a registry that
+/// has seen this server before gives an id to (`registry::vouched`): the state file says so
+/// (`state_file::HISTORY_LOST_MARKER`) until the first claim replaces it, across restarts.
 pub fn start_state() -> Shared {
     let settings = Settings {
         configured: gucs::configured_node(),
         registry: gucs::registry().is_some(),
     };
+    let assigned = settings.registry && settings.configured.is_none();
     let found = match load(gucs::layout()) {
-        Err(SnowflakeError::StateFileDamaged { reason, .. })
-            if settings.registry && settings.configured.is_none() =>
-        {
-            match fs::rename(STATE_FILE, STATE_FILE_DAMAGED) {
+        Err(SnowflakeError::StateFileDamaged { reason, .. }) if assigned => {
+            let moved = fs::rename(STATE_FILE, STATE_FILE_DAMAGED)
+                .and_then(|()| replace_state_file(state_file::HISTORY_LOST_MARKER));
+            match moved {
                 Ok(()) => {
                     SnowflakeError::DamagedStateFileMovedAside {
                         path: STATE_FILE,
@@ -116,11 +120,19 @@ pub fn start_state() -> Shared {
                         reason,
                     }
                     .report_log();
-                    Found::Nothing
+                    Found::Damaged
                 }
                 Err(e) => write_error(&e).report_fatal(),
             }
         }
+        Ok(Found::Damaged) if !assigned => SnowflakeError::StateFileDamaged {
+            path: STATE_FILE,
+            reason: format!(
+                "it says that the one before it was damaged (moved to \"{STATE_FILE_DAMAGED}\"), \
+                 and no node id has been claimed since"
+            ),
+        }
+        .report_fatal(),
         Ok(found) => found,
         Err(e) => e.report_fatal(),
     };
@@ -183,6 +195,7 @@ fn load(configured: &Layout) -> Result<Found, SnowflakeError> {
     let recorded = match state_file::parse(&bytes) {
         Ok(State::Reservation(recorded)) => recorded,
         Ok(State::AwaitingOldStateFile) => return Ok(Found::AwaitingOldStateFile),
+        Ok(State::HistoryLost) => return Ok(Found::Damaged),
         Err(reason) => {
             return Err(SnowflakeError::StateFileDamaged {
                 path: STATE_FILE,

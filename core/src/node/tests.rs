@@ -65,6 +65,7 @@ fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
             claim: None,
             ceiling: i64::MAX,
             started_as_standby: true,
+            history_lost: false,
         }
     );
 }
@@ -299,6 +300,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 identity: Some(TOKEN),
                 wanted: Wanted::Pinned(2),
                 reserved: T0,
+                history_lost: false,
             },
             Some(2)
         )
@@ -316,9 +318,40 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 identity: None,
                 wanted: Wanted::Any,
                 reserved: T0,
+                history_lost: false,
             },
             None
         )
+    );
+}
+
+/// Audit 3, H7: a damaged state file moved aside leaves a claimant whose history is lost, until
+/// its first claim (whose intent the state file then holds).
+#[test]
+fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
+    let mut node = Node::start(&Found::Damaged, ASSIGNED, false).node;
+    assert_eq!(node.refusing, Refusing::AwaitingClaim);
+    let (claimant, recorded) = node.claimant(None, false, i64::MIN);
+    assert!(claimant.history_lost);
+    assert_eq!(
+        (claimant.wanted, claimant.identity, recorded),
+        (Wanted::Any, None, None)
+    );
+    let mut generator = Generator::resume(i64::MIN);
+    let taken = Taken {
+        node: 4,
+        identity: TOKEN,
+        floor: i64::MIN,
+        lease: Lease::granted(0, T0, 3_000),
+    };
+    node.claimed(&mut generator, &taken, true);
+    assert!(!node.claimant(None, false, T0).0.history_lost);
+    assert!(
+        !Node::start(&Found::Nothing, ASSIGNED, false)
+            .node
+            .claimant(None, false, T0)
+            .0
+            .history_lost
     );
 }
 

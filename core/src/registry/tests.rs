@@ -32,6 +32,7 @@ fn claimant(identity: Option<Identity>, wanted: Wanted) -> Claimant {
         identity,
         wanted,
         reserved: i64::MIN,
+        history_lost: false,
     }
 }
 
@@ -437,4 +438,19 @@ fn a_token_is_written_as_32_lowercase_hex_digits_and_read_only_from_such() {
     for bad in [signed, short, long, spaced, "g".repeat(32), String::new()] {
         assert_eq!(bad.parse::<Token>(), Err(()), "{bad:?} is not a token");
     }
+}
+
+/// Audit 3, H7: a server whose history was lost is given an id only by a registry that has
+/// recorded its cluster (every id it used is a row there); one whose history is known, by any.
+#[test]
+fn a_lost_history_is_vouched_for_only_by_a_registry_that_has_seen_the_cluster() {
+    let lost = Claimant {
+        history_lost: true,
+        ..claimant(None, Wanted::Any)
+    };
+    assert_eq!(vouched(&lost, false), Err(Refusal::HistoryLost));
+    assert_eq!(vouched(&lost, true), Ok(()));
+    let known = claimant(None, Wanted::Any);
+    assert_eq!(vouched(&known, false), Ok(()));
+    assert_eq!(vouched(&known, true), Ok(()));
 }

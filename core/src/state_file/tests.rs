@@ -74,6 +74,15 @@ fn the_upgrade_marker_is_recognised_and_nothing_else_is_taken_for_it() {
 }
 
 #[test]
+fn the_history_lost_marker_is_recognised_and_nothing_else_is_taken_for_it() {
+    assert_eq!(parse(HISTORY_LOST_MARKER), Ok(State::HistoryLost));
+    let mut changed = HISTORY_LOST_MARKER.to_vec();
+    changed[0] = b'P';
+    assert!(parse(&changed).is_err());
+    assert!(parse(&HISTORY_LOST_MARKER[..HISTORY_LOST_MARKER.len() - 1]).is_err());
+}
+
+#[test]
 fn damaged_state_is_refused_with_a_reason() {
     let good = formatted(&DEFAULT_LAYOUT, 1_704_067_201_000);
     let changed = String::from_utf8(good.clone())
