@@ -295,12 +295,14 @@ impl Node {
     /// pins (with the claim's identity), or any. A promoted standby told to take a fresh id
     /// (`fresh_on_promotion`, no node id configured) gives up its primary's. Also returns the
     /// node id the state file recorded, with whose claim a token may be kept. `reserved`: the
-    /// generator's durable reservation.
+    /// generator's durable reservation; `patient`: whether it still waits for a session under
+    /// its own label to end (`HolderState::patient`).
     pub fn claimant(
         &self,
         configured: Option<u32>,
         fresh_on_promotion: bool,
         reserved: i64,
+        patient: bool,
     ) -> (Claimant, Option<u32>) {
         let inherited = self.claim.map(|_| self.id);
         let fresh = self.started_as_standby && fresh_on_promotion && configured.is_none();
@@ -315,6 +317,7 @@ impl Node {
             wanted,
             reserved,
             history_lost: self.history_lost,
+            patient,
         };
         (claimant, recorded)
     }

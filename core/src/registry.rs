@@ -46,6 +46,9 @@ pub struct Claimant {
     /// Its state file was damaged and moved aside: the node ids it made IDs under, and how
     /// far, are unknown ([`vouched`]).
     pub history_lost: bool,
+    /// It still waits for a registry session under its own label to end, rather than take that
+    /// session for a running copy's ([`Refusal::OpenSession`], [`OWN_SESSION_PATIENCE_LEASES`]).
+    pub patient: bool,
 }
 
 /// Who holds a node id: the owner token and the generation of its claim.
@@ -91,6 +94,10 @@ pub struct Row {
     pub lease_until: i64,
     /// A session holds the id's advisory lock: its holder is connected to the registry now.
     pub connected: bool,
+    /// The holder's label (cluster name, host and port) is the claimant's. A hint, never a
+    /// proof: a clone of a VM carries all three, so a session is never ended for it, and a
+    /// claimant only waits a while for the session to end ([`Refusal::OpenSession`]).
+    pub same_label: bool,
 }
 
 /// Why a claim of one node id is refused.
@@ -101,6 +108,13 @@ pub enum Refusal {
     /// This data directory is a copy of the live server holding it (same token, and that
     /// server is connected).
     CopyOfLiveHolder,
+    /// A session under the claimant's own label and token holds the id: the claimant's own,
+    /// from before a restart after its host went down (the registry ends it once TCP keepalives
+    /// find the host gone, within about a lease), or a running copy's that carries the whole
+    /// label (a cloned VM). Never told apart by the label, never ended by a claim: the claimant
+    /// waits ([`Claimant::patient`]), then a configured id is refused as
+    /// [`Refusal::CopyOfLiveHolder`] and a pinned one gives way to a fresh id.
+    OpenSession,
     /// This data directory is an older copy: its holder has claimed it again since.
     StaleCopy,
     /// Retired; handed out again once the registry's clock passes `until` (Unix ms).
@@ -160,6 +174,12 @@ pub fn used_before(named: &[u32], wanted: Wanted) -> Vec<u32> {
 /// the registry's.
 pub const MARK_AHEAD_SLACK_MS: i64 = 60_000;
 
+/// How many leases a claimant waits for a session under its own label to end
+/// ([`Refusal::OpenSession`]): TCP keepalives end a vanished holder's session within about two
+/// thirds of a lease (`keepalives`: a third idle, three probes a ninth apart), or a lease when
+/// data was in flight (the user timeout); two leases leave room for the registry to notice.
+pub const OWN_SESSION_PATIENCE_LEASES: i64 = 2;
+
 /// What a claim of one node id comes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
@@ -212,12 +232,17 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Judged) ->
         None => Ok((i64::MIN, 1, false)),
         Some(row) => judge(claimant, row, at),
     };
+    let own_label = row.is_some_and(|row| row.same_label);
     match (outcome, claimant.wanted) {
         (Ok((floor, generation, recycled)), _) => Decision::Take {
             node,
             floor,
             generation,
             recycled,
+        },
+        (Err(Refusal::CopyOfLiveHolder), _) if own_label && claimant.patient => Decision::Refuse {
+            node,
+            refusal: Refusal::OpenSession,
         },
         (Err(refusal), Wanted::Configured(_)) => Decision::Refuse { node, refusal },
         (Err(refusal), _) => Decision::Fresh {
@@ -299,21 +324,6 @@ pub fn may_retire(row: Option<&Row>, now: i64) -> Result<(), Unretirable> {
         }),
         Some(_) => Ok(()),
     }
-}
-
-/// Whether the session holding `row`'s advisory lock is this server's own, from before a crash
-/// or a lost connection: the claimant carries the row's token and runs where its holder ran
-/// (`same_place`: the holder's label, cluster name, host and port, is the claimant's; no two
-/// running servers share one). The claim ends that session first (`pg_terminate_backend`):
-/// otherwise a server restarted after a crash could not claim its own id — or, without a node
-/// id set, would take a second one — until the registry notices the dead connection, which
-/// without TCP keepalives takes hours.
-pub fn stale_own_session(claimant: &Claimant, row: &Row, same_place: bool) -> bool {
-    row.connected
-        && same_place
-        && claimant
-            .identity
-            .is_some_and(|me| me.token == row.holder.token)
 }
 
 /// What one heartbeat found, from whether the registry's row still names this holder (`ours`:

@@ -291,3 +291,137 @@ fn crashes_in_quick_succession_with_a_fenced_registry_never_refuse_the_server_it
     }
     println!("IDs' lead after each crash (ms): {leads:?}");
 }
+
+/// A copy of `origin`'s data directory that carries its whole label: the same `cluster_name`,
+/// host name and port, as a cloned VM keeps them (it listens on 127.0.0.2, the origin on
+/// 127.0.0.1), with `pg_snowflake.node_id` set to `node` (-1: unset), promoted.
+fn copy_with_the_label_of(origin: &Server, name: &str, cluster: &str, node: i32) -> Server {
+    let config = Config::default()
+        .setting(&format!("cluster_name = '{cluster}'"))
+        .setting("listen_addresses = '127.0.0.2'")
+        .setting(&format!("port = {}", origin.port))
+        .setting(&format!("pg_snowflake.node_id = {node}"));
+    let copy = Server::standby_of(origin, name, config);
+    copy.promote();
+    copy
+}
+
+/// A connection to a copy made by [`copy_with_the_label_of`] (on 127.0.0.2, at its origin's port).
+fn connect_copy(origin: &Server) -> postgres::Client {
+    postgres::Client::connect(
+        &format!(
+            "host=127.0.0.2 port={} user=postgres dbname=postgres",
+            origin.port
+        ),
+        postgres::NoTls,
+    )
+    .unwrap_or_else(|e| panic!("connecting to the copy: {e}"))
+}
+
+/// The node id the copy makes IDs under (None: it refuses).
+fn copy_node_id(origin: &Server) -> Option<i32> {
+    let row = connect_copy(origin)
+        .query_one("SELECT refusing, node_id FROM snowflake_stats()", &[])
+        .unwrap_or_else(|e| panic!("snowflake_stats() on the copy: {}", describe(&e)));
+    let refusing: Option<String> = row.get(0);
+    row.get::<_, Option<i32>>(1).filter(|_| refusing.is_none())
+}
+
+/// Audit 3, H1. A copy of a running holder that carries its whole label (a cloned VM keeps
+/// cluster_name, host name and port) was taken for the holder restarted: its claim ended the
+/// origin's registry session and took the node id ("restart"), and both made IDs under it (in
+/// available mode 52,456 common IDs in one run). A label is not an identity: a session that
+/// holds the id's lock is never ended by a claim. A copy waits two leases for the session to
+/// end, as the holder's own would after its host went down; then the copy configured with the
+/// origin's id is refused as a copy of a running holder, and the one whose id was pinned
+/// (assigned) takes a fresh id. The origin keeps its id, its session and its IDs throughout.
+#[test]
+fn a_copy_with_its_origins_label_never_ends_the_origins_session_nor_takes_its_id() {
+    let registry = registry_server("h1registry");
+    let config = member_config(&registry.conninfo("postgres"), Some(7))
+        .setting("cluster_name = 'db'")
+        .setting("pg_snowflake.registry_mode = 'available'");
+    let origin = Server::start("h1origin", config);
+    origin.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&origin), 7);
+    origin.execute("CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval())");
+
+    const WAITING: &str = "node id 7 is held by a registry session under this server's own name";
+    const COPY: &str = "this data directory is a copy of the server holding node id 7, \"db (";
+    for (name, node) in [("h1copy", 7), ("h1clone", -1)] {
+        let copy = copy_with_the_label_of(&origin, name, "db", node);
+        let started = Instant::now();
+        let (mut copy_node, mut waited, mut refused_as_copy) = (None, false, None);
+        // Both make IDs, the copy refused while it waits for the session to end (two leases
+        // of patience); then the configured copy is refused as a copy, the assigned one takes
+        // a fresh id.
+        while started.elapsed() < Duration::from_secs(20) {
+            origin.execute("INSERT INTO t SELECT FROM generate_series(1, 100)");
+            if let Some(made_under) = copy_node_id(&origin) {
+                assert_ne!(
+                    made_under,
+                    7,
+                    "the copy {name} makes IDs under its running origin's node id; its log:\n{}",
+                    copy.log()
+                );
+                copy_node = Some(made_under);
+                break;
+            }
+            if let Err(err) = connect_copy(&origin).query_one("SELECT snowflake_nextval()", &[]) {
+                let said = err.as_db_error().map(|db| db.message().to_string());
+                waited |= said.as_deref().is_some_and(|m| m.starts_with(WAITING));
+                if said.as_deref().is_some_and(|m| m.starts_with(COPY)) {
+                    refused_as_copy = Some(err);
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(
+            waited,
+            "the copy {name} never waited for the session under its own name; its log:\n{}",
+            copy.log()
+        );
+        if node == 7 {
+            let err = refused_as_copy.unwrap_or_else(|| {
+                panic!(
+                    "the configured copy was not refused as a copy; its log:\n{}",
+                    copy.log()
+                )
+            });
+            snowflake_it::assert_error(&err, "55000", &format!("{COPY}…"), None, None);
+        } else {
+            let fresh = copy_node.unwrap_or_else(|| {
+                panic!(
+                    "the assigned copy took no fresh id; its log:\n{}",
+                    copy.log()
+                )
+            });
+            assert!(
+                copy.log().contains("fresh id"),
+                "the copy's claim: {}",
+                copy.log()
+            );
+            let id: i64 = connect_copy(&origin)
+                .query_one("SELECT snowflake_nextval()", &[])
+                .map(|row| row.get(0))
+                .unwrap_or_else(|e| panic!("the copy's ID: {}", describe(&e)));
+            let of: i32 = origin.query_one(&format!("SELECT snowflake_node_id({id}::bigint)"));
+            assert_eq!(of, fresh);
+        }
+        // The origin never lost its id nor its session.
+        assert_eq!(refusing(&origin), None);
+        assert!(
+            !origin.log().contains("lost node id")
+                && !origin
+                    .log()
+                    .contains("terminating connection due to administrator"),
+            "the origin's log:\n{}",
+            origin.log()
+        );
+        let id = next_id(&origin).unwrap_or_else(|e| panic!("the origin: {}", describe(&e)));
+        let of: i32 = origin.query_one(&format!("SELECT snowflake_node_id({id}::bigint)"));
+        assert_eq!(of, 7);
+        drop(copy);
+    }
+}

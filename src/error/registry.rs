@@ -183,6 +183,20 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                      node id. Leave pg_snowflake.node_id unset so that the registry gives it a \
                      fresh one, or set another.",
                 ),
+                Refusal::OpenSession => (
+                    format!(
+                        "node id {node} is held by a registry session under this server's own \
+                         name, {}, last seen at {}: this server's own from before a restart, or \
+                         a running copy's",
+                        quoted(holder),
+                        when(*last_seen)
+                    ),
+                    "Wait: the registry ends the session of a server that went down within \
+                     about a lease (TCP keepalives), and this server then takes its node id \
+                     back. If the session lives on, this server is a copy: it is refused (node \
+                     id set) or given a fresh node id (unset) after two leases. A copy needs a \
+                     cluster_name, host name or port of its own.",
+                ),
                 Refusal::StaleCopy => (
                     format!(
                         "this data directory is an older copy of the server holding node id \

@@ -288,6 +288,7 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         RegistryError::AwaitingClaim { waited_ms: 10_000 },
         refusal(Refusal::HeldByAnother),
         refusal(Refusal::CopyOfLiveHolder),
+        refusal(Refusal::OpenSession),
         refusal(Refusal::StaleCopy),
         refusal(Refusal::HistoryLost),
         refusal(Refusal::RetiredUntil {

@@ -5,7 +5,8 @@
 //! A holder keeps its registry session open and, in it, a session advisory lock on its node id
 //! (`pg_try_advisory_lock(KEY, node_id)`): the registry's own sign that the holder is connected,
 //! released by the registry's server the moment the session ends (a crash, a kill -9, a
-//! network reset), with nothing to clean up.
+//! network reset), with nothing to clean up. No claim ends another session, whatever its label:
+//! a clone carries its origin's (audit 3, H1); keepalives end a vanished holder's.
 
 use super::libpq::{Conn, Failure, Record, Rows};
 use snowflake_core::node::{Released, Taken};
@@ -226,16 +227,11 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
     record_used_before(conn, me)?;
     let mut fresh = false;
     if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
-        let mut found = read_row(conn, node)?;
-        let same_place = found.as_ref().is_some_and(|f| f.label == me.label);
-        if found
-            .as_ref()
-            .is_some_and(|f| registry::stale_own_session(claimant, &f.row, same_place))
-        {
-            end_lock_holder(conn, node)?;
-            found = read_row(conn, node)?;
-        }
-        let row = found.as_ref().map(|f| f.row);
+        let found = read_row(conn, node)?;
+        let row = found.as_ref().map(|f| Row {
+            same_label: f.label == me.label,
+            ..f.row
+        });
         match registry::decide(claimant, node, row.as_ref(), &at) {
             Decision::Take {
                 generation,
@@ -371,7 +367,8 @@ struct Found {
     last_seen: i64,
 }
 
-/// Reads `node`'s row (locked by the table lock), if it has one, and tries its advisory lock.
+/// Reads `node`'s row (locked by the table lock), if it has one, and tries its advisory lock
+/// (`same_label` is left to the claim, which knows this server's label).
 fn read_row(conn: &Conn, node: u32) -> Result<Option<Found>, Failure> {
     let connected = !try_lock(conn, node)?;
     let rows = conn.query(
@@ -402,27 +399,13 @@ fn read_row(conn: &Conn, node: u32) -> Result<Option<Found>, Failure> {
         high_water: number(found, "high_water_ms")?,
         lease_until: number(found, "lease_until_ms")?,
         connected,
+        same_label: false,
     };
     Ok(Some(Found {
         row,
         label: field(found, "holder_label")?.to_string(),
         last_seen: number(found, "last_seen_ms")?,
     }))
-}
-
-/// Ends the registry session holding `node`'s advisory lock, this server's own from before a
-/// restart (`registry::stale_own_session`), waiting up to two seconds for it to go. The
-/// registry's role may end sessions of its own (every server of a fleet uses the same one).
-fn end_lock_holder(conn: &Conn, node: u32) -> Result<(), Failure> {
-    conn.query(
-        &format!(
-            "SELECT pg_terminate_backend(pid, 2000) FROM pg_locks WHERE locktype = 'advisory' \
-             AND classid = {KEY}::oid AND objid = $1::oid AND objsubid = 2 AND granted \
-             AND pid <> pg_backend_pid()"
-        ),
-        &[text(node)],
-    )?;
-    Ok(())
 }
 
 fn unlock(conn: &Conn, node: u32) -> Result<(), Failure> {

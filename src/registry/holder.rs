@@ -221,6 +221,7 @@ impl Holder {
             gucs::configured_node(),
             settings.fresh_on_promotion,
             state.generator.reserved_until(),
+            self.state.patient(sent_mono, settings.lease_ms),
         );
         // A promoted standby claiming a fresh id gives up the one it inherited.
         let given_up = state.node.claim.map(|_| state.node.id);
@@ -312,8 +313,10 @@ impl Holder {
         }
     }
 
-    /// A claim the registry refused: warned of once (until a claim is taken), and left in
-    /// shared memory for the calls' errors (`layout`: this server's, described).
+    /// A claim the registry refused: warned of once (until a claim is taken, or the refusal
+    /// changes), and left in shared memory for the calls' errors (`layout`: this server's,
+    /// described). A session under this server's own label is waited for a while
+    /// (`HolderState::waits_for_session`).
     fn refused(
         &mut self,
         shm: Handle,
@@ -323,12 +326,17 @@ impl Holder {
         last_seen: i64,
         layout: &str,
     ) {
-        if !self.state.refused {
+        let changed = shm.snapshot().registry.refusal.map(|(_, was, _)| was) != Some(why);
+        if !self.state.refused || changed {
             let refused =
                 RegistryError::refused(node, why, holder.clone(), last_seen, || layout.into());
             SnowflakeError::from(refused).report_warning();
         }
-        self.state.refused();
+        if why == Refusal::OpenSession {
+            self.state.waits_for_session(SystemClock.monotonic());
+        } else {
+            self.state.refused();
+        }
         shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
             shared.registry.refusal = Some((node, why, last_seen));
             shared.registry.set_label(&holder);

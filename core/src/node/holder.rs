@@ -8,7 +8,7 @@
 //! ([`HolderState::holding`]).
 
 use super::Holding;
-use crate::registry::{Identity, Lease};
+use crate::registry::{Identity, Lease, OWN_SESSION_PATIENCE_LEASES};
 
 /// A claim the renewer holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +36,9 @@ pub struct HolderState {
     /// The node id a promoted standby gave up for a fresh one: retired once its old holder's
     /// lease has run out (tried at each heartbeat).
     pub retire_pending: Option<u32>,
+    /// Since when (monotonic ms) its claims have been refused because a session under its own
+    /// label holds the id (`Refusal::OpenSession`): its own from before a restart, or a copy's.
+    pub waiting_since: Option<i64>,
 }
 
 impl Default for HolderState {
@@ -53,6 +56,7 @@ impl HolderState {
             refused: false,
             lost: false,
             retire_pending: None,
+            waiting_since: None,
         }
     }
 
@@ -92,6 +96,7 @@ impl HolderState {
     pub fn taken(&mut self, node: u32, identity: Identity, lease: Lease) {
         self.answered();
         self.refused = false;
+        self.waiting_since = None;
         self.held = Some(Held {
             node,
             identity,
@@ -104,6 +109,25 @@ impl HolderState {
     pub fn refused(&mut self) {
         self.answered();
         self.refused = true;
+        self.waiting_since = None;
+    }
+
+    /// The claim was refused because a session under this server's own label holds the id
+    /// (`Refusal::OpenSession`), at monotonic `now`: retried at every contact, patiently for a
+    /// while ([`HolderState::patient`]).
+    pub fn waits_for_session(&mut self, now: i64) {
+        let since = self.waiting_since.unwrap_or(now);
+        self.refused();
+        self.waiting_since = Some(since);
+    }
+
+    /// Whether a claim at monotonic `now` still waits for a session under this server's label
+    /// to end (`registry::Claimant::patient`): until it has waited
+    /// `registry::OWN_SESSION_PATIENCE_LEASES` leases of `lease_ms`.
+    pub fn patient(&self, now: i64, lease_ms: i64) -> bool {
+        self.waiting_since.is_none_or(|since| {
+            now.saturating_sub(since) < lease_ms.saturating_mul(OWN_SESSION_PATIENCE_LEASES)
+        })
     }
 
     /// The claim is in the state file and the WAL: IDs may be made under it.

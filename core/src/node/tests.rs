@@ -294,31 +294,33 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
     let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
     let node = Node::start(&found, ASSIGNED, false).node;
     assert_eq!(
-        node.claimant(None, false, T0),
+        node.claimant(None, false, T0, true),
         (
             Claimant {
                 identity: Some(TOKEN),
                 wanted: Wanted::Pinned(2),
                 reserved: T0,
                 history_lost: false,
+                patient: true,
             },
             Some(2)
         )
     );
     assert_eq!(
-        node.claimant(Some(7), false, T0).0.wanted,
+        node.claimant(Some(7), false, T0, true).0.wanted,
         Wanted::Configured(7)
     );
     // A promoted standby told to take a fresh id gives up its primary's.
     let standby = Node::start(&found, ASSIGNED, true).node;
     assert_eq!(
-        standby.claimant(None, true, T0),
+        standby.claimant(None, true, T0, true),
         (
             Claimant {
                 identity: None,
                 wanted: Wanted::Any,
                 reserved: T0,
                 history_lost: false,
+                patient: true,
             },
             None
         )
@@ -331,7 +333,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
 fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
     let mut node = Node::start(&Found::Damaged, ASSIGNED, false).node;
     assert_eq!(node.refusing, Refusing::AwaitingClaim);
-    let (claimant, recorded) = node.claimant(None, false, i64::MIN);
+    let (claimant, recorded) = node.claimant(None, false, i64::MIN, true);
     assert!(claimant.history_lost);
     assert_eq!(
         (claimant.wanted, claimant.identity, recorded),
@@ -345,11 +347,11 @@ fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
         lease: Lease::granted(0, T0, 3_000),
     };
     node.claimed(&mut generator, &taken, true);
-    assert!(!node.claimant(None, false, T0).0.history_lost);
+    assert!(!node.claimant(None, false, T0, true).0.history_lost);
     assert!(
         !Node::start(&Found::Nothing, ASSIGNED, false)
             .node
-            .claimant(None, false, T0)
+            .claimant(None, false, T0, true)
             .0
             .history_lost
     );
@@ -430,6 +432,36 @@ fn the_holder_state_publishes_a_claim_once_pinned_and_a_loss_until_the_next_answ
     holder.refused();
     assert_eq!(holder.holding(), Holding::None { refused: true });
     assert!(holder.keeps_session());
+}
+
+/// Audit 3, H1: a renewer refused because a session under its own label holds the id waits
+/// patiently for two leases from its first such refusal, then no longer; a claim taken, or
+/// another refusal, starts the count anew.
+#[test]
+fn the_holder_waits_for_a_session_under_its_own_label_for_two_leases() {
+    use super::holder::HolderState;
+    const LEASE_MS: i64 = 3_000;
+    let mut holder = HolderState::new();
+    assert!(holder.patient(0, LEASE_MS));
+    holder.waits_for_session(1_000);
+    assert_eq!(holder.holding(), Holding::None { refused: true });
+    holder.waits_for_session(5_000);
+    assert!(holder.patient(6_999, LEASE_MS));
+    assert!(
+        !holder.patient(7_000, LEASE_MS),
+        "two leases from the first refusal"
+    );
+    holder.refused();
+    assert!(
+        holder.patient(7_000, LEASE_MS),
+        "another refusal ends the wait"
+    );
+    holder.waits_for_session(8_000);
+    holder.taken(4, TOKEN, Lease::granted(0, T0, LEASE_MS));
+    assert!(
+        holder.patient(100_000, LEASE_MS),
+        "a claim taken ends the wait"
+    );
 }
 
 #[test]

@@ -24,6 +24,7 @@ fn row(holder: Identity) -> Row {
         high_water: NOW - 1_000,
         lease_until: NOW + 10_000,
         connected: false,
+        same_label: false,
     }
 }
 
@@ -33,6 +34,7 @@ fn claimant(identity: Option<Identity>, wanted: Wanted) -> Claimant {
         wanted,
         reserved: i64::MIN,
         history_lost: false,
+        patient: true,
     }
 }
 
@@ -75,6 +77,7 @@ fn a_restart_continues_its_own_id_above_the_high_water_mark() {
 fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
     let row = Row {
         connected: true,
+        same_label: false,
         ..row(MINE)
     };
     let configured = claimant(Some(MINE), Wanted::Configured(7));
@@ -120,6 +123,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
     );
     let connected_but_expired = Row {
         connected: true,
+        same_label: false,
         lease_until: NOW - 1,
         ..row(OTHER)
     };
@@ -354,6 +358,7 @@ fn only_an_id_whose_holder_is_gone_is_retired() {
         may_retire(
             Some(&Row {
                 connected: true,
+                same_label: false,
                 ..gone
             }),
             NOW
@@ -381,23 +386,77 @@ fn only_an_id_whose_holder_is_gone_is_retired() {
     assert_eq!(may_retire(None, NOW), Err(Unretirable::NoLiveRow));
 }
 
+/// Audit 3, H1: a session under the claimant's own label and token is never ended for it nor
+/// taken for the claimant's own: a clone of a VM carries the whole label. The claimant waits
+/// while patient (its own old session ends within about a lease of its host going); then a
+/// configured id is refused as a copy's, a pinned one gives way to a fresh id. A session
+/// under another label is a copy's at once.
 #[test]
-fn a_servers_own_session_from_before_a_restart_is_ended_not_taken_for_a_copy() {
-    let me = claimant(Some(MINE), Wanted::Pinned(7));
-    let lingering = Row {
+fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
+    let open = Row {
         connected: true,
+        same_label: true,
         ..row(MINE)
     };
-    assert!(stale_own_session(&me, &lingering, true));
-    // Elsewhere: a clone of the running holder.
-    assert!(!stale_own_session(&me, &lingering, false));
-    // Another server's session is never ended.
-    assert!(!stale_own_session(
-        &claimant(Some(OTHER), Wanted::Pinned(7)),
-        &lingering,
-        true
+    let patient = |wanted| claimant(Some(MINE), wanted);
+    let impatient = |wanted| Claimant {
+        patient: false,
+        ..claimant(Some(MINE), wanted)
+    };
+    for wanted in [Wanted::Configured(7), Wanted::Pinned(7)] {
+        assert_eq!(
+            decide(&patient(wanted), 7, Some(&open), &AT),
+            Decision::Refuse {
+                node: 7,
+                refusal: Refusal::OpenSession
+            }
+        );
+    }
+    assert_eq!(
+        decide(&impatient(Wanted::Configured(7)), 7, Some(&open), &AT),
+        Decision::Refuse {
+            node: 7,
+            refusal: Refusal::CopyOfLiveHolder
+        }
+    );
+    assert_eq!(
+        decide(&impatient(Wanted::Pinned(7)), 7, Some(&open), &AT),
+        Decision::Fresh {
+            not: Some((7, Refusal::CopyOfLiveHolder))
+        }
+    );
+    // Under another label: a copy of the running holder, however patient.
+    let elsewhere = Row {
+        same_label: false,
+        ..open
+    };
+    assert_eq!(
+        decide(&patient(Wanted::Pinned(7)), 7, Some(&elsewhere), &AT),
+        Decision::Fresh {
+            not: Some((7, Refusal::CopyOfLiveHolder))
+        }
+    );
+    // Another server's session under the same label (a label is no identity either way).
+    assert_eq!(
+        decide(
+            &claimant(Some(OTHER), Wanted::Pinned(7)),
+            7,
+            Some(&open),
+            &AT
+        ),
+        Decision::Fresh {
+            not: Some((7, Refusal::HeldByAnother))
+        }
+    );
+    // Once the session is gone, the restart takes its id back.
+    let ended = Row {
+        connected: false,
+        ..open
+    };
+    assert!(matches!(
+        decide(&impatient(Wanted::Pinned(7)), 7, Some(&ended), &AT),
+        Decision::Take { node: 7, .. }
     ));
-    assert!(!stale_own_session(&me, &row(MINE), true));
 }
 
 #[test]

@@ -13,7 +13,7 @@ use crate::clock::Clocks;
 use crate::generator::{Allocation, Limits};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::holder::HolderState;
-use crate::registry::{self, Beat, Decision, Judged, Row};
+use crate::registry::{self, Beat, Decision, Judged, Refusal, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -442,6 +442,7 @@ impl Registry {
             high_water: r.high_water,
             lease_until: r.lease_until,
             connected,
+            same_label: false,
         })
     }
 }
@@ -507,9 +508,32 @@ struct Fleet {
     /// Every ID issued: by which member, and whether it was made cut off from the registry
     /// past its lease (available mode).
     issued: HashMap<i64, (usize, bool)>,
+    /// Registry sessions whose server process is gone (a crash, an exit that could not reach
+    /// the registry), and since when: TCP keepalives end each within a lease.
+    gone: Vec<(u64, i64)>,
 }
 
 impl Fleet {
+    /// Server `s`'s process is gone: its registry session, if any, lives on until the registry
+    /// notices (an `Act::Notice`, or keepalives a lease later).
+    fn session_gone(&mut self, s: usize) {
+        if let Some(session) = self.members[s].session.take() {
+            self.gone.push((session, self.now));
+        }
+    }
+
+    /// The registry's keepalives end the sessions whose process has been gone for a lease.
+    fn keepalives(&mut self) {
+        let (now, registry) = (self.now, &mut self.registry);
+        self.gone.retain(|&(session, since)| {
+            let ended = now - since >= LEASE;
+            if ended {
+                registry.end_session(session);
+            }
+            !ended
+        });
+    }
+
     fn contact(&mut self, s: usize, commit: Commit) {
         let (now, fenced) = (self.now, self.fenced);
         let registry = &mut self.registry;
@@ -562,9 +586,13 @@ impl Fleet {
         if !m.node.may_claim() {
             return;
         }
-        let (claimant, recorded) =
-            m.node
-                .claimant(m.settings.configured, false, m.generator.reserved_until());
+        let patient = m.holder.patient(now, LEASE);
+        let (claimant, recorded) = m.node.claimant(
+            m.settings.configured,
+            false,
+            m.generator.reserved_until(),
+            patient,
+        );
         let at = Judged {
             now,
             margin_ms: MARGIN,
@@ -573,15 +601,12 @@ impl Fleet {
         let mut decided = None;
         let mut fresh = matches!(claimant.wanted, Wanted::Any);
         if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
-            let mut row = registry.read_row(node, session);
-            // The model's members never move: a token of this member's is its own place.
-            let same_place = row.is_some_and(|r| m.owns(r.holder.token));
-            if row.is_some_and(|r| registry::stale_own_session(&claimant, &r, same_place)) {
-                if let Some(&old) = registry.locks.get(&node) {
-                    registry.end_session(old);
-                }
-                row = registry.read_row(node, session);
-            }
+            // The model's members never move and copies get labels of their own: a token of
+            // this member's is its own label.
+            let row = registry.read_row(node, session).map(|r| Row {
+                same_label: m.owns(r.holder.token),
+                ..r
+            });
             match registry::decide(&claimant, node, row.as_ref(), &at) {
                 Decision::Take {
                     generation, floor, ..
@@ -590,9 +615,13 @@ impl Fleet {
                     let token = keep.map_or_else(|| m.new_token(), |k| k.token);
                     decided = Some((node, token, generation, floor));
                 }
-                Decision::Refuse { .. } => {
+                Decision::Refuse { refusal, .. } => {
                     registry.unlock(node, session);
-                    m.holder.refused();
+                    if refusal == Refusal::OpenSession {
+                        m.holder.waits_for_session(now);
+                    } else {
+                        m.holder.refused();
+                    }
                     return;
                 }
                 Decision::Fresh { .. } => {
@@ -674,8 +703,12 @@ impl Fleet {
                 r.high_water = r.high_water.min(released.mark);
             }
         }
-        if let Some(session) = m.session.take().filter(|_| reachable) {
-            self.registry.end_session(session);
+        if let Some(session) = m.session.take() {
+            if reachable {
+                self.registry.end_session(session);
+            } else {
+                self.gone.push((session, self.now));
+            }
         }
         let lease = m.holder.held.map(|h| h.lease);
         m.orphaned = lease.or(m.orphaned);
@@ -788,6 +821,7 @@ proptest! {
             registry: Registry { up: true, ..Registry::default() },
             members,
             issued: HashMap::new(),
+            gone: vec![],
         };
         for act in acts {
             match act {
@@ -795,6 +829,7 @@ proptest! {
                 Act::Call { s, want } => fleet.call(s, want)?,
                 Act::Turn { s, commit } => fleet.turn(s, commit),
                 Act::Crash { s } => {
+                    fleet.session_gone(s);
                     let m = &fleet.members[s];
                     let (settings, file, tokens, link) = (m.settings, m.file, m.tokens, m.link);
                     // Its registry session lives on until the registry notices.
@@ -841,6 +876,7 @@ proptest! {
                     }
                 }
             }
+            fleet.keepalives();
             fleet.rows_per_member()?;
         }
         // Every fault heals; the registry notices the dead sessions; time passes lease by
