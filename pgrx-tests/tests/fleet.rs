@@ -226,6 +226,20 @@ fn a_damaged_state_file_with_a_registry_starts_under_a_fresh_id() {
     assert!(server.log().contains("is damaged"), "{}", server.log());
 }
 
+/// Configures `server` (from its next start) as a member of `registry` with its node id unset,
+/// as [`member_config`] does for a new one.
+fn join_with_node_id_unset(server: &Server, registry: &Server) {
+    server.execute(&format!(
+        "ALTER SYSTEM SET pg_snowflake.registry = '{}'",
+        registry.conninfo("postgres")
+    ));
+    server.execute(&format!(
+        "ALTER SYSTEM SET pg_snowflake.registry_lease_ms = {LEASE_MS}"
+    ));
+    server.execute("ALTER SYSTEM SET pg_snowflake.max_clock_skew_ms = 2000");
+    server.execute("ALTER SYSTEM SET pg_snowflake.node_id = -1");
+}
+
 /// Audit 3, H7. A server that made IDs without a registry (node id 1, its clock an hour ahead,
 /// so that its IDs lie ahead of every clock of the fleet) joins one with its node id unset and a
 /// damaged state file. The file is moved aside, and with it the only record of the node ids
@@ -243,17 +257,7 @@ fn a_damaged_state_file_new_to_the_registry_is_refused_not_given_back_the_id_it_
     let ids = take_ids(&mut server.connect(), 1_000, 1_000);
     let old_max = *ids.iter().max().unwrap();
     server.set_clock("+0");
-    for line in [
-        format!(
-            "pg_snowflake.registry = '{}'",
-            registry.conninfo("postgres")
-        ),
-        format!("pg_snowflake.registry_lease_ms = {LEASE_MS}"),
-        "pg_snowflake.max_clock_skew_ms = 2000".to_string(),
-        "pg_snowflake.node_id = -1".to_string(),
-    ] {
-        server.execute(&format!("ALTER SYSTEM SET {line}"));
-    }
+    join_with_node_id_unset(&server, &registry);
     server.stop();
     let state = server.data_file("pg_snowflake.state");
     server.as_postgres(&format!(
@@ -622,15 +626,7 @@ fn node_ids_used_before_joining_are_never_handed_out_below_their_ids() {
         let ids = take_ids(&mut old.connect(), 1_000, 1_000);
         last_ms.push((node, ms_of(&old, *ids.last().unwrap())));
         old.set_clock("+0");
-        old.execute(&format!(
-            "ALTER SYSTEM SET pg_snowflake.registry = '{}'",
-            registry.conninfo("postgres")
-        ));
-        old.execute(&format!(
-            "ALTER SYSTEM SET pg_snowflake.registry_lease_ms = {LEASE_MS}"
-        ));
-        old.execute("ALTER SYSTEM SET pg_snowflake.max_clock_skew_ms = 2000");
-        old.execute("ALTER SYSTEM SET pg_snowflake.node_id = -1");
+        join_with_node_id_unset(&old, &registry);
         old.stop();
         old.start_again();
         joined.push(claimed_node(&old));

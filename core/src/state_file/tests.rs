@@ -65,21 +65,17 @@ fn state_line_is_readable() {
 }
 
 #[test]
-fn the_upgrade_marker_is_recognised_and_nothing_else_is_taken_for_it() {
-    assert_eq!(parse(UPGRADE_MARKER), Ok(State::AwaitingOldStateFile));
-    let mut changed = UPGRADE_MARKER.to_vec();
-    changed[0] = b'P';
-    assert!(parse(&changed).is_err());
-    assert!(parse(&UPGRADE_MARKER[..UPGRADE_MARKER.len() - 1]).is_err());
-}
-
-#[test]
-fn the_history_lost_marker_is_recognised_and_nothing_else_is_taken_for_it() {
-    assert_eq!(parse(HISTORY_LOST_MARKER), Ok(State::HistoryLost));
-    let mut changed = HISTORY_LOST_MARKER.to_vec();
-    changed[0] = b'P';
-    assert!(parse(&changed).is_err());
-    assert!(parse(&HISTORY_LOST_MARKER[..HISTORY_LOST_MARKER.len() - 1]).is_err());
+fn the_markers_are_recognised_and_nothing_else_is_taken_for_them() {
+    for (marker, state) in [
+        (UPGRADE_MARKER, State::AwaitingOldStateFile),
+        (HISTORY_LOST_MARKER, State::HistoryLost),
+    ] {
+        assert_eq!(parse(marker), Ok(state));
+        let mut changed = marker.to_vec();
+        changed[0] = b'P';
+        assert!(parse(&changed).is_err());
+        assert!(parse(&marker[..marker.len() - 1]).is_err());
+    }
 }
 
 #[test]
