@@ -369,7 +369,16 @@ fn a_copy_with_its_origins_label_never_ends_the_origins_session_nor_takes_its_id
             }
             if let Err(err) = connect_copy(&origin).query_one("SELECT snowflake_nextval()", &[]) {
                 let said = err.as_db_error().map(|db| db.message().to_string());
-                waited |= said.as_deref().is_some_and(|m| m.starts_with(WAITING));
+                if said.as_deref().is_some_and(|m| m.starts_with(WAITING)) {
+                    snowflake_it::assert_error(
+                        &err,
+                        "55000",
+                        &format!("{WAITING}, \"db (…"),
+                        Some("The registry refused this server's claim: it makes no IDs. …"),
+                        Some("Wait: the registry ends the session of a server that went down …"),
+                    );
+                    waited = true;
+                }
                 if said.as_deref().is_some_and(|m| m.starts_with(COPY)) {
                     refused_as_copy = Some(err);
                     break;
