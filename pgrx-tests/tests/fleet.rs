@@ -303,9 +303,31 @@ fn a_damaged_state_file_new_to_the_registry_is_refused_not_given_back_the_id_it_
         refusing(&server).as_deref() == Some("claim refused")
     });
     assert_eq!(ids_issued(&server), 0);
+    // With the node id set (here the one it used), that state file stops the server as the
+    // damaged one would: no start from the clock under an id whose IDs are unknown.
+    server.stop();
+    let auto = server.data_file("postgresql.auto.conf");
+    let set_node = |from: &str, to: &str| {
+        server.as_postgres(&format!(
+            "sed -i \"s/^pg_snowflake.node_id = '{from}'$/pg_snowflake.node_id = '{to}'/\" {auto} \
+             && grep -q \"^pg_snowflake.node_id = '{to}'$\" {auto}"
+        ))
+    };
+    set_node("-1", "1");
+    let log = server
+        .try_start()
+        .expect_err("no start with the node id set and the history lost");
+    assert!(
+        log.contains(
+            "FATAL:  pg_snowflake state file \"pg_snowflake.state\" is damaged: it says that the \
+             one before it was damaged (moved to \"pg_snowflake.state.damaged\"), and no node id \
+             has been claimed since"
+        ),
+        "{log}"
+    );
+    set_node("1", "-1");
     // The file restored: its history names node id 1, recorded in the registry up to the end
     // of its IDs, and the server is given another.
-    server.stop();
     server.as_postgres(&format!("mv {state}.good {state}"));
     server.start_again();
     let node = claimed_node(&server);

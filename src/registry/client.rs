@@ -217,6 +217,7 @@ fn claim_in_transaction(conn: &Conn, claimant: &Claimant, me: &Me) -> Result<Cla
     if claimant.history_lost {
         if let Err(why) = registry::vouched(claimant, cluster_known(conn, me.system)?) {
             return Ok(Claimed::Refused {
+                // No id was judged: the refusal names none.
                 node: 0,
                 why,
                 holder: String::new(),
