@@ -32,5 +32,6 @@ pub mod server;
 
 pub use checks::*;
 pub use paths::*;
+pub use ports::PortBlock;
 pub use proxy::Proxy;
 pub use server::*;

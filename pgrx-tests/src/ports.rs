@@ -19,27 +19,61 @@ pub(crate) struct PortLease {
     _lock: Option<std::fs::File>,
 }
 
+/// The ports leased: 10000–27999 (see [`PortLease`]).
+const FIRST: u64 = 10_000;
+const END: u64 = 28_000;
+
 pub(crate) fn lease_port() -> PortLease {
-    const FIRST: u64 = 10_000;
-    const END: u64 = 28_000;
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let span = END - FIRST;
     let start =
         u64::from(std::process::id()) * 100 + u64::from(NEXT.fetch_add(1, Ordering::Relaxed));
-    for i in 0..span {
-        let number = (FIRST + (start + i) % span) as u16;
-        let lock = match lock_port(number) {
-            Ok(lock) => lock,
-            Err(()) => continue,
-        };
-        if std::net::TcpListener::bind(("127.0.0.1", number)).is_ok() {
-            return PortLease {
-                number,
-                _lock: lock,
-            };
-        }
+    (0..span)
+        .find_map(|i| take((FIRST + (start + i) % span) as u16))
+        .unwrap_or_else(|| panic!("no free TCP port on 127.0.0.1 between {FIRST} and {END}"))
+}
+
+/// `number`, leased, if no other process holds its lease and nothing is bound to it.
+fn take(number: u16) -> Option<PortLease> {
+    let lock = lock_port(number).ok()?;
+    std::net::TcpListener::bind(("127.0.0.1", number)).ok()?;
+    Some(PortLease {
+        number,
+        _lock: lock,
+    })
+}
+
+/// A block of consecutive ports, all leased, for a script that picks its servers' ports itself
+/// (`scripts/cluster`, `scripts/demo-fleet`: the first free port from a given one, upwards).
+/// Started at [`PortBlock::first`], such a script finds each port of the block free and takes
+/// them in order, and no test process running beside it is handed one of them.
+pub struct PortBlock {
+    pub first: u16,
+    _leases: Vec<PortLease>,
+}
+
+impl PortBlock {
+    pub fn lease(count: u16) -> PortBlock {
+        let size = u64::from(count);
+        let blocks = (END - FIRST) / size;
+        let start = u64::from(std::process::id());
+        (0..blocks)
+            .find_map(|i| {
+                let first = (FIRST + (start + i) % blocks * size) as u16;
+                let leases = (first..first + count)
+                    .map(take)
+                    .collect::<Option<Vec<_>>>()?;
+                Some(PortBlock {
+                    first,
+                    _leases: leases,
+                })
+            })
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {count} consecutive free TCP ports on 127.0.0.1 between {FIRST} and {END}"
+                )
+            })
     }
-    panic!("no free TCP port on 127.0.0.1 between {FIRST} and {END}");
 }
 
 /// Locks `number`'s lease file: `Err` when another process holds it, `Ok(None)` when no lease
@@ -86,5 +120,22 @@ mod port_lease_tests {
         let number = first.number;
         drop(first);
         assert!(matches!(lock_port(number), Ok(Some(_))));
+    }
+
+    #[test]
+    fn a_block_is_consecutive_ports_each_leased() {
+        let block = PortBlock::lease(6);
+        let single = lease_port();
+        let first = block.first;
+        for number in first..first + 6 {
+            assert_eq!(
+                lock_port(number).err(),
+                Some(()),
+                "port {number} of the block"
+            );
+            assert_ne!(single.number, number);
+        }
+        drop(block);
+        assert!(matches!(lock_port(first), Ok(Some(_))));
     }
 }

@@ -2,12 +2,14 @@
 //! making IDs with its own node id and ready for logical replication; `stop` removes them all.
 
 use postgres::{Client, NoTls};
-use snowflake_it::repo_root;
+use snowflake_it::{repo_root, PortBlock};
 use std::process::Command;
 
-/// Runs scripts/cluster with the cluster named `name`; stops it when dropped.
+/// Runs scripts/cluster with the cluster named `name`, its servers on the ports of `ports`;
+/// stops it when dropped.
 struct Cluster {
     name: String,
+    ports: PortBlock,
 }
 
 impl Cluster {
@@ -15,10 +17,7 @@ impl Cluster {
         let output = Command::new(repo_root().join("scripts/cluster"))
             .args(args)
             .env("PGSF_CLUSTER", &self.name)
-            .env(
-                "PGSF_CLUSTER_PORT",
-                (21000 + std::process::id() % 4000).to_string(),
-            )
+            .env("PGSF_CLUSTER_PORT", self.ports.first.to_string())
             .output()
             .expect("scripts/cluster runs");
         assert!(
@@ -40,6 +39,7 @@ impl Drop for Cluster {
 fn start_gives_each_server_its_node_id_and_stop_removes_them() {
     let cluster = Cluster {
         name: format!("/tmp/pgsf-clustertest-{}", std::process::id()),
+        ports: PortBlock::lease(2),
     };
     let printed = cluster.run(&["start", "2"]);
     println!("{printed}");

@@ -2,7 +2,7 @@
 //! are assigned distinct ones, a server configured with a held id is refused, a clone promoted
 //! beside its origin is given a fresh id; `stop` removes them all.
 
-use snowflake_it::repo_root;
+use snowflake_it::{repo_root, PortBlock};
 use std::collections::HashSet;
 use std::process::Command;
 
@@ -37,7 +37,9 @@ fn number_after(text: &str, marker: &str) -> i32 {
 #[test]
 fn the_fleet_demo_assigns_refuses_and_gives_a_clone_a_fresh_id() {
     let fleet = format!("/tmp/pgsf-fleetdemo-{}", std::process::id());
-    let port = (23000 + std::process::id() % 4000).to_string();
+    // The registry, servers a to d and the clone: six ports, from the first of the block.
+    let ports = PortBlock::lease(6);
+    let port = ports.first.to_string();
     let printed = run(&fleet, &port, "start");
     println!("{printed}");
     let assigned: Vec<i32> = printed
