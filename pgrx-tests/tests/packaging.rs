@@ -68,10 +68,6 @@ fn meta_json_describes_what_cargo_toml_builds() {
     }
 }
 
-/// Debian's layout for an extension of PostgreSQL `major` (the postgresql-N packages of Debian
-/// and apt.postgresql.org): library directory and extension directory, relative to `/`.
-/// Written out here apart from scripts/lib.sh, which builds the packages, on purpose: the test's
-/// expectation must not come from the code under test.
 /// The top level the product's design card names, which tools outside the project look for: a
 /// rename (0.5.0 called the test crate `integration/`) fails here rather than in someone's CI.
 #[test]
@@ -96,6 +92,10 @@ fn the_top_level_has_the_names_the_design_card_gives() {
     );
 }
 
+/// Debian's layout for an extension of PostgreSQL `major` (the postgresql-N packages of Debian
+/// and apt.postgresql.org): library directory and extension directory, relative to `/`.
+/// Written out here apart from scripts/lib.sh, which builds the packages, on purpose: the test's
+/// expectation must not come from the code under test.
 fn debian_layout(major: u32) -> (String, String) {
     (
         format!("usr/lib/postgresql/{major}/lib"),
