@@ -81,13 +81,14 @@ stage_pg_test() {
 # --include-ignored: they need what only that stage has (two majors, pg_partman).
 STAGED_BINARIES=(across_majors partman)
 
-# Every test of pgrx-tests/ that is not #[ignore]d; then fails if a test is ignored in a binary
-# no stage runs with --include-ignored (it would run nowhere).
+# Every test of pgrx-tests/ that is not #[ignore]d, side by side, a process each
+# (scripts/side-by-side); then fails if a test is ignored in a binary no stage runs with
+# --include-ignored (it would run nowhere).
 stage_servers() {
     local major=$1 rc=0 binary test stray=()
     install_extension "$major"
     cd "$ROOT"
-    cargo test -p snowflake-it --no-fail-fast -- --test-threads=1 --nocapture || rc=1
+    "$ROOT/scripts/side-by-side" || rc=1
     while read -r binary test; do
         case " ${STAGED_BINARIES[*]} " in
         *" $binary "*) ;;
