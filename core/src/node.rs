@@ -22,6 +22,7 @@
 pub mod holder;
 
 use crate::generator::Generator;
+use crate::registry::table::Decided;
 use crate::registry::{Claimant, Identity, Lease, Refusal, Wanted};
 use crate::state_file::{self, History, Reservation};
 use crate::wal_record::Record;
@@ -140,6 +141,19 @@ pub struct Taken {
     pub floor: i64,
     /// The lease it came with: its ceiling is the high-water mark the registry recorded.
     pub lease: Lease,
+}
+
+impl Taken {
+    /// The claim `decided` as the server's identity takes it, with the lease a claim sent at
+    /// monotonic `sent_mono` gets.
+    pub fn of(decided: &Decided, sent_mono: i64, lease_ms: i64) -> Taken {
+        Taken {
+            node: decided.node,
+            identity: decided.identity,
+            floor: decided.floor,
+            lease: Lease::granted(sent_mono, decided.mark, lease_ms),
+        }
+    }
 }
 
 /// What a fenced holder that stops leaves in the registry ([`Node::release`]): its claim, and

@@ -22,6 +22,8 @@
 //! the registry recorded (written there before it is used), so the mark bounds every ID the old
 //! holder made, even one still running and cut off from the registry.
 
+pub mod table;
+
 /// What a server wants to claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Wanted {

@@ -9,7 +9,7 @@
 //! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
 //! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
 
-use super::client::{self, Claimed, Decided, Heartbeat, Me, Retirement};
+use super::client::{self, Sql};
 use super::libpq::{Conn, Failure};
 use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
@@ -18,6 +18,8 @@ use crate::shmem::{Handle, Shared};
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::holder::HolderState;
+use snowflake_core::node::Taken;
+use snowflake_core::registry::table::{self, Claimed, Decided, Heartbeat, Request, Retirement};
 use snowflake_core::registry::{self, Claimant, Lease, Refusal};
 use snowflake_core::retry::LogThrottle;
 
@@ -163,8 +165,8 @@ impl Holder {
         let Some(held) = self.state.held else {
             return self.claim(conn, shm, settings, sent_mono, offset, high_water);
         };
-        let beat = client::heartbeat(
-            conn,
+        let beat = table::heartbeat(
+            &mut Sql(conn),
             self.state.needs_lock,
             held.node,
             held.identity,
@@ -200,7 +202,7 @@ impl Holder {
         Ok(())
     }
 
-    /// Claims a node id: the registry decides (`client::claim`, `registry::decide`); a claim
+    /// Claims a node id: the registry decides (`registry::table::claim`, `registry::decide`); a claim
     /// taken is written to the state file before the registry commits it (its intent, so that
     /// a restart in between knows the generation it claimed), holding the writer's role, and
     /// pinned before the first ID (`pin`, next turn).
@@ -226,8 +228,9 @@ impl Holder {
         // A promoted standby claiming a fresh id gives up the one it inherited.
         let given_up = state.node.claim.map(|_| state.node.id);
         let given_up = given_up.filter(|_| claimant.identity.is_none());
-        let me = me(&state, &claimant, recorded, settings, high_water, offset);
-        let Some(claimed) = self.claim_recorded(conn, shm, settings, &claimant, &me, sent_mono)
+        let request = request(&state, &claimant, recorded, settings, high_water, offset);
+        let Some(claimed) =
+            self.claim_recorded(conn, shm, settings, &claimant, &request, sent_mono)
         else {
             return Ok(());
         };
@@ -240,8 +243,8 @@ impl Holder {
                 why,
                 holder,
                 last_seen,
-            } => self.refused(shm, node, why, holder, last_seen, &me.layout),
-            Claimed::NoFreeId => self.no_free_id(shm, me.max_node),
+            } => self.refused(shm, node, why, holder, last_seen, &request.layout),
+            Claimed::NoFreeId => self.no_free_id(shm, request.max_node),
         }
         Ok(())
     }
@@ -256,14 +259,14 @@ impl Holder {
         shm: Handle,
         settings: &gucs::RegistrySettings,
         claimant: &Claimant,
-        me: &Me,
+        request: &Request,
         sent_mono: i64,
     ) -> Option<Result<Claimed, Failure>> {
         let role = renew::claim_rewrite(shm)?;
         let fenced = settings.mode == RegistryMode::Fenced;
         let mut unwritten = None;
-        let claimed = client::claim(conn, claimant, me, |decided| {
-            let taken = decided.taken(sent_mono, settings.lease_ms);
+        let claimed = table::claim(&mut Sql(conn), claimant, request, |decided| {
+            let taken = Taken::of(decided, sent_mono, settings.lease_ms);
             let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                 shared.node.claimed(&mut shared.generator, &taken, fenced)
             });
@@ -295,7 +298,7 @@ impl Holder {
         lease_ms: i64,
         given_up: Option<u32>,
     ) {
-        let taken = decided.taken(sent_mono, lease_ms);
+        let taken = Taken::of(decided, sent_mono, lease_ms);
         shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
             shared.registry.lease_ends_at = taken.lease.ends_at;
             shared.registry.refusal = None;
@@ -401,8 +404,14 @@ pub fn release_on_exit() {
         });
         let Some(released) = released else { return };
         // Interrupts are held off on the way out: the waits end by their time-out alone.
-        let outcome = Conn::connect(&conninfo, RELEASE_TIMEOUT_MS)
-            .and_then(|conn| client::release(&conn, &released));
+        let outcome = Conn::connect(&conninfo, RELEASE_TIMEOUT_MS).and_then(|conn| {
+            table::release(
+                &mut Sql(&conn),
+                released.node,
+                released.claim,
+                released.mark,
+            )
+        });
         match outcome {
             Ok(true) => SnowflakeError::from(RegistryError::Released {
                 node: released.node,
@@ -427,7 +436,7 @@ pub fn release_on_exit() {
 /// primary is gone: neither connected (then it keeps the id, and that is logged) nor within
 /// its lease. Returns whether to try again at the next heartbeat (the lease still runs).
 fn retire_inherited(conn: &Conn, node: u32) -> bool {
-    let outcome = match client::retire(conn, node) {
+    let outcome = match table::retire(&mut Sql(conn), node) {
         Ok(Retirement::Retired { high_water }) => RegistryError::Retired { node, high_water },
         Ok(Retirement::LeaseRuns { .. }) => return true,
         Ok(Retirement::Connected { holder }) => RegistryError::RetireLive { node, holder },
@@ -443,17 +452,17 @@ fn retire_inherited(conn: &Conn, node: u32) -> bool {
 
 /// What this server tells the registry with a claim for `claimant` (`recorded`: the node id of
 /// its state file; `high_water` and `offset`: this contact's mark and clock offset).
-fn me(
+fn request(
     state: &Shared,
     claimant: &Claimant,
     recorded: Option<u32>,
     settings: &gucs::RegistrySettings,
     high_water: i64,
     offset: i64,
-) -> Me {
+) -> Request {
     let layout = gucs::layout();
     let fenced = settings.mode == RegistryMode::Fenced;
-    Me {
+    Request {
         label: label(),
         // SAFETY: reads the control file data, which every server process has.
         system: unsafe { pg_sys::GetSystemIdentifier() },

@@ -6,10 +6,11 @@
 use super::timestamps::timestamptz_checked;
 use crate::error::{OrReport, RegistryError, SnowflakeError};
 use crate::gucs;
-use crate::registry::client::{self, Retirement};
+use crate::registry::client::{self, Sql};
 use crate::registry::libpq::{Conn, Failure};
 use crate::shmem;
 use pgrx::prelude::*;
+use snowflake_core::registry::table::{self, Retirement};
 
 /// A connection to the registry, or the error that says why not.
 fn connect() -> Result<Conn, SnowflakeError> {
@@ -119,7 +120,7 @@ fn snowflake_registry_retire(node_id: i32) -> Option<TimestampWithTimeZone> {
         })
         .or_report();
     let conn = connect().or_report();
-    let retired = client::retire(&conn, node)
+    let retired = table::retire(&mut Sql(&conn), node)
         .map_err(|e| failed("retire the node id in the pg_snowflake registry", e))
         .or_report();
     let refused = match retired {

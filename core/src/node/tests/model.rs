@@ -1,8 +1,10 @@
 //! Models that can break the server's identity: the transitions of [`Node`] driven together
 //! with the generator, the state file, the WAL and the registry's decisions, by actors that
 //! crash, restart, replay, promote, race, partition and heal at any step. What each actor does
-//! mirrors the extension (`src/reservation/redo.rs`, `src/registry/holder.rs`,
-//! `src/registry/client.rs`): only the I/O is modelled; every rule is the core's own code.
+//! mirrors the extension (`src/reservation/redo.rs`, `src/registry/holder.rs`); the registry's
+//! procedures (a claim, a heartbeat, a release, a retirement) are the core's own
+//! (`registry::table`), run over an in-memory table ([`Session`]) as the extension runs them
+//! over SQL: only the I/O is modelled.
 //!
 //! The properties are the safety model's: no ID issued twice across the servers (in available
 //! mode, none once a partition has healed and the registry was reached), one registry row per
@@ -13,7 +15,8 @@ use crate::clock::Clocks;
 use crate::generator::{Allocation, Limits};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::holder::HolderState;
-use crate::registry::{self, Beat, Decision, Judged, Refusal, Row};
+use crate::registry::table::{self, Claimed, Heartbeat, Request, RowRead, Table};
+use crate::registry::{self, Refusal, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -399,12 +402,16 @@ fn act() -> impl Strategy<Value = Act> {
 }
 
 /// One row of the registry's table.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct RegRow {
     holder: Identity,
     high_water: i64,
     lease_until: i64,
     retired: bool,
+    label: String,
+    system: u64,
+    layout: String,
+    last_seen: i64,
 }
 
 #[derive(Default)]
@@ -417,33 +424,215 @@ struct Registry {
 }
 
 impl Registry {
-    /// `pg_try_advisory_lock` in `session`: taken if free or already this session's.
-    fn try_lock(&mut self, node: u32, session: u64) -> bool {
-        *self.locks.entry(node).or_insert(session) == session
-    }
-
-    fn unlock(&mut self, node: u32, session: u64) {
-        if self.locks.get(&node) == Some(&session) {
-            self.locks.remove(&node);
-        }
+    fn new_session(&mut self) -> u64 {
+        self.next_session += 1;
+        self.next_session
     }
 
     fn end_session(&mut self, session: u64) {
         self.locks.retain(|_, held| *held != session);
     }
+}
 
-    /// `client::read_row`: the row as the core judges it, the lock tried in `session`.
-    fn read_row(&mut self, node: u32, session: u64) -> Option<Row> {
-        let connected = !self.try_lock(node, session);
-        self.rows.get(&node).map(|r| Row {
+/// The exchange that failed (the session is gone, or the commit's answer with it).
+#[derive(Debug)]
+struct Failed;
+
+/// The registry's table in memory, as one session sees it at `now` (`client::Sql` in SQL): a
+/// transaction's writes are kept apart until its commit, which ends as `commit` says.
+struct Session<'a> {
+    registry: &'a mut Registry,
+    session: u64,
+    now: i64,
+    commit: Commit,
+    /// The rows as the open transaction wrote them (`None`: no transaction open).
+    pending: Option<BTreeMap<u32, RegRow>>,
+}
+
+impl<'a> Session<'a> {
+    fn new(registry: &'a mut Registry, session: u64, now: i64, commit: Commit) -> Session<'a> {
+        Session {
+            registry,
+            session,
+            now,
+            commit,
+            pending: None,
+        }
+    }
+
+    fn rows(&mut self) -> &mut BTreeMap<u32, RegRow> {
+        self.pending.as_mut().unwrap_or(&mut self.registry.rows)
+    }
+
+    fn live(&mut self, node: u32, holder: Identity) -> Option<&mut RegRow> {
+        self.rows()
+            .get_mut(&node)
+            .filter(|r| !r.retired && r.holder == holder)
+    }
+}
+
+impl Table for Session<'_> {
+    type Failure = Failed;
+
+    fn begin(&mut self) -> Result<(), Failed> {
+        self.pending = Some(self.registry.rows.clone());
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<(), Failed> {
+        let written = self.pending.take().expect("a transaction");
+        match self.commit {
+            Commit::Done => {
+                self.registry.rows = written;
+                Ok(())
+            }
+            Commit::AnswerLost => {
+                self.registry.rows = written;
+                Err(Failed)
+            }
+            Commit::Failed => Err(Failed),
+        }
+    }
+
+    fn rollback(&mut self) {
+        self.pending = None;
+    }
+
+    fn clock(&mut self) -> Result<i64, Failed> {
+        Ok(self.now)
+    }
+
+    fn other_layout(&mut self, layout: &str) -> Result<Option<(u32, String)>, Failed> {
+        Ok(self
+            .rows()
+            .iter()
+            .find(|(_, r)| r.layout != layout)
+            .map(|(&node, r)| (node, r.layout.clone())))
+    }
+
+    fn cluster_known(&mut self, system: u64) -> Result<bool, Failed> {
+        Ok(self.rows().values().any(|r| r.system == system))
+    }
+
+    fn record_used(&mut self, node: u32, request: &Request) -> Result<(), Failed> {
+        let now = self.now;
+        let until = request.used_until;
+        let row = self.rows().entry(node).or_insert(RegRow {
+            holder: Identity {
+                token: 0,
+                generation: 0,
+            },
+            high_water: until,
+            lease_until: now,
+            retired: true,
+            label: request.label.clone(),
+            system: request.system,
+            layout: request.layout.clone(),
+            last_seen: now,
+        });
+        if row.retired {
+            row.high_water = row.high_water.max(until);
+        }
+        Ok(())
+    }
+
+    /// `pg_try_advisory_lock` in this session: taken if free or already this session's.
+    fn try_lock(&mut self, node: u32) -> Result<bool, Failed> {
+        Ok(*self.registry.locks.entry(node).or_insert(self.session) == self.session)
+    }
+
+    fn unlock(&mut self, node: u32) -> Result<(), Failed> {
+        if self.registry.locks.get(&node) == Some(&self.session) {
+            self.registry.locks.remove(&node);
+        }
+        Ok(())
+    }
+
+    fn read_row(&mut self, node: u32) -> Result<Option<RowRead>, Failed> {
+        Ok(self.rows().get(&node).map(|r| RowRead {
+            row: Row {
+                node,
+                holder: r.holder,
+                retired: r.retired,
+                high_water: r.high_water,
+                lease_until: r.lease_until,
+                connected: false,
+                same_label: false,
+            },
+            label: r.label.clone(),
+            last_seen: r.last_seen,
+        }))
+    }
+
+    fn candidates(&mut self, request: &Request, limit: usize) -> Result<Vec<u32>, Failed> {
+        Ok((0..=request.max_node).take(limit).collect())
+    }
+
+    fn write_claim(
+        &mut self,
+        node: u32,
+        identity: Identity,
+        mark: i64,
+        request: &Request,
+    ) -> Result<(), Failed> {
+        let now = self.now;
+        let rows = self.rows();
+        let high_water = rows.get(&node).map_or(i64::MIN, |r| r.high_water);
+        rows.insert(
             node,
-            holder: r.holder,
-            retired: r.retired,
-            high_water: r.high_water,
-            lease_until: r.lease_until,
-            connected,
-            same_label: false,
-        })
+            RegRow {
+                holder: identity,
+                high_water: high_water.max(mark),
+                lease_until: now + request.lease_ms,
+                retired: false,
+                label: request.label.clone(),
+                system: request.system,
+                layout: request.layout.clone(),
+                last_seen: now,
+            },
+        );
+        Ok(())
+    }
+
+    fn renew(
+        &mut self,
+        node: u32,
+        identity: Identity,
+        lease_ms: i64,
+        high_water: i64,
+        _clock_offset_ms: i64,
+    ) -> Result<bool, Failed> {
+        let now = self.now;
+        Ok(self
+            .live(node, identity)
+            .map(|r| {
+                r.lease_until = now + lease_ms;
+                r.last_seen = now;
+                r.high_water = r.high_water.max(high_water);
+            })
+            .is_some())
+    }
+
+    fn live_label(&mut self, node: u32) -> Result<Option<String>, Failed> {
+        Ok(self
+            .rows()
+            .get(&node)
+            .filter(|r| !r.retired)
+            .map(|r| r.label.clone()))
+    }
+
+    fn lower_mark(&mut self, node: u32, claim: Identity, mark: i64) -> Result<bool, Failed> {
+        Ok(self
+            .live(node, claim)
+            .map(|r| r.high_water = r.high_water.min(mark))
+            .is_some())
+    }
+
+    fn retire_row(&mut self, node: u32) -> Result<(), Failed> {
+        if let Some(r) = self.rows().get_mut(&node) {
+            r.retired = true;
+        }
+        Ok(())
     }
 }
 
@@ -465,6 +654,10 @@ struct Member {
     /// reaches past it.
     released: Option<i64>,
     tokens: u128,
+    /// Its label and system identifier in the registry: a member's own, kept across restarts
+    /// (the model makes no copies).
+    label: String,
+    system: u64,
 }
 
 impl Member {
@@ -482,12 +675,9 @@ impl Member {
             orphaned: None,
             released: None,
             tokens: tokens.max((id as u128 + 1) << 64),
+            label: format!("member {id}"),
+            system: id as u64 + 1,
         }
-    }
-
-    /// Whether `token` is one this member made.
-    fn owns(&self, token: u128) -> bool {
-        token >> 64 == self.tokens >> 64
     }
 
     fn new_token(&mut self) -> u128 {
@@ -546,12 +736,13 @@ impl Fleet {
         let session = match m.session {
             Some(session) => session,
             None => {
-                registry.next_session += 1;
                 m.holder.new_session();
-                m.session = Some(registry.next_session);
-                registry.next_session
+                let session = registry.new_session();
+                m.session = Some(session);
+                session
             }
         };
+        let mut table = Session::new(registry, session, now, commit);
         let reserved = m.generator.reserved_until();
         let high_water = if fenced {
             Lease::ceiling_for(now, reserved, LEASE)
@@ -559,23 +750,24 @@ impl Fleet {
             reserved
         };
         if let Some(held) = m.holder.held {
-            let locked = !m.holder.needs_lock || registry.try_lock(held.node, session);
-            let row = registry.rows.get_mut(&held.node);
-            let ours = row
-                .as_ref()
-                .is_some_and(|r| r.holder == held.identity && !r.retired);
-            match registry::beat(ours, locked) {
-                Beat::Renewed { locked } => {
-                    let r = row.expect("ours");
-                    r.lease_until = now + LEASE;
-                    r.high_water = r.high_water.max(high_water);
+            let needs_lock = m.holder.needs_lock;
+            let beat = table::heartbeat(
+                &mut table,
+                needs_lock,
+                held.node,
+                held.identity,
+                LEASE,
+                high_water,
+                0,
+            );
+            match beat {
+                Ok(Heartbeat::Renewed { locked }) => {
                     let lease = Lease::granted(now, high_water, LEASE);
                     m.holder.renewed(lease, locked);
                     m.node.lease_renewed(&lease, fenced);
                 }
-                Beat::Lost => {
-                    m.holder.lost();
-                }
+                Ok(Heartbeat::Lost { .. }) => m.holder.lost(),
+                Err(Failed) => {}
             }
             if !m.holder.keeps_session() {
                 registry.end_session(session);
@@ -593,104 +785,55 @@ impl Fleet {
             m.generator.reserved_until(),
             patient,
         );
-        let at = Judged {
-            now,
-            margin_ms: MARGIN,
+        let request = Request {
+            label: m.label.clone(),
+            system: m.system,
+            layout: L.describe(),
+            max_node: MAX_NODE,
             lease_ms: LEASE,
+            high_water,
+            ahead_of_floor_ms: if fenced { LEASE } else { 0 },
+            clock_offset_ms: 0,
+            margin_ms: MARGIN,
+            recorded_node: recorded,
+            new_token: m.new_token(),
+            used_before: registry::used_before(m.node.history.named(), claimant.wanted),
+            used_until: m.node.history.until,
         };
-        let mut decided = None;
-        let mut fresh = matches!(claimant.wanted, Wanted::Any);
-        if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
-            // The model's members never move and copies get labels of their own: a token of
-            // this member's is its own label.
-            let row = registry.read_row(node, session).map(|r| Row {
-                same_label: m.owns(r.holder.token),
-                ..r
-            });
-            match registry::decide(&claimant, node, row.as_ref(), &at) {
-                Decision::Take {
-                    generation, floor, ..
-                } => {
-                    let keep = claimant.identity.filter(|_| recorded == Some(node));
-                    let token = keep.map_or_else(|| m.new_token(), |k| k.token);
-                    decided = Some((node, token, generation, floor));
-                }
-                Decision::Refuse { refusal, .. } => {
-                    registry.unlock(node, session);
-                    if refusal == Refusal::OpenSession {
-                        m.holder.waits_for_session(now);
-                    } else {
-                        m.holder.refused();
-                    }
-                    return;
-                }
-                Decision::Fresh { .. } => {
-                    registry.unlock(node, session);
-                    fresh = true;
-                }
+        let (node, generator, file) = (&mut m.node, &mut m.generator, &mut m.file);
+        let mut intended = false;
+        let claimed = table::claim(&mut table, &claimant, &request, |decided| {
+            // The intent, durable before the COMMIT. A claim's floor may raise the reservation
+            // past a released mark: the new claim's mark covers it.
+            let taken = Taken::of(decided, now, LEASE);
+            let intent = node.claimed(generator, &taken, fenced);
+            *file = Some(file_of(&intent));
+            intended = true;
+            Ok(())
+        });
+        if intended {
+            // Whether or not the claim committed, its mark covers the released one.
+            m.released = None;
+        }
+        match claimed {
+            Ok(Claimed::Taken(decided)) => {
+                let taken = Taken::of(&decided, now, LEASE);
+                m.holder.taken(taken.node, taken.identity, taken.lease);
+            }
+            Ok(Claimed::Refused {
+                why: Refusal::OpenSession,
+                ..
+            }) => m.holder.waits_for_session(now),
+            Ok(Claimed::Refused { .. } | Claimed::NoFreeId) => m.holder.refused(),
+            Err(Failed) => {
+                registry.end_session(session);
+                m.session = None;
             }
         }
-        if fresh {
-            for node in 0..=MAX_NODE {
-                let row = registry.read_row(node, session);
-                match row {
-                    Some(r) if r.connected || !registry::is_free(Some(&r), &at) => {
-                        registry.unlock(node, session);
-                    }
-                    Some(r) => {
-                        decided =
-                            Some((node, m.new_token(), r.holder.generation + 1, r.high_water));
-                        break;
-                    }
-                    None => {
-                        decided = Some((node, m.new_token(), 1, i64::MIN));
-                        break;
-                    }
-                }
-            }
-        }
-        let Some((node, token, generation, floor)) = decided else {
-            m.holder.refused();
-            return;
-        };
-        let ahead = if fenced { LEASE } else { 0 };
-        let mark = high_water.max(floor.saturating_add(ahead));
-        let identity = Identity { token, generation };
-        let taken = Taken {
-            node,
-            identity,
-            floor,
-            lease: Lease::granted(now, mark, LEASE),
-        };
-        // The intent, durable before the COMMIT. A claim's floor may raise the reservation
-        // past a released mark: the new claim's mark covers it.
-        let intent = m.node.claimed(&mut m.generator, &taken, fenced);
-        m.released = None;
-        m.write(&intent);
-        if !matches!(commit, Commit::Failed) {
-            let r = registry.rows.entry(node).or_insert(RegRow {
-                holder: identity,
-                high_water: i64::MIN,
-                lease_until: now + LEASE,
-                retired: false,
-            });
-            *r = RegRow {
-                holder: identity,
-                high_water: r.high_water.max(mark),
-                lease_until: now + LEASE,
-                retired: false,
-            };
-        }
-        if !matches!(commit, Commit::Done) {
-            registry.end_session(session);
-            m.session = None;
-            return;
-        }
-        m.holder.taken(node, identity, taken.lease);
     }
 
     /// `renewer.rs`'s exit: a fenced claim's mark comes down to the durable reservation where
-    /// the row still names the claim (`client::release`), and the session ends; then its
+    /// the row still names the claim (`table::release`), and the session ends; then its
     /// successor's start.
     fn release(&mut self, s: usize) {
         let fenced = self.fenced;
@@ -698,9 +841,13 @@ impl Fleet {
         let m = &mut self.members[s];
         if let Some(released) = m.node.release(&m.generator) {
             m.released = Some(released.mark);
-            let row = self.registry.rows.get_mut(&released.node);
-            if let Some(r) = row.filter(|r| reachable && r.holder == released.claim && !r.retired) {
-                r.high_water = r.high_water.min(released.mark);
+            if reachable {
+                // On a connection of its own (`holder.rs`'s `release_on_exit`).
+                let session = self.registry.new_session();
+                let mut table = Session::new(&mut self.registry, session, self.now, Commit::Done);
+                let (node, claim, mark) = (released.node, released.claim, released.mark);
+                table::release(&mut table, node, claim, mark).expect("the registry is up");
+                self.registry.end_session(session);
             }
         }
         if let Some(session) = m.session.take() {
@@ -863,17 +1010,12 @@ proptest! {
                     fleet.registry.locks.retain(|_, session| live.contains(session));
                 }
                 Act::Retire { node } => {
-                    // `client::retire`: the row read under the table lock, the lock tried.
+                    // `snowflake_registry_retire`, on a connection of its own.
                     let registry = &mut fleet.registry;
-                    registry.next_session += 1;
-                    let session = registry.next_session;
-                    let row = registry.read_row(node, session);
+                    let session = registry.new_session();
+                    let mut table = Session::new(registry, session, fleet.now, Commit::Done);
+                    table::retire(&mut table, node).expect("an operator's retirement commits");
                     registry.end_session(session);
-                    if registry::may_retire(row.as_ref(), fleet.now).is_ok() {
-                        if let Some(r) = registry.rows.get_mut(&node) {
-                            r.retired = true;
-                        }
-                    }
                 }
             }
             fleet.keepalives();

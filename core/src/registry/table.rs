@@ -1,0 +1,413 @@
+//! The registry's procedures, written once: a claim, a heartbeat, a release and a retirement,
+//! each the order of the steps over the registry's table ([`Table`]) and the rules of the parent
+//! module that decide at each step ([`decide`], [`is_free`], [`vouched`], [`beat`],
+//! [`may_retire`]). The extension's `src/registry/client.rs` implements [`Table`] in SQL against
+//! the registry database; the fleet model (`node/tests/model.rs`) implements it in memory, with
+//! commits that fail or lose their answer. Both run these functions: the model runs the
+//! procedure that ships.
+
+use super::{
+    beat, decide, is_free, may_retire, vouched, Beat, Claimant, Decision, Identity, Judged,
+    Refusal, Row, Unretirable, Wanted,
+};
+
+/// How many free ids a claim of any id tries, lowest first, before it says none is free.
+pub const FRESH_CANDIDATES: usize = 64;
+
+/// What a server tells the registry with a claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// How it is named (`cluster_name`, host and port).
+    pub label: String,
+    /// Its cluster's system identifier.
+    pub system: u64,
+    /// Its layout, described (one per fleet).
+    pub layout: String,
+    /// The highest node id its layout has.
+    pub max_node: u32,
+    pub lease_ms: i64,
+    /// The high-water mark to record with the claim (Unix ms), for a claim that owes nothing.
+    pub high_water: i64,
+    /// How far past a takeover's floor the mark reaches: the lease (fenced mode), or 0.
+    pub ahead_of_floor_ms: i64,
+    pub clock_offset_ms: i64,
+    /// The clock margin (`pg_snowflake.max_clock_skew_ms`).
+    pub margin_ms: i64,
+    /// The node id of its state file, with whose claim its token may be kept.
+    pub recorded_node: Option<u32>,
+    /// A token for a claim that needs a new one.
+    pub new_token: u128,
+    /// The node ids it made IDs under before (`registry::used_before`), up to `used_until`
+    /// (Unix ms): recorded before the claim.
+    pub used_before: Vec<u32>,
+    pub used_until: i64,
+}
+
+/// A node id's row as a claim or a retirement reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowRead {
+    /// The row as the rules judge it (`connected` and `same_label` are the procedure's to set).
+    pub row: Row,
+    /// Its holder's label.
+    pub label: String,
+    /// Its holder's last heartbeat (Unix ms, the registry's clock).
+    pub last_seen: i64,
+}
+
+/// A claim the registry decided to grant (committed once [`claim`] returns it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decided {
+    pub node: u32,
+    pub identity: Identity,
+    pub floor: i64,
+    /// The high-water mark recorded (Unix ms): the lease's ceiling in fenced mode.
+    pub mark: i64,
+    pub how: &'static str,
+}
+
+/// How a claim ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claimed {
+    Taken(Decided),
+    Refused {
+        node: u32,
+        why: Refusal,
+        holder: String,
+        last_seen: i64,
+    },
+    NoFreeId,
+}
+
+/// What one heartbeat found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Heartbeat {
+    /// The lease is renewed; `locked`: the session holds the id's advisory lock.
+    Renewed { locked: bool },
+    /// The row no longer names this holder: another server took the id over (its label), or
+    /// (`None`) the id was retired.
+    Lost { holder: Option<String> },
+}
+
+/// How an attempt to retire an id ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Retirement {
+    /// Retired: it keeps this high-water mark (Unix ms), or none.
+    Retired { high_water: Option<i64> },
+    /// Not retired: no live row (never claimed, or retired already).
+    NoLiveRow,
+    /// Not retired: its holder (this label) is connected to the registry.
+    Connected { holder: String },
+    /// Not retired: its holder's (this label) lease runs until then (Unix ms), it may still
+    /// make IDs.
+    LeaseRuns { holder: String, until: i64 },
+}
+
+/// The registry's table as seen from one session of the registry's server: each method one
+/// statement (or one exchange), none of them deciding anything.
+///
+/// A session may hold each node id's advisory lock ([`Table::try_lock`]): the registry's own
+/// sign that the holder is connected, released by the registry's server the moment the
+/// session ends, with nothing to clean up.
+pub trait Table {
+    /// Why an exchange with the registry failed.
+    type Failure;
+
+    /// Starts a transaction that holds the table's lock against every other claim and
+    /// retirement (readers and heartbeats go on).
+    fn begin(&mut self) -> Result<(), Self::Failure>;
+    /// Commits the transaction. A failure leaves it undecided: committed or not.
+    fn commit(&mut self) -> Result<(), Self::Failure>;
+    /// Rolls the transaction back, if it can (a failed session has nothing to roll back).
+    fn rollback(&mut self);
+    /// The registry's clock (Unix ms).
+    fn clock(&mut self) -> Result<i64, Self::Failure>;
+    /// The node id and layout of the oldest row of another layout than `layout`, if any.
+    fn other_layout(&mut self, layout: &str) -> Result<Option<(u32, String)>, Self::Failure>;
+    /// Whether a row records the cluster `system` (its system identifier).
+    fn cluster_known(&mut self, system: u64) -> Result<bool, Self::Failure>;
+    /// Records `node` as used before by `request`'s server, up to `request.used_until`: a
+    /// retired row with that mark and no holder (token 0), or a retired row's mark raised to
+    /// it; a live row is left as it is.
+    fn record_used(&mut self, node: u32, request: &Request) -> Result<(), Self::Failure>;
+    /// Tries `node`'s advisory lock in this session: whether it got it (or had it already).
+    fn try_lock(&mut self, node: u32) -> Result<bool, Self::Failure>;
+    /// Releases `node`'s advisory lock if this session took it in this transaction.
+    fn unlock(&mut self, node: u32) -> Result<(), Self::Failure>;
+    /// `node`'s row, if it has one (`connected` and `same_label` false: the caller's to set).
+    fn read_row(&mut self, node: u32) -> Result<Option<RowRead>, Self::Failure>;
+    /// Up to `limit` node ids, lowest first, from 0 to `request.max_node`, among which are the
+    /// lowest that may be free: no row, or retired with the registry's clock past its mark by
+    /// `request.margin_ms`. A table may leave out ids it knows are not free; [`claim`] checks
+    /// each it is given.
+    fn candidates(&mut self, request: &Request, limit: usize) -> Result<Vec<u32>, Self::Failure>;
+    /// Writes `node`'s row live for `identity`, claimed now by `request`'s server, its lease
+    /// running `request.lease_ms` from now, its mark raised to `mark` (`i64::MIN`: none).
+    fn write_claim(
+        &mut self,
+        node: u32,
+        identity: Identity,
+        mark: i64,
+        request: &Request,
+    ) -> Result<(), Self::Failure>;
+    /// Renews `node`'s lease for `lease_ms` and raises its mark to `high_water`, if its row is
+    /// live and names `identity`: whether it did.
+    fn renew(
+        &mut self,
+        node: u32,
+        identity: Identity,
+        lease_ms: i64,
+        high_water: i64,
+        clock_offset_ms: i64,
+    ) -> Result<bool, Self::Failure>;
+    /// The label of `node`'s live row's holder, if it has a live row.
+    fn live_label(&mut self, node: u32) -> Result<Option<String>, Self::Failure>;
+    /// Brings `node`'s mark down to `mark`, if its row is live and names `claim`: whether it
+    /// did.
+    fn lower_mark(&mut self, node: u32, claim: Identity, mark: i64) -> Result<bool, Self::Failure>;
+    /// Marks `node`'s row retired, now.
+    fn retire_row(&mut self, node: u32) -> Result<(), Self::Failure>;
+}
+
+/// Claims a node id for `claimant`, in one transaction under the table's lock. A claim the
+/// registry grants is handed to `intent` before the COMMIT (the server records it durably
+/// there); if `intent` fails, the transaction is rolled back.
+pub fn claim<T: Table>(
+    table: &mut T,
+    claimant: &Claimant,
+    request: &Request,
+    intent: impl FnOnce(&Decided) -> Result<(), T::Failure>,
+) -> Result<Claimed, T::Failure> {
+    table.begin()?;
+    let claimed = decide_claim(table, claimant, request).and_then(|claimed| {
+        if let Claimed::Taken(decided) = &claimed {
+            intent(decided)?;
+        }
+        Ok(claimed)
+    });
+    match claimed {
+        // A failed COMMIT leaves the claim undecided: the caller tries again with the intent
+        // it recorded, which the registry accepts whether or not it committed.
+        Ok(claimed) => table.commit().map(|_| claimed),
+        Err(failure) => {
+            // The failure is what the caller is told: a rollback on a session that failed has
+            // nothing to say about the cause.
+            table.rollback();
+            Err(failure)
+        }
+    }
+}
+
+/// The claim's steps, inside its transaction: the fleet's one layout; a lost history vouched
+/// for; the node ids used before recorded; the id wanted by name judged (taken, refused, or
+/// given way to a fresh one); else the lowest free id.
+fn decide_claim<T: Table>(
+    table: &mut T,
+    claimant: &Claimant,
+    request: &Request,
+) -> Result<Claimed, T::Failure> {
+    let at = Judged {
+        now: table.clock()?,
+        margin_ms: request.margin_ms,
+        lease_ms: request.lease_ms,
+    };
+    // One layout per fleet: the first claim sets it, every later one must share it.
+    if let Some((node, layout)) = table.other_layout(&request.layout)? {
+        return Ok(Claimed::Refused {
+            node,
+            why: Refusal::OtherLayout,
+            holder: layout,
+            last_seen: i64::MIN,
+        });
+    }
+    if claimant.history_lost {
+        if let Err(why) = vouched(claimant, table.cluster_known(request.system)?) {
+            return Ok(Claimed::Refused {
+                // No id was judged: the refusal names none.
+                node: 0,
+                why,
+                holder: String::new(),
+                last_seen: i64::MIN,
+            });
+        }
+    }
+    if request.used_until != i64::MIN {
+        for &node in request
+            .used_before
+            .iter()
+            .filter(|&&node| node <= request.max_node)
+        {
+            table.record_used(node, request)?;
+        }
+    }
+    let mut how = "assigned";
+    if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
+        let found = read_locked(table, node)?;
+        let row = found.as_ref().map(|f| Row {
+            same_label: f.label == request.label,
+            ..f.row
+        });
+        match decide(claimant, node, row.as_ref(), &at) {
+            Decision::Take {
+                generation,
+                floor,
+                recycled,
+                ..
+            } => {
+                let keep = claimant
+                    .identity
+                    .filter(|_| request.recorded_node == Some(node));
+                let how = match (row, recycled) {
+                    (None, _) => "new",
+                    (_, true) => "recycled",
+                    (Some(r), _) if keep.is_some_and(|k| k.token == r.holder.token) => "restart",
+                    _ => "takeover",
+                };
+                let token = keep.map_or(request.new_token, |k| k.token);
+                return take(table, request, node, token, generation, floor, how);
+            }
+            Decision::Refuse { node, refusal } => {
+                table.unlock(node)?;
+                let (holder, last_seen) = found.map(|f| (f.label, f.last_seen)).unwrap_or_default();
+                return Ok(Claimed::Refused {
+                    node,
+                    why: refusal,
+                    holder,
+                    last_seen,
+                });
+            }
+            Decision::Fresh { .. } => {
+                table.unlock(node)?;
+                how = "fresh id";
+            }
+        }
+    }
+    // The lowest free id whose advisory lock no session holds: a retired id's old holder may
+    // still be connected (it lost its claim and has not noticed yet), so the next candidate is
+    // tried.
+    for node in table.candidates(request, FRESH_CANDIDATES)? {
+        match read_locked(table, node)?.map(|f| f.row) {
+            Some(row) if row.connected || !is_free(Some(&row), &at) => table.unlock(node)?,
+            Some(row) => {
+                let generation = row.holder.generation + 1;
+                let token = request.new_token;
+                return take(
+                    table,
+                    request,
+                    node,
+                    token,
+                    generation,
+                    row.high_water,
+                    "recycled",
+                );
+            }
+            None => return take(table, request, node, request.new_token, 1, i64::MIN, how),
+        }
+    }
+    Ok(Claimed::NoFreeId)
+}
+
+/// `node`'s row with its advisory lock tried first (`connected`: another session holds it).
+fn read_locked<T: Table>(table: &mut T, node: u32) -> Result<Option<RowRead>, T::Failure> {
+    let connected = !table.try_lock(node)?;
+    Ok(table.read_row(node)?.map(|mut found| {
+        found.row.connected = connected;
+        found
+    }))
+}
+
+/// Takes `node` under `token` and `generation` above `floor`: the mark recorded reaches past
+/// the floor by `request.ahead_of_floor_ms` (fenced: a lease), and never below the server's own.
+fn take<T: Table>(
+    table: &mut T,
+    request: &Request,
+    node: u32,
+    token: u128,
+    generation: i64,
+    floor: i64,
+    how: &'static str,
+) -> Result<Claimed, T::Failure> {
+    let mark = request
+        .high_water
+        .max(floor.saturating_add(request.ahead_of_floor_ms));
+    let identity = Identity { token, generation };
+    table.write_claim(node, identity, mark, request)?;
+    Ok(Claimed::Taken(Decided {
+        node,
+        identity,
+        floor,
+        mark,
+        how,
+    }))
+}
+
+/// One heartbeat of the holder of `node` under `identity`: renews the lease for `lease_ms` and
+/// raises the high-water mark to `high_water`, if the row still names this holder. With
+/// `take_lock` (a new session, or the lock not had yet), the id's advisory lock is tried first;
+/// whether the session got it or not, the row decides ([`beat`]).
+pub fn heartbeat<T: Table>(
+    table: &mut T,
+    take_lock: bool,
+    node: u32,
+    identity: Identity,
+    lease_ms: i64,
+    high_water: i64,
+    clock_offset_ms: i64,
+) -> Result<Heartbeat, T::Failure> {
+    let locked = !take_lock || table.try_lock(node)?;
+    let ours = table.renew(node, identity, lease_ms, high_water, clock_offset_ms)?;
+    Ok(match beat(ours, locked) {
+        Beat::Renewed { locked } => Heartbeat::Renewed { locked },
+        Beat::Lost => Heartbeat::Lost {
+            holder: table.live_label(node)?,
+        },
+    })
+}
+
+/// Brings the mark of `node`, held under `claim`, down to `mark`, if the row still names that
+/// claim (a takeover since keeps its own): `node::Node::release` says why that is safe.
+/// Returns whether it did.
+pub fn release<T: Table>(
+    table: &mut T,
+    node: u32,
+    claim: Identity,
+    mark: i64,
+) -> Result<bool, T::Failure> {
+    table.lower_mark(node, claim, mark)
+}
+
+/// Retires `node` once its holder is gone ([`may_retire`]), in one transaction under the
+/// table's lock.
+pub fn retire<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failure> {
+    table.begin()?;
+    match retire_in_transaction(table, node) {
+        Ok(retired @ Retirement::Retired { .. }) => table.commit().map(|_| retired),
+        Ok(other) => {
+            table.rollback();
+            Ok(other)
+        }
+        Err(failure) => {
+            table.rollback();
+            Err(failure)
+        }
+    }
+}
+
+fn retire_in_transaction<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failure> {
+    let now = table.clock()?;
+    let found = read_locked(table, node)?;
+    table.unlock(node)?;
+    let row = found.as_ref().map(|f| f.row);
+    let holder = found.map(|f| f.label).unwrap_or_default();
+    match may_retire(row.as_ref(), now) {
+        Err(Unretirable::NoLiveRow) => Ok(Retirement::NoLiveRow),
+        Err(Unretirable::Connected) => Ok(Retirement::Connected { holder }),
+        Err(Unretirable::LeaseRuns { until }) => Ok(Retirement::LeaseRuns { holder, until }),
+        Ok(()) => {
+            table.retire_row(node)?;
+            let high_water = row.map_or(i64::MIN, |row| row.high_water);
+            Ok(Retirement::Retired {
+                high_water: (high_water > i64::MIN).then_some(high_water),
+            })
+        }
+    }
+}
