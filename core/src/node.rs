@@ -19,6 +19,7 @@
 //!   reservation ([`Node::switch_to`]: written once, for the standby's replay and the
 //!   registry's claim alike).
 
+pub mod contact;
 pub mod holder;
 
 use crate::generator::Generator;

@@ -1,11 +1,12 @@
 //! The renewer's side of the registry: claims the node id before the first ID, renews the lease
 //! with heartbeats, checks the clock at every contact, and says in shared memory whether IDs
-//! may be made ([`Holder::turn`], once per turn of the renewer's loop, between renewals). What
-//! each outcome does to the server's identity is the core's (`snowflake_core::node::Node`'s
-//! transitions, one locked call each), and so is what the renewer remembers between contacts
-//! (`snowflake_core::node::holder::HolderState`, one call per outcome, which the fleet model
-//! makes too); this file talks and logs. A heartbeat that finds the id
-//! taken over closes its session and claims again at the next contact. A
+//! may be made ([`Holder::turn`], once per turn of the renewer's loop, between renewals). One
+//! contact is the core's (`snowflake_core::node::contact`, which the fleet model runs too):
+//! what it asks, and what each answer does to the server's identity (`Node`'s transitions,
+//! through [`Server`], one locked call each) and to what the renewer remembers
+//! (`HolderState`); this file connects, talks through `client::Sql`, and says and shows what a
+//! contact came to. A heartbeat that finds the id taken over closes its session and claims
+//! again at the next contact. A
 //! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
 //! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
 
@@ -14,13 +15,14 @@ use super::libpq::{Conn, Failure};
 use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
 use crate::reservation::renew::{self, Renewal};
-use crate::shmem::{Handle, Shared};
+use crate::shmem::Handle;
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
+use snowflake_core::node::contact::{self, Contact};
 use snowflake_core::node::holder::HolderState;
-use snowflake_core::node::Taken;
-use snowflake_core::registry::table::{self, Claimed, Decided, Heartbeat, Request, Retirement};
-use snowflake_core::registry::{self, Claimant, Lease, Refusal};
+use snowflake_core::node::{Node, Taken};
+use snowflake_core::registry::table::{self, Retirement};
+use snowflake_core::registry::{self, Lease};
 use snowflake_core::retry::LogThrottle;
 
 /// A failure to reach the registry is logged at most once in this long.
@@ -137,222 +139,108 @@ impl Holder {
         result
     }
 
+    /// One contact (`node::contact`: the clock check, a heartbeat or a claim, each answer to
+    /// the core's `HolderState` and `Node`), then what it came to said and shown.
     fn exchange(
         &mut self,
         conn: &Conn,
         shm: Handle,
         settings: &gucs::RegistrySettings,
     ) -> Result<(), Failure> {
-        let (sent_mono, sent) = (SystemClock.monotonic(), wall_now());
-        let registry_now = client::clock(conn)?;
-        let offset = registry::clock_offset(sent, wall_now(), registry_now);
-        self.skewed = (offset.abs() > settings.max_clock_skew_ms).then_some(offset);
-        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.registry.clock_offset_ms = offset;
-            shared.registry.last_contact = sent;
-        });
-        if self.skewed.is_some() {
+        let fenced = settings.mode == RegistryMode::Fenced;
+        let contact_settings = contact::Settings {
+            fenced,
+            lease_ms: settings.lease_ms,
+            max_clock_skew_ms: settings.max_clock_skew_ms,
+            configured: gucs::configured_node(),
+            fresh_on_promotion: settings.fresh_on_promotion,
+        };
+        let was_refused = self.state.refused;
+        let mut server = Server {
+            shm,
+            role: None,
+            unwritten: None,
+            offset: None,
+        };
+        let contacted = contact::contact(
+            &mut Sql(conn),
+            &mut server,
+            &mut self.state,
+            &contact_settings,
+        );
+        if let Some(offset) = server.offset {
+            self.skewed = (offset.abs() > settings.max_clock_skew_ms).then_some(offset);
+        }
+        if let Some(errno) = server.unwritten {
+            // Rolled back: the registry is fine, the disk is not; said as a failed write.
+            self.warn_write_failed(errno);
             return Ok(());
         }
-        let state = shm.snapshot();
-        let fenced = settings.mode == RegistryMode::Fenced;
-        let reserved = state.generator.reserved_until();
-        let high_water = if fenced {
-            Lease::ceiling_for(sent, reserved, settings.lease_ms)
-        } else {
-            reserved
-        };
-        let Some(held) = self.state.held else {
-            return self.claim(conn, shm, settings, sent_mono, offset, high_water);
-        };
-        let beat = table::heartbeat(
-            &mut Sql(conn),
-            self.state.needs_lock,
-            held.node,
-            held.identity,
-            settings.lease_ms,
-            high_water,
-            offset,
-        )?;
-        match beat {
-            Heartbeat::Renewed { locked } => {
-                let lease = Lease::granted(sent_mono, high_water, settings.lease_ms);
-                self.state.renewed(lease, locked);
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.node.lease_renewed(&lease, fenced);
-                    shared.registry.lease_ends_at = lease.ends_at;
-                });
-                if let Some(old) = self.state.retire_pending {
-                    self.state.retire_pending = retire_inherited(conn, old).then_some(old);
-                }
-            }
-            Heartbeat::Lost { holder } => {
+        self.show(shm, contacted?, was_refused);
+        Ok(())
+    }
+
+    /// What a contact came to, said in the log and shown in shared memory's registry status
+    /// (`was_refused`: the claim before it was refused, and warned of).
+    fn show(&mut self, shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
+        match contacted {
+            Contact::Skewed | Contact::Idle => {}
+            Contact::Renewed { retired, .. } => report_retired(retired),
+            Contact::Lost { node, holder } => {
                 SnowflakeError::from(RegistryError::ClaimLost {
-                    node: held.node,
+                    node,
                     holder: holder.clone(),
                 })
                 .report_warning();
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
                     shared.registry.set_label(holder.as_deref().unwrap_or(""));
                 });
-                self.state.lost();
                 self.next_contact = SystemClock.monotonic();
             }
-        }
-        Ok(())
-    }
-
-    /// Claims a node id: the registry decides (`registry::table::claim`, `registry::decide`); a claim
-    /// taken is written to the state file before the registry commits it (its intent, so that
-    /// a restart in between knows the generation it claimed), holding the writer's role, and
-    /// pinned before the first ID (`pin`, next turn).
-    fn claim(
-        &mut self,
-        conn: &Conn,
-        shm: Handle,
-        settings: &gucs::RegistrySettings,
-        sent_mono: i64,
-        offset: i64,
-        high_water: i64,
-    ) -> Result<(), Failure> {
-        let state = shm.snapshot();
-        if !state.node.may_claim() {
-            return Ok(());
-        }
-        let (claimant, recorded) = state.node.claimant(
-            gucs::configured_node(),
-            settings.fresh_on_promotion,
-            state.generator.reserved_until(),
-            self.state.patient(sent_mono, settings.lease_ms),
-        );
-        // A promoted standby claiming a fresh id gives up the one it inherited.
-        let given_up = state.node.claim.map(|_| state.node.id);
-        let given_up = given_up.filter(|_| claimant.identity.is_none());
-        let request = request(&state, &claimant, recorded, settings, high_water, offset);
-        let Some(claimed) =
-            self.claim_recorded(conn, shm, settings, &claimant, &request, sent_mono)
-        else {
-            return Ok(());
-        };
-        match claimed? {
-            Claimed::Taken(decided) => {
-                self.taken(conn, shm, &decided, sent_mono, settings.lease_ms, given_up)
+            Contact::Taken {
+                decided,
+                taken,
+                retired,
+            } => {
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    shared.registry.lease_ends_at = taken.lease.ends_at;
+                    shared.registry.refusal = None;
+                });
+                SnowflakeError::from(RegistryError::Claimed {
+                    node: taken.node,
+                    generation: taken.identity.generation,
+                    floor: (taken.floor > i64::MIN).then_some(taken.floor),
+                    how: decided.how,
+                })
+                .report_log();
+                report_retired(retired);
             }
-            Claimed::Refused {
+            Contact::Refused {
                 node,
                 why,
                 holder,
                 last_seen,
-            } => self.refused(shm, node, why, holder, last_seen, &request.layout),
-            Claimed::NoFreeId => self.no_free_id(shm, request.max_node),
-        }
-        Ok(())
-    }
-
-    /// The registry's answer to a claim whose intent, if it grants one, is written to the state
-    /// file before it commits, holding the writer's role; `None` when the role is busy (a
-    /// renewal is being written: next turn) or the state file could not be written (said; the
-    /// registry rolled the claim back).
-    fn claim_recorded(
-        &mut self,
-        conn: &Conn,
-        shm: Handle,
-        settings: &gucs::RegistrySettings,
-        claimant: &Claimant,
-        request: &Request,
-        sent_mono: i64,
-    ) -> Option<Result<Claimed, Failure>> {
-        let role = renew::claim_rewrite(shm)?;
-        let fenced = settings.mode == RegistryMode::Fenced;
-        let mut unwritten = None;
-        let claimed = table::claim(&mut Sql(conn), claimant, request, |decided| {
-            let taken = Taken::of(decided, sent_mono, settings.lease_ms);
-            let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                shared.node.claimed(&mut shared.generator, &taken, fenced)
-            });
-            role.write_state_file(&durable).map_err(|e| {
-                unwritten = Some(e.raw_os_error().unwrap_or(0));
-                Failure {
-                    message: format!("could not record the claim in the state file: {e}"),
-                    sqlstate: None,
+                layout,
+            } => {
+                let warn = !was_refused
+                    || shm.snapshot().registry.refusal.map(|(_, was, _)| was) != Some(why);
+                if warn {
+                    let refused =
+                        RegistryError::refused(node, why, holder.clone(), last_seen, || layout);
+                    SnowflakeError::from(refused).report_warning();
                 }
-            })
-        });
-        role.release();
-        if let Some(errno) = unwritten {
-            // Rolled back: the registry is fine, the disk is not; said as a failed write.
-            self.warn_write_failed(errno);
-            return None;
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    shared.registry.refusal = Some((node, why, last_seen));
+                    shared.registry.set_label(&holder);
+                });
+            }
+            Contact::NoFreeId { max } => {
+                SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+                    shared.registry.refusal = None;
+                });
+            }
         }
-        Some(claimed)
-    }
-
-    /// A claim the registry granted: its lease in shared memory, logged and remembered; the id
-    /// `given_up` for it (a promoted standby's inherited one) retired once its primary is gone.
-    fn taken(
-        &mut self,
-        conn: &Conn,
-        shm: Handle,
-        decided: &Decided,
-        sent_mono: i64,
-        lease_ms: i64,
-        given_up: Option<u32>,
-    ) {
-        let taken = Taken::of(decided, sent_mono, lease_ms);
-        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.registry.lease_ends_at = taken.lease.ends_at;
-            shared.registry.refusal = None;
-        });
-        SnowflakeError::from(RegistryError::Claimed {
-            node: taken.node,
-            generation: taken.identity.generation,
-            floor: (taken.floor > i64::MIN).then_some(taken.floor),
-            how: decided.how,
-        })
-        .report_log();
-        self.state.taken(taken.node, taken.identity, taken.lease);
-        if let Some(old) = given_up.filter(|&old| old != taken.node) {
-            self.state.retire_pending = retire_inherited(conn, old).then_some(old);
-        }
-    }
-
-    /// A claim the registry refused: warned of once (until a claim is taken, or the refusal
-    /// changes), and left in shared memory for the calls' errors (`layout`: this server's,
-    /// described). A session under this server's own label is waited for a while
-    /// (`HolderState::waits_for_session`).
-    fn refused(
-        &mut self,
-        shm: Handle,
-        node: u32,
-        why: Refusal,
-        holder: String,
-        last_seen: i64,
-        layout: &str,
-    ) {
-        let changed = shm.snapshot().registry.refusal.map(|(_, was, _)| was) != Some(why);
-        if !self.state.refused || changed {
-            let refused =
-                RegistryError::refused(node, why, holder.clone(), last_seen, || layout.into());
-            SnowflakeError::from(refused).report_warning();
-        }
-        if why == Refusal::OpenSession {
-            self.state.waits_for_session(SystemClock.monotonic());
-        } else {
-            self.state.refused();
-        }
-        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.registry.refusal = Some((node, why, last_seen));
-            shared.registry.set_label(&holder);
-        });
-    }
-
-    /// No id of the layout (0 to `max`) is free.
-    fn no_free_id(&mut self, shm: Handle, max: u32) {
-        self.state.refused();
-        SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
-        shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.registry.refusal = None;
-        });
     }
 
     /// The state file could not be written (`errno`): a WARNING, at most one in a while.
@@ -432,51 +320,109 @@ pub fn release_on_exit() {
     unsafe { pg_sys::before_shmem_exit(Some(release), pg_sys::Datum::from(0)) };
 }
 
-/// Retires the node id a promoted standby inherited and gave up for a fresh one, once its
-/// primary is gone: neither connected (then it keeps the id, and that is logged) nor within
-/// its lease. Returns whether to try again at the next heartbeat (the lease still runs).
-fn retire_inherited(conn: &Conn, node: u32) -> bool {
-    let outcome = match table::retire(&mut Sql(conn), node) {
+/// Says how the retirement of the node id a promoted standby gave up for a fresh one went
+/// (`node::contact` tries it once the primary is gone): retired, or kept by a primary still
+/// connected, or failed; nothing while its lease runs (tried again) or when it has no live row.
+fn report_retired(retired: Option<(u32, Result<Retirement, Failure>)>) {
+    let Some((node, retired)) = retired else {
+        return;
+    };
+    let outcome = match retired {
         Ok(Retirement::Retired { high_water }) => RegistryError::Retired { node, high_water },
-        Ok(Retirement::LeaseRuns { .. }) => return true,
+        Ok(Retirement::LeaseRuns { .. } | Retirement::NoLiveRow) => return,
         Ok(Retirement::Connected { holder }) => RegistryError::RetireLive { node, holder },
-        Ok(Retirement::NoLiveRow) => return false,
         Err(failure) => RegistryError::Failed {
             action: "retire the primary's node id in the pg_snowflake registry",
             cause: failure.message,
         },
     };
     SnowflakeError::from(outcome).report_log();
-    false
 }
 
-/// What this server tells the registry with a claim for `claimant` (`recorded`: the node id of
-/// its state file; `high_water` and `offset`: this contact's mark and clock offset).
-fn request(
-    state: &Shared,
-    claimant: &Claimant,
-    recorded: Option<u32>,
-    settings: &gucs::RegistrySettings,
-    high_water: i64,
-    offset: i64,
-) -> Request {
-    let layout = gucs::layout();
-    let fenced = settings.mode == RegistryMode::Fenced;
-    Request {
-        label: label(),
-        // SAFETY: reads the control file data, which every server process has.
-        system: unsafe { pg_sys::GetSystemIdentifier() },
-        layout: layout.describe(),
-        max_node: layout.max_node(),
-        lease_ms: settings.lease_ms,
-        high_water,
-        ahead_of_floor_ms: if fenced { settings.lease_ms } else { 0 },
-        clock_offset_ms: offset,
-        margin_ms: settings.max_clock_skew_ms,
-        recorded_node: recorded,
-        new_token: new_token(),
-        used_before: registry::used_before(state.node.history.named(), claimant.wanted),
-        used_until: state.node.history.until,
+/// The server as a contact sees it (`node::contact::Host`): shared memory under its lock, the
+/// state file written as the one writer, its names and a new token.
+struct Server {
+    shm: Handle,
+    /// The writer's role, held while a claim is asked.
+    role: Option<renew::Claim>,
+    /// The intent could not be written (the errno): the claim was rolled back.
+    unwritten: Option<i32>,
+    /// The clock offset the contact read (ms), if it read the registry's clock.
+    offset: Option<i64>,
+}
+
+impl contact::Host for Server {
+    type Failure = Failure;
+
+    fn wall(&mut self) -> i64 {
+        wall_now()
+    }
+
+    fn monotonic(&mut self) -> i64 {
+        SystemClock.monotonic()
+    }
+
+    fn state(&mut self) -> (Node, i64) {
+        let state = self.shm.snapshot();
+        (state.node, state.generator.reserved_until())
+    }
+
+    fn clock_read(&mut self, offset: i64, sent: i64) {
+        self.offset = Some(offset);
+        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.registry.clock_offset_ms = offset;
+            shared.registry.last_contact = sent;
+        });
+    }
+
+    fn start_writing(&mut self) -> bool {
+        self.role = renew::claim_rewrite(self.shm);
+        self.role.is_some()
+    }
+
+    fn stop_writing(&mut self) {
+        if let Some(role) = self.role.take() {
+            role.release();
+        }
+    }
+
+    fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failure> {
+        let durable = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.node.claimed(&mut shared.generator, taken, fenced)
+        });
+        let role = self
+            .role
+            .as_ref()
+            .expect("the writer's role is held while a claim is asked");
+        role.write_state_file(&durable).map_err(|e| {
+            self.unwritten = Some(e.raw_os_error().unwrap_or(0));
+            Failure {
+                message: format!("could not record the claim in the state file: {e}"),
+                sqlstate: None,
+            }
+        })
+    }
+
+    fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
+        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
+            shared.node.lease_renewed(lease, fenced);
+            shared.registry.lease_ends_at = lease.ends_at;
+        });
+    }
+
+    fn names(&mut self) -> contact::Names {
+        let layout = gucs::layout();
+        contact::Names {
+            label: label(),
+            // SAFETY: reads the control file data, which every server process has.
+            system: unsafe { pg_sys::GetSystemIdentifier() },
+            layout: layout.describe(),
+            max_node: layout.max_node(),
+        }
+    }
+
+    fn new_token(&mut self) -> u128 {
+        new_token()
     }
 }
 

@@ -1,9 +1,9 @@
 //! The renewer's side of a registry claim, as plain data: whether it holds one (and under which
 //! lease, pinned or not), whether its last claim was refused or its claim was found lost, and
-//! whether its registry session still has to take the id's advisory lock. The extension's
-//! `registry/holder.rs` talks to the registry and calls one method per outcome; the fleet
-//! model (`tests/model.rs`) calls the same ones, so that what the renewer remembers between
-//! contacts is the one the model checks. What a claim does to the server's identity is
+//! whether its registry session still has to take the id's advisory lock. One contact
+//! ([`contact`](super::contact)) calls one method per outcome, in the extension's
+//! `registry/holder.rs` and in the fleet model (`tests/model.rs`) alike, so that what the
+//! renewer remembers between contacts is the one the model checks. What a claim does to the server's identity is
 //! [`Node`](super::Node)'s; this says what the renewer tells [`Node::publish`](super::Node::publish)
 //! ([`HolderState::holding`]).
 

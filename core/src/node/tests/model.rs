@@ -1,10 +1,11 @@
 //! Models that can break the server's identity: the transitions of [`Node`] driven together
 //! with the generator, the state file, the WAL and the registry's decisions, by actors that
-//! crash, restart, replay, promote, race, partition and heal at any step. What each actor does
-//! mirrors the extension (`src/reservation/redo.rs`, `src/registry/holder.rs`); the registry's
-//! procedures (a claim, a heartbeat, a release, a retirement) are the core's own
-//! (`registry::table`), run over an in-memory table ([`Session`]) as the extension runs them
-//! over SQL: only the I/O is modelled.
+//! crash, restart, replay, promote, race, partition and heal at any step. A renewer's contact
+//! with the registry is the core's own (`node::contact`, over `registry::table`'s procedures),
+//! run over an in-memory table ([`Session`]) and the member ([`Host`]) as the extension runs it
+//! over SQL and shared memory; the other actors mirror the extension
+//! (`src/reservation/redo.rs`, the renewer's exit in `src/registry/holder.rs`): only the I/O
+//! is modelled.
 //!
 //! The properties are the safety model's: no ID issued twice across the servers (in available
 //! mode, none once a partition has healed and the registry was reached), one registry row per
@@ -14,9 +15,10 @@ use super::*;
 use crate::clock::Clocks;
 use crate::generator::{Allocation, Limits};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
+use crate::node::contact;
 use crate::node::holder::HolderState;
-use crate::registry::table::{self, Claimed, Heartbeat, Request, RowRead, Table};
-use crate::registry::{self, Refusal, Row};
+use crate::registry::table::{self, Request, RowRead, Table};
+use crate::registry::Row;
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -690,6 +692,65 @@ impl Member {
     }
 }
 
+/// A member as a contact sees it (`node::contact::Host`; shared memory and the state file in
+/// the extension).
+struct Host<'a> {
+    m: &'a mut Member,
+    now: i64,
+    fenced: bool,
+}
+
+impl contact::Host for Host<'_> {
+    type Failure = Failed;
+
+    fn wall(&mut self) -> i64 {
+        self.now
+    }
+
+    fn monotonic(&mut self) -> i64 {
+        self.now
+    }
+
+    fn state(&mut self) -> (Node, i64) {
+        (self.m.node, self.m.generator.reserved_until())
+    }
+
+    fn clock_read(&mut self, _offset: i64, _sent: i64) {}
+
+    fn start_writing(&mut self) -> bool {
+        true
+    }
+
+    fn stop_writing(&mut self) {}
+
+    fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failed> {
+        // A claim's floor may raise the reservation past a released mark: the new claim's
+        // mark covers it, whether or not it commits.
+        let intent = self.m.node.claimed(&mut self.m.generator, taken, fenced);
+        self.m.released = None;
+        self.m.write(&intent);
+        Ok(())
+    }
+
+    fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
+        debug_assert_eq!(fenced, self.fenced);
+        self.m.node.lease_renewed(lease, fenced);
+    }
+
+    fn names(&mut self) -> contact::Names {
+        contact::Names {
+            label: self.m.label.clone(),
+            system: self.m.system,
+            layout: L.describe(),
+            max_node: MAX_NODE,
+        }
+    }
+
+    fn new_token(&mut self) -> u128 {
+        self.m.new_token()
+    }
+}
+
 struct Fleet {
     now: i64,
     fenced: bool,
@@ -724,6 +785,8 @@ impl Fleet {
         });
     }
 
+    /// A turn's contact (`node::contact`, as `registry/holder.rs` runs it), on the member's
+    /// session, made anew when it has none.
     fn contact(&mut self, s: usize, commit: Commit) {
         let (now, fenced) = (self.now, self.fenced);
         let registry = &mut self.registry;
@@ -742,93 +805,24 @@ impl Fleet {
                 session
             }
         };
-        let mut table = Session::new(registry, session, now, commit);
-        let reserved = m.generator.reserved_until();
-        let high_water = if fenced {
-            Lease::ceiling_for(now, reserved, LEASE)
-        } else {
-            reserved
-        };
-        if let Some(held) = m.holder.held {
-            let needs_lock = m.holder.needs_lock;
-            let beat = table::heartbeat(
-                &mut table,
-                needs_lock,
-                held.node,
-                held.identity,
-                LEASE,
-                high_water,
-                0,
-            );
-            match beat {
-                Ok(Heartbeat::Renewed { locked }) => {
-                    let lease = Lease::granted(now, high_water, LEASE);
-                    m.holder.renewed(lease, locked);
-                    m.node.lease_renewed(&lease, fenced);
-                }
-                Ok(Heartbeat::Lost { .. }) => m.holder.lost(),
-                Err(Failed) => {}
-            }
-            if !m.holder.keeps_session() {
-                registry.end_session(session);
-                m.session = None;
-            }
-            return;
-        }
-        if !m.node.may_claim() {
-            return;
-        }
-        let patient = m.holder.patient(now, LEASE);
-        let (claimant, recorded) = m.node.claimant(
-            m.settings.configured,
-            false,
-            m.generator.reserved_until(),
-            patient,
-        );
-        let request = Request {
-            label: m.label.clone(),
-            system: m.system,
-            layout: L.describe(),
-            max_node: MAX_NODE,
+        let settings = contact::Settings {
+            fenced,
             lease_ms: LEASE,
-            high_water,
-            ahead_of_floor_ms: if fenced { LEASE } else { 0 },
-            clock_offset_ms: 0,
-            margin_ms: MARGIN,
-            recorded_node: recorded,
-            new_token: m.new_token(),
-            used_before: registry::used_before(m.node.history.named(), claimant.wanted),
-            used_until: m.node.history.until,
+            max_clock_skew_ms: MARGIN,
+            configured: m.settings.configured,
+            fresh_on_promotion: false,
         };
-        let (node, generator, file) = (&mut m.node, &mut m.generator, &mut m.file);
-        let mut intended = false;
-        let claimed = table::claim(&mut table, &claimant, &request, |decided| {
-            // The intent, durable before the COMMIT. A claim's floor may raise the reservation
-            // past a released mark: the new claim's mark covers it.
-            let taken = Taken::of(decided, now, LEASE);
-            let intent = node.claimed(generator, &taken, fenced);
-            *file = Some(file_of(&intent));
-            intended = true;
-            Ok(())
-        });
-        if intended {
-            // Whether or not the claim committed, its mark covers the released one.
-            m.released = None;
-        }
-        match claimed {
-            Ok(Claimed::Taken(decided)) => {
-                let taken = Taken::of(&decided, now, LEASE);
-                m.holder.taken(taken.node, taken.identity, taken.lease);
-            }
-            Ok(Claimed::Refused {
-                why: Refusal::OpenSession,
-                ..
-            }) => m.holder.waits_for_session(now),
-            Ok(Claimed::Refused { .. } | Claimed::NoFreeId) => m.holder.refused(),
-            Err(Failed) => {
-                registry.end_session(session);
-                m.session = None;
-            }
+        let mut holder = std::mem::take(&mut m.holder);
+        let contacted = contact::contact(
+            &mut Session::new(registry, session, now, commit),
+            &mut Host { m, now, fenced },
+            &mut holder,
+            &settings,
+        );
+        m.holder = holder;
+        if contacted.is_err() || !m.holder.keeps_session() {
+            registry.end_session(session);
+            m.session = None;
         }
     }
 
