@@ -626,7 +626,14 @@ impl Table for Session<'_> {
     fn lower_mark(&mut self, node: u32, claim: Identity, mark: i64) -> Result<bool, Failed> {
         Ok(self
             .live(node, claim)
-            .map(|r| r.high_water = r.high_water.min(mark))
+            // SQL's least() skips a NULL mark (none recorded): the row takes `mark`.
+            .map(|r| {
+                r.high_water = if r.high_water == i64::MIN {
+                    mark
+                } else {
+                    r.high_water.min(mark)
+                }
+            })
             .is_some())
     }
 
