@@ -12,13 +12,13 @@
 use crate::error::{registry_refusal_error, RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
 use crate::reservation::renew;
-use crate::shmem::{self, Handle, RenewalFailure};
+use crate::shmem::{self, Handle};
 use pgrx::prelude::*;
-use snowflake_core::clock::{Clock, SystemClock};
+use snowflake_core::clock::SystemClock;
 use snowflake_core::error::Error as CoreError;
 use snowflake_core::generator::{Allocation, ClockEvent, Limits, Run, FORWARD_CONFIRM_MS};
+use snowflake_core::issuer::{Refusing, RenewalFailure};
 use snowflake_core::layout::{Layout, Parts};
-use snowflake_core::node::Refusing;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How long a call waits for the registry's first claim before it gives up (ms).
@@ -38,15 +38,8 @@ pub fn next_id_fast() -> Option<i64> {
     let shm = shmem::get().ok()?;
     let layout = gucs::preloaded_layout()?;
     let limits = gucs::limits();
-    let (time, seq, node) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        if shared.node.refusing != Refusing::Nothing {
-            return None;
-        }
-        let wall = SystemClock.wall();
-        let (time, seq) = shared
-            .generator
-            .next_one(layout, shared.node.id, wall, &limits)?;
-        Some((time, seq, shared.node.id))
+    let (time, seq, node) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.next_one(layout, &mut SystemClock, &limits)
     })?;
     Some(layout.pack(Parts {
         time: time as u64,
@@ -74,42 +67,31 @@ pub fn next_id() -> Result<i64, SnowflakeError> {
 pub fn next_run(shm: Handle, layout: &Layout, want: u64) -> Result<(Run, u32), SnowflakeError> {
     ensure_not_in_recovery()?;
     let limits = gucs::limits();
-    let mut node = 0;
-    let allocation = allocate(shm, layout, &limits, want, &mut node);
+    let allocation = allocate(shm, layout, &limits, want);
     // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
-    if let Some(Ok(Allocation::Run {
-        run,
-        clock_event: None,
-        wake_renewer: false,
-    })) = allocation
+    if let Ok((
+        node,
+        Ok(Allocation::Run {
+            run,
+            clock_event: None,
+            wake_renewer: false,
+        }),
+    )) = allocation
     {
         return Ok((run, node));
     }
-    next_run_otherwise(shm, layout, &limits, want, allocation, node)
+    next_run_otherwise(shm, layout, &limits, want, allocation)
 }
 
-/// One call of the generator under the lock, for the node id it sets `node` to; `None` while
-/// no ID may be made (`Shared::refusing` says why).
+/// What one allocation came to: IDs (or a wait, or a generator's error) under this node id,
+/// or why no ID may be made (`Issuer::allocate`).
+type Allocated = Result<(u32, Result<Allocation, CoreError>), Refusing>;
+
+/// One allocation under the lock: the core's gate, ceiling and generator (`Issuer::allocate`).
 #[inline(always)]
-fn allocate(
-    shm: Handle,
-    layout: &Layout,
-    limits: &Limits,
-    want: u64,
-    node: &mut u32,
-) -> Option<Result<Allocation, CoreError>> {
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        *node = shared.node.id;
-        (shared.node.refusing == Refusing::Nothing).then(|| {
-            // The wake stops at the fenced lease's ceiling (`Limits::ceiling`).
-            let limits = Limits {
-                ceiling: shared.node.ceiling,
-                ..*limits
-            };
-            shared
-                .generator
-                .allocate(layout, shared.node.id, &mut SystemClock, &limits, want)
-        })
+fn allocate(shm: Handle, layout: &Layout, limits: &Limits, want: u64) -> Allocated {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.allocate(layout, &mut SystemClock, limits, want)
     })
 }
 
@@ -121,8 +103,7 @@ fn next_run_otherwise(
     layout: &Layout,
     limits: &Limits,
     want: u64,
-    first: Option<Result<Allocation, CoreError>>,
-    mut node: u32,
+    first: Allocated,
 ) -> Result<(Run, u32), SnowflakeError> {
     // The failure count when this call first waited for a reservation.
     let mut failures_seen: Option<u64> = None;
@@ -132,27 +113,23 @@ fn next_run_otherwise(
     loop {
         let allocation = match next.take() {
             Some(first) => first,
-            None => allocate(shm, layout, limits, want, &mut node),
+            None => allocate(shm, layout, limits, want),
         };
-        let Some(allocation) = allocation else {
-            let refusing = shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| shared.node.refusing);
-            match refusing {
-                // Made possible since: allocate again.
-                Refusing::Nothing => {}
-                Refusing::AwaitingClaim if claim_waited_ms < CLAIM_WAIT_MS => {
-                    // The registry's first claim is under way (the renewer broadcasts when it
-                    // is made or refused).
-                    waited_on_renewal = true;
-                    shm.sleep_until_renewed(100);
-                    claim_waited_ms += 100;
-                    pg_sys::check_for_interrupts!();
-                }
-                refusing => {
-                    shmem::stop_waiting(waited_on_renewal);
-                    return Err(refusal_error(shm, refusing));
-                }
+        let (node, allocation) = match allocation {
+            Ok(allocated) => allocated,
+            Err(Refusing::AwaitingClaim) if claim_waited_ms < CLAIM_WAIT_MS => {
+                // The registry's first claim is under way (the renewer broadcasts when it is
+                // made or refused).
+                waited_on_renewal = true;
+                shm.sleep_until_renewed(100);
+                claim_waited_ms += 100;
+                pg_sys::check_for_interrupts!();
+                continue;
             }
-            continue;
+            Err(refusing) => {
+                shmem::stop_waiting(waited_on_renewal);
+                return Err(refusal_error(shm, refusing));
+            }
         };
         match allocation? {
             Allocation::Run {
@@ -188,8 +165,9 @@ fn next_run_otherwise(
                 if failures_seen.is_some_and(|seen| failures > seen) {
                     // The renewal this call waited for failed: its error, as the renewer saw it.
                     shmem::stop_waiting(waited_on_renewal);
-                    let failure =
-                        shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| shared.last_failure);
+                    let failure = shm.locked(pg_sys::LWLockMode::LW_SHARED, |issuer| {
+                        issuer.last_failure()
+                    });
                     return Err(match failure {
                         RenewalFailure::Io { errno } => SnowflakeError::state_file_write(errno),
                         RenewalFailure::Fenced { ceiling } => {
@@ -219,7 +197,7 @@ fn next_run_otherwise(
 /// The error that says why no ID may be made now.
 #[cold]
 fn refusal_error(shm: Handle, refusing: Refusing) -> SnowflakeError {
-    let shared = shm.snapshot();
+    let issuer = shm.snapshot();
     match refusing {
         Refusing::NodeUnset => SnowflakeError::NodeUnset {
             max: gucs::layout().max_node(),
@@ -227,8 +205,8 @@ fn refusal_error(shm: Handle, refusing: Refusing) -> SnowflakeError {
         Refusing::AwaitingOldStateFile => SnowflakeError::StateFileNotCopied { path: STATE_FILE },
         _ => registry_refusal_error(
             refusing,
-            shared.node.id,
-            &shared.registry,
+            issuer.node().id,
+            issuer.registry(),
             gucs::layout(),
             gucs::registry_settings().max_clock_skew_ms,
             CLAIM_WAIT_MS,

@@ -61,7 +61,7 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     }
     // The worker is registered only by a preloaded library: the region is there.
     let shm = shmem::get().unwrap_or_else(|e| e.report_fatal());
-    renew::release_abandoned_claim(shm);
+    renew::give_back_abandoned_turn(shm);
     let started_at = wall_now();
     let mut backoff = Backoff::new(RETRY_FIRST_MS, RETRY_MAX_MS);
     let mut failure_log = LogThrottle::new(FAILURE_LOG_INTERVAL_MS);
@@ -77,11 +77,11 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
         let registry_due_ms = holder.as_mut().map_or(1_000, |holder| holder.turn(shm));
         shm.renewer_is_alive();
         let next_turn_ms = renew::keep_ahead(shm, started_at).min(registry_due_ms);
-        match renew::claim_renewal(shm, true) {
-            Some(claim) => {
+        match renew::renewal_turn(shm, true) {
+            Some(turn) => {
                 // Off the condition variable before a write that may take long.
                 shmem::stop_waiting(true);
-                match renew::renew(claim) {
+                match renew::renew(turn) {
                     Renewal::Done { .. } => {
                         backoff.succeeded();
                         failure_log.reset();

@@ -3,7 +3,7 @@
 //! (`reservation::store::start_state`, through the callback [`init`] takes), and everything that
 //! writes a reservation lives in `reservation/`.
 //!
-//! Lock rules (one LWLock, tranche "pg_snowflake", guards [`Shared`]):
+//! Lock rules (one LWLock, tranche "pg_snowflake", guards the core's `Issuer`):
 //! - every access goes through [`Handle::locked`]: exclusive to allocate (`allocate.rs`), to
 //!   claim or report a renewal (`reservation/renew.rs`) and to replay one
 //!   (`reservation/redo.rs`); shared only to copy the state out ([`Handle::snapshot`]);
@@ -22,52 +22,28 @@ use pgrx::prelude::*;
 use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
 use snowflake_core::clock::{Clock, SystemClock};
-use snowflake_core::generator::Generator;
-use snowflake_core::node::{Node, RegistryStatus};
+use snowflake_core::issuer::Issuer;
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::OnceLock;
 
-/// The locked state: every field is read and written under the lock only. The generator's
-/// rules are the core's `Generator`, the identity's the core's `Node`: this file holds them,
-/// it does not decide.
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-pub struct Shared {
-    pub generator: Generator,
-    /// The server's identity: node id, history, registry claim, ceiling, and why IDs are
-    /// refused (`snowflake_core::node`).
-    pub node: Node,
-    /// What the registry said last, for reporting (`src/registry/`).
-    pub registry: RegistryStatus,
-    /// Why the last renewal failed, for the callers that waited for it.
-    pub last_failure: RenewalFailure,
-    /// The process holding the claim of the renewal in progress (0: none), so that the claim is
-    /// released if it exits without reporting it.
-    pub claimant_pid: i32,
-}
+/// The locked state as pgrx hands it to the region once, at its creation: the core's
+/// [`Issuer`] (generator, node, registry status, the writer's turn), which decides everything;
+/// this file holds it, it does not decide.
+#[repr(transparent)]
+struct Start(Issuer);
 
-/// Why a renewal failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
-pub enum RenewalFailure {
-    /// The state file could not be written: this OS error number (0: none known).
-    Io { errno: i32 },
-    /// Fenced mode: the next reservation would pass the lease's ceiling.
-    Fenced { ceiling: i64 },
-}
-
-// SAFETY: Shared is plain data (integers, booleans, enums, arrays and options of them): no pointers,
-// nothing process-local, valid when copied between processes.
-unsafe impl PGRXSharedMemory for Shared {}
+// SAFETY: Issuer is plain data (integers, booleans, enums, arrays and options of them): no
+// pointers, nothing process-local, valid when copied between processes.
+unsafe impl PGRXSharedMemory for Start {}
 
 /// The shared-memory region.
 #[repr(C)]
 struct Region {
     lock: *mut pg_sys::LWLock,
     /// Guarded by `lock`.
-    state: UnsafeCell<Shared>,
+    state: UnsafeCell<Issuer>,
     /// Broadcast after every renewal (done or failed); callers whose next ID is not covered yet
     /// wait on it, interruptibly. No lock.
     renewed: pg_sys::ConditionVariable,
@@ -101,10 +77,10 @@ static REGION: SharedRegion = SharedRegion {
 };
 
 /// What the region starts with, each time it is created: set by [`init`].
-static START_STATE: OnceLock<fn() -> Shared> = OnceLock::new();
+static START_STATE: OnceLock<fn() -> Issuer> = OnceLock::new();
 
 impl PgSharedMemoryInitialization for SharedRegion {
-    type Value = Shared;
+    type Value = Start;
 
     unsafe fn on_shmem_request(&'static self) {
         unsafe {
@@ -114,7 +90,7 @@ impl PgSharedMemoryInitialization for SharedRegion {
         }
     }
 
-    unsafe fn on_shmem_startup(&'static self, value: Shared) {
+    unsafe fn on_shmem_startup(&'static self, value: Start) {
         unsafe {
             let init_lock = &raw mut (*pg_sys::MainLWLockArray.add(ADDIN_SHMEM_INIT_LOCK)).lock;
             pg_sys::LWLockAcquire(init_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
@@ -124,7 +100,7 @@ impl PgSharedMemoryInitialization for SharedRegion {
             if !found {
                 region.write(Region {
                     lock: &raw mut (*pg_sys::GetNamedLWLockTranche(NAME.as_ptr())).lock,
-                    state: UnsafeCell::new(value),
+                    state: UnsafeCell::new(value.0),
                     renewed: std::mem::zeroed(),
                     renewal_due: std::mem::zeroed(),
                     renewer_seen_at: AtomicI64::new(NEVER_SEEN),
@@ -141,12 +117,12 @@ impl PgSharedMemoryInitialization for SharedRegion {
 /// Requests the shared memory and the lock, to be filled with `start_state()` each time it is
 /// created (postmaster start, and again after a crash; `start_state` stops the server when it
 /// cannot say). Only valid from `_PG_init` during `shared_preload_libraries` processing.
-pub fn init(start_state: fn() -> Shared) {
+pub fn init(start_state: fn() -> Issuer) {
     START_STATE.get_or_init(|| start_state);
     pg_shmem_init!(
         REGION = START_STATE.get().map_or_else(
             || unreachable!("shmem::init sets START_STATE before requesting the region"),
-            |start| start()
+            |start| Start(start())
         )
     );
 }
@@ -180,7 +156,7 @@ impl Handle {
     /// pgrx turns it into an ERROR, and Postgres' error recovery releases every LWLock the
     /// backend holds (`LWLockReleaseAll`), exactly as for C code.
     #[inline]
-    pub fn locked<R>(self, mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Shared) -> R) -> R {
+    pub fn locked<R>(self, mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Issuer) -> R) -> R {
         // SAFETY: a valid LWLock of our tranche; the state is only touched while it is held,
         // and shared mode only ever reads (snapshot).
         unsafe {
@@ -192,7 +168,7 @@ impl Handle {
     }
 
     /// A copy of the shared state, for reporting.
-    pub fn snapshot(self) -> Shared {
+    pub fn snapshot(self) -> Issuer {
         self.locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared)
     }
 

@@ -6,6 +6,8 @@
 //! - [`generator`]: the next-id state machine (steady clock, borrowing, reservations)
 //! - [`registry`]: the node-id registry's decisions: claims, leases, clock offsets
 //! - [`node`]: the server's identity (node id, history, registry claim, refusal) and its transitions
+//! - [`issuer`]: the issuing state in shared memory (generator, node, registry status, the
+//!   writer's turn), the gate and the fenced ceiling
 //! - [`retry`]: pacing retries and their log lines after failures
 //! - [`base32`]: the 13-character text form
 //! - [`state_file`] and [`wal_record`]: the bytes of the durable reservation
@@ -16,6 +18,7 @@ pub mod calendar;
 pub mod clock;
 pub mod error;
 pub mod generator;
+pub mod issuer;
 pub mod layout;
 pub mod node;
 pub mod registry;

@@ -49,15 +49,7 @@ impl Holder {
     /// first contact is a heartbeat. Otherwise, and in fenced mode always, it claims.
     pub fn new(conninfo: String, shm: Handle) -> Holder {
         let resumed = (gucs::registry_settings().mode == RegistryMode::Available)
-            .then(|| {
-                shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
-                    let lease = Lease {
-                        ends_at: shared.registry.lease_ends_at,
-                        ceiling: shared.node.ceiling,
-                    };
-                    shared.node.resumable(lease)
-                })
-            })
+            .then(|| shm.locked(pg_sys::LWLockMode::LW_SHARED, |issuer| issuer.resumable()))
             .flatten();
         Holder {
             conninfo,
@@ -103,13 +95,13 @@ impl Holder {
     }
 
     /// Writes the new claim into the state file and the WAL (for the standbys) before any ID
-    /// is made under it, as the one writer of the moment (`renew::claim_rewrite`: after a
+    /// is made under it, as the one writer of the moment (`renew::rewrite_turn`: after a
     /// stand-in's renewal in progress, if any); tried again on the next turn if it cannot be.
     fn pin(&mut self, shm: Handle) {
-        let Some(claim) = renew::claim_rewrite(shm) else {
+        let Some(turn) = renew::rewrite_turn(shm) else {
             return;
         };
-        match renew::renew(claim) {
+        match renew::renew(turn) {
             Renewal::Done { .. } => self.state.pinned(),
             Renewal::Failed { errno } => self.warn_write_failed(errno),
             Renewal::Fenced { .. } | Renewal::Abandoned => {}
@@ -192,8 +184,8 @@ impl Holder {
                     holder: holder.clone(),
                 })
                 .report_warning();
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.registry.set_label(holder.as_deref().unwrap_or(""));
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                    issuer.lost(holder.as_deref().unwrap_or(""));
                 });
                 self.next_contact = SystemClock.monotonic();
             }
@@ -202,9 +194,8 @@ impl Holder {
                 taken,
                 retired,
             } => {
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.registry.lease_ends_at = taken.lease.ends_at;
-                    shared.registry.refusal = None;
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                    issuer.taken(taken.lease.ends_at);
                 });
                 SnowflakeError::from(RegistryError::Claimed {
                     node: taken.node,
@@ -223,21 +214,20 @@ impl Holder {
                 layout,
             } => {
                 let warn = !was_refused
-                    || shm.snapshot().registry.refusal.map(|(_, was, _)| was) != Some(why);
+                    || shm.snapshot().registry().refusal.map(|(_, was, _)| was) != Some(why);
                 if warn {
                     let refused =
                         RegistryError::refused(node, why, holder.clone(), last_seen, || layout);
                     SnowflakeError::from(refused).report_warning();
                 }
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.registry.refusal = Some((node, why, last_seen));
-                    shared.registry.set_label(&holder);
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                    issuer.refused(node, why, last_seen, &holder);
                 });
             }
             Contact::NoFreeId { max } => {
                 SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-                    shared.registry.refusal = None;
+                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                    issuer.no_free_id();
                 });
             }
         }
@@ -261,8 +251,8 @@ impl Holder {
         let now = SystemClock.monotonic();
         let fenced = mode == RegistryMode::Fenced;
         let skewed = self.skewed.is_some();
-        let changed = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.node.publish(holding, skewed, fenced, now)
+        let changed = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.publish(holding, skewed, fenced, now)
         });
         if changed {
             shm.broadcast_renewed();
@@ -287,9 +277,7 @@ pub fn release_on_exit() {
         if gucs::registry_settings().mode != RegistryMode::Fenced {
             return;
         }
-        let released = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.node.release(&shared.generator)
-        });
+        let released = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| issuer.release());
         let Some(released) = released else { return };
         // Interrupts are held off on the way out: the waits end by their time-out alone.
         let outcome = Conn::connect(&conninfo, RELEASE_TIMEOUT_MS).and_then(|conn| {
@@ -343,8 +331,8 @@ fn report_retired(retired: Option<(u32, Result<Retirement, Failure>)>) {
 /// state file written as the one writer, its names and a new token.
 struct Server {
     shm: Handle,
-    /// The writer's role, held while a claim is asked.
-    role: Option<renew::Claim>,
+    /// The writer's turn, held while a claim is asked.
+    role: Option<renew::Turn>,
     /// The intent could not be written (the errno): the claim was rolled back.
     unwritten: Option<i32>,
     /// The clock offset the contact read (ms), if it read the registry's clock.
@@ -363,37 +351,35 @@ impl contact::Host for Server {
     }
 
     fn state(&mut self) -> (Node, i64) {
-        let state = self.shm.snapshot();
-        (state.node, state.generator.reserved_until())
+        self.shm.snapshot().state()
     }
 
     fn clock_read(&mut self, offset: i64, sent: i64) {
         self.offset = Some(offset);
-        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.registry.clock_offset_ms = offset;
-            shared.registry.last_contact = sent;
+        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.clock_read(offset, sent);
         });
     }
 
     fn start_writing(&mut self) -> bool {
-        self.role = renew::claim_rewrite(self.shm);
+        self.role = renew::rewrite_turn(self.shm);
         self.role.is_some()
     }
 
     fn stop_writing(&mut self) {
         if let Some(role) = self.role.take() {
-            role.release();
+            role.give_back();
         }
     }
 
     fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failure> {
-        let durable = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.node.claimed(&mut shared.generator, taken, fenced)
+        let durable = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.claimed(taken, fenced)
         });
         let role = self
             .role
             .as_ref()
-            .expect("the writer's role is held while a claim is asked");
+            .expect("the writer's turn is held while a claim is asked");
         role.write_state_file(&durable).map_err(|e| {
             self.unwritten = Some(e.raw_os_error().unwrap_or(0));
             Failure {
@@ -404,9 +390,8 @@ impl contact::Host for Server {
     }
 
     fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
-        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            shared.node.lease_renewed(lease, fenced);
-            shared.registry.lease_ends_at = lease.ends_at;
+        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.lease_renewed(lease, fenced);
         });
     }
 

@@ -103,10 +103,8 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
 fn replay_reservation(shm: Handle, record: &wal_record::Record) -> Result<(), SnowflakeError> {
     record.layout.check_same(gucs::layout())?;
     let configured = gucs::configured_node();
-    let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared
-            .node
-            .replay(&mut shared.generator, record, configured)
+    let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.replay(record, configured)
     });
     if let Some(durable) = durable {
         store::write_state_file(&record.layout, &durable)

@@ -1,214 +1,143 @@
-//! One renewal, whichever process writes it: claim it under the lock ([`claim_renewal`]), write
-//! it with no lock held ([`renew`] → `store::reserve`), report it ([`report_renewal`]) and wake
-//! the callers waiting for it. The renewer (`src/renewer.rs`) normally writes every reservation;
-//! with none running, the call that needs one writes it itself ([`renew_here`]). A claim is
-//! always released: reported, reported abandoned when an ERROR unwinds past it ([`Claim`]'s
-//! drop), or released when its process exits holding it ([`release_on_exit`]). The protocol
-//! itself is told once, in the core (`core/src/generator/reservation.rs`).
+//! One renewal, whichever process writes it: the writer's turn taken under the lock
+//! ([`renewal_turn`]), written with no lock held ([`renew`] → `store::reserve`), ended
+//! ([`end_turn`]) and the callers waiting for it woken. The renewer (`src/renewer.rs`) normally
+//! writes every reservation; with none running, the call that needs one writes it itself
+//! ([`renew_here`]). A turn always ends: reported, reported abandoned when an ERROR unwinds past
+//! it ([`Turn`]'s drop), or given back when its process exits holding it ([`end_on_exit`]).
+//! What a turn is, and the fenced ceiling it stops at, are the core's (`Issuer`'s
+//! `renewal_turn`, `rewrite_turn`, `turn_ended`); the protocol itself is told in
+//! `core/src/generator/reservation.rs`.
 
 use super::store::{self, Reserved};
 use crate::error::SnowflakeError;
 use crate::gucs;
-use crate::shmem::{self, Handle, RenewalFailure, Shared};
+use crate::shmem::{self, Handle};
 use pgrx::prelude::*;
 use snowflake_core::clock::{Clock, SystemClock};
-use snowflake_core::node::{Durable, Refusing};
-use snowflake_core::registry::Identity;
-use snowflake_core::state_file::History;
+use snowflake_core::issuer;
+use snowflake_core::node::Durable;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// A claimed renewal: the reservation to write and the history to write with it. Whoever holds
-/// it must report it ([`renew`] does); dropped unreported — an ERROR or a panic unwinding past
-/// it — it is reported abandoned, so that the next renewer takes the demand up. A process that
-/// exits holding it (a FATAL: no unwinding) has it released by [`release_on_exit`].
-pub struct Claim {
+pub use snowflake_core::issuer::Renewal;
+
+/// This process's turn as the writer: the reservation to write and the identity to write with
+/// it. Whoever holds it must end it ([`renew`] does); dropped unended — an ERROR or a panic
+/// unwinding past it — it ends abandoned, so that the next writer takes the demand up. A
+/// process that exits holding it (a FATAL: no unwinding) has it given back by [`end_on_exit`].
+pub struct Turn {
     shm: Handle,
-    until: i64,
-    node: u32,
-    history: History,
-    claim: Option<Identity>,
-    /// The durable reservation written again as it is (`claim_rewrite`), not a renewal.
-    rewrite: bool,
+    turn: issuer::Turn,
 }
 
-impl Drop for Claim {
+impl Drop for Turn {
     fn drop(&mut self) {
-        report_renewal(self.shm, Renewal::Abandoned);
+        end_turn(self.shm, Renewal::Abandoned);
     }
 }
 
-/// Claims the due renewal for this process (the renewer, or a backend standing in for it), if
-/// one is due and none is running.
-pub fn claim_renewal(shm: Handle, by_renewer: bool) -> Option<Claim> {
-    release_on_exit();
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        let until = shared.generator.claim_renewal(by_renewer)?;
-        // Fenced mode: never past the ceiling the registry recorded for the lease.
-        Some(Claim::of(
-            shm,
-            shared,
-            until.min(shared.node.ceiling),
-            false,
-        ))
-    })
+/// This process's pid.
+fn my_pid() -> i32 {
+    // SAFETY: a plain read of this process's pid.
+    unsafe { pg_sys::MyProcPid }
 }
 
-/// Claims, for the renewer, the writing of the durable reservation again as it is, with what
-/// shared memory now says goes with it (the registry claim): `None` while a renewal is being
-/// written (`Generator::claim_rewrite`). Written and reported by [`renew`]; or, holding the
-/// writer's role while the registry commits a claim, released unused ([`Claim::release`]).
-pub fn claim_rewrite(shm: Handle) -> Option<Claim> {
-    release_on_exit();
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        let until = shared.generator.claim_rewrite()?;
-        Some(Claim::of(shm, shared, until, true))
-    })
+/// Takes the turn to write the due renewal for this process (the renewer, or a backend standing
+/// in for it), if one is due and no turn is taken.
+pub fn renewal_turn(shm: Handle, by_renewer: bool) -> Option<Turn> {
+    end_on_exit();
+    let pid = my_pid();
+    let turn = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.renewal_turn(by_renewer, pid)
+    })?;
+    Some(Turn { shm, turn })
 }
 
-impl Claim {
-    /// The claim of a reservation until `until`, with the identity `shared` holds now; the
-    /// caller holds the lock and has just claimed the writer's role for this process.
-    fn of(shm: Handle, shared: &mut Shared, until: i64, rewrite: bool) -> Claim {
-        // SAFETY: a plain read of this process's pid.
-        shared.claimant_pid = unsafe { pg_sys::MyProcPid };
-        Claim {
-            shm,
-            until,
-            node: shared.node.id,
-            history: shared.node.history,
-            claim: shared.node.claim,
-            rewrite,
-        }
-    }
+/// Takes, for the renewer, the turn to write the durable reservation again as it is, with what
+/// shared memory now says goes with it (the registry claim): `None` while a turn is taken.
+/// Written and ended by [`renew`]; or, held while the registry commits a claim, given back
+/// unused ([`Turn::give_back`]).
+pub fn rewrite_turn(shm: Handle) -> Option<Turn> {
+    end_on_exit();
+    let pid = my_pid();
+    let turn = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.rewrite_turn(pid)
+    })?;
+    Some(Turn { shm, turn })
+}
 
-    /// Writes the state file alone, as `durable` says, holding the writer's role: a registry
-    /// claim's intent, before the registry commits it (`Node::claimed`).
+impl Turn {
+    /// Writes the state file alone, as `durable` says, during this turn: a registry claim's
+    /// intent, before the registry commits it (`Node::claimed`).
     pub fn write_state_file(&self, durable: &Durable) -> Result<(), std::io::Error> {
         store::write_state_file(gucs::layout(), durable)
     }
 
-    /// Gives the writer's role back without a renewal: nothing is raised.
-    pub fn release(self) {
+    /// Gives the turn back without a renewal: nothing is raised.
+    pub fn give_back(self) {
         drop(self);
     }
 }
 
-/// Keeps the reservation ahead of the clock between calls (`Generator::keep_ahead`: for a
-/// minute after the last call, and after the renewer started at `renewer_started_at` on a
-/// server that was in use just before, a renewal falls due by the clock as it would by a call).
-/// Called by the renewer on every turn of its loop; returns how long it may sleep before the
-/// next turn: a quarter of the reservation, between 10 ms and a second. Without a node id no ID
-/// can be made, and nothing is reserved.
+/// Keeps the reservation ahead of the clock between calls (`Issuer::keep_ahead`: for a minute
+/// after the last call, and after the renewer started at `renewer_started_at` on a server that
+/// was in use just before, a renewal falls due by the clock as it would by a call). Called by
+/// the renewer on every turn of its loop; returns how long it may sleep before the next one.
 pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        // Only while IDs may be made: not without a node id, not before the registry's claim,
-        // and not in a data directory that awaits its state file after pg_upgrade (it keeps
-        // the marker file until the old one is copied in: no reservation may replace it).
-        if shared.node.refusing == Refusing::Nothing {
-            shared
-                .generator
-                .keep_ahead(layout, &limits, &mut SystemClock, renewer_started_at);
-        }
-        (shared.generator.effective_reservation_ms(&limits) / 4).clamp(10, 1_000)
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.keep_ahead(layout, &limits, &mut SystemClock, renewer_started_at)
     })
 }
 
-/// How a claimed renewal ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Renewal {
-    /// Durable (and confirmed by the synchronous standbys): IDs below `until` may be issued;
-    /// the write took `took_ms` (slow writes lengthen the next reservations).
-    Done { until: i64, took_ms: i64 },
-    /// Not written: the callers waiting for it fail with this OS error (0: none known).
-    Failed { errno: i32 },
-    /// Not written: it would not reach past the fenced lease's ceiling (Unix ms).
-    Fenced { ceiling: i64 },
-    /// The renewing process is being terminated before it knew: the claim is released and the
-    /// demand kept for the next renewer.
-    Abandoned,
-}
-
-/// Reports a claimed renewal and wakes every caller waiting for one.
-fn report_renewal(shm: Handle, renewal: Renewal) {
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.claimant_pid = 0;
-        match renewal {
-            Renewal::Done { until, took_ms } => shared.generator.renewal_done(until, took_ms),
-            Renewal::Failed { errno } => {
-                shared.last_failure = RenewalFailure::Io { errno };
-                shared.generator.renewal_failed();
-            }
-            Renewal::Fenced { ceiling } => {
-                shared.last_failure = RenewalFailure::Fenced { ceiling };
-                shared.generator.renewal_failed();
-            }
-            Renewal::Abandoned => shared.generator.renewal_abandoned(),
-        }
+/// Ends the turn and wakes every caller waiting for a renewal.
+fn end_turn(shm: Handle, renewal: Renewal) {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.turn_ended(renewal);
     });
     shm.broadcast_renewed();
 }
 
-/// Releases a claim left by a renewer that exited without reporting it, not one of a backend
+/// Gives back a turn left by a renewer that exited without ending it, not one of a backend
 /// standing in for it (`Generator::renewer_started`); the new renewer calls this when it starts.
-pub fn release_abandoned_claim(shm: Handle) {
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-        shared.generator.renewer_started()
+pub fn give_back_abandoned_turn(shm: Handle) {
+    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        issuer.renewer_started();
     });
 }
 
-/// Makes sure this process, if it exits while holding a claim (a FATAL inside a write, which
-/// does not unwind), releases it on the way out: registered once per process, before its first
-/// claim.
-fn release_on_exit() {
+/// Makes sure this process, if it exits during its turn (a FATAL inside a write, which does not
+/// unwind), gives the turn back on the way out: registered once per process, before its first
+/// turn.
+fn end_on_exit() {
     static REGISTERED: AtomicBool = AtomicBool::new(false);
     if REGISTERED.swap(true, Ordering::Relaxed) {
         return;
     }
     #[pg_guard]
-    unsafe extern "C-unwind" fn release(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
-        // SAFETY: a plain read of this process's pid.
-        let pid = unsafe { pg_sys::MyProcPid };
-        // Registered before a claim, so only in a process that has the region.
+    unsafe extern "C-unwind" fn give_back(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
+        // Registered before a turn, so only in a process that has the region.
         let Ok(shm) = shmem::get() else { return };
-        let released = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |shared| {
-            let mine = shared.generator.renewing() && shared.claimant_pid == pid;
-            if mine {
-                shared.claimant_pid = 0;
-                shared.generator.renewal_abandoned();
-            }
-            mine
+        let pid = my_pid();
+        let had = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.writer_exited(pid)
         });
-        if released {
+        if had {
             shm.broadcast_renewed();
         }
     }
     // SAFETY: registers a callback that runs while shared memory is still attached.
-    unsafe { pg_sys::before_shmem_exit(Some(release), pg_sys::Datum::from(0)) };
+    unsafe { pg_sys::before_shmem_exit(Some(give_back), pg_sys::Datum::from(0)) };
 }
 
-/// Writes the claimed reservation and reports how it went; returns that.
-pub fn renew(claim: Claim) -> Renewal {
+/// Writes the turn's reservation (nothing, when it is fenced: `issuer::Turn::unwritten`), ends
+/// the turn with how it went, and returns that.
+pub fn renew(turn: Turn) -> Renewal {
     let started = SystemClock.monotonic();
-    let durable = claim.shm.locked(pg_sys::LWLockMode::LW_SHARED, |shared| {
-        shared.generator.reserved_until()
-    });
-    let renewal = if claim.until <= durable && !claim.rewrite {
-        // Capped at the fenced lease's ceiling, it would cover nothing more.
-        Renewal::Fenced {
-            ceiling: claim.until,
-        }
-    } else {
-        let written = store::reserve(
-            gucs::layout(),
-            claim.until,
-            claim.node,
-            &claim.history,
-            claim.claim,
-        );
-        match written {
+    let t = turn.turn;
+    let renewal = t.unwritten().unwrap_or_else(|| {
+        match store::reserve(gucs::layout(), t.until, t.node, &t.history, t.claim) {
             Ok(Reserved::Confirmed) => Renewal::Done {
-                until: claim.until,
+                until: t.until,
                 took_ms: SystemClock.monotonic() - started,
             },
             Ok(Reserved::Interrupted) => Renewal::Abandoned,
@@ -216,14 +145,14 @@ pub fn renew(claim: Claim) -> Renewal {
                 errno: e.raw_os_error().unwrap_or(0),
             },
         }
-    };
-    let shm = claim.shm;
-    std::mem::forget(claim);
-    report_renewal(shm, renewal);
+    });
+    let shm = turn.shm;
+    std::mem::forget(turn);
+    end_turn(shm, renewal);
     renewal
 }
 
-/// With no renewer running: claims the due renewal, if any and none is being written, and
+/// With no renewer running: takes the turn to write the due renewal, if any and no turn is taken, and
 /// writes it from this process, with no lock held; returns whether it did. It waits for the
 /// synchronous standbys as the renewer does: the session's `synchronous_commit` is set to `on`
 /// for the write (restored right after, or by the transaction's abort), and a cancel or
@@ -231,10 +160,10 @@ pub fn renew(claim: Claim) -> Renewal {
 /// give up its wait on one and the reservation would count unconfirmed. A cancel or terminate
 /// that came before is taken instead of the write (the caller raises it while waiting).
 ///
-/// Interrupts are held from before the claim until it is reported: a terminate (or any
-/// interrupt that ends the process) cannot end it while it holds the claim — not inside the
+/// Interrupts are held from before the turn until it ends: a terminate (or any
+/// interrupt that ends the process) cannot end it during its turn — not inside the
 /// wait for the standbys, whose warning would otherwise process it, nor in the log line below —
-/// so the claim is always reported; the terminate is then processed at once, on the way out.
+/// so the turn always ends; the terminate is then processed at once, on the way out.
 pub fn renew_here(shm: Handle) -> bool {
     let held = InterruptsHeld::new();
     let cancels = CancelsHeldBack::new();
@@ -242,7 +171,7 @@ pub fn renew_here(shm: Handle) -> bool {
     if unsafe { pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0 } {
         return false;
     }
-    let Some(claim) = claim_renewal(shm, false) else {
+    let Some(turn) = renewal_turn(shm, false) else {
         return false;
     };
     static LOGGED: AtomicBool = AtomicBool::new(false);
@@ -252,7 +181,7 @@ pub fn renew_here(shm: Handle) -> bool {
     }
     // SAFETY: a GUC nest level opened and closed around one setting, inside the caller's
     // transaction (a SQL function's); an ERROR in between aborts the transaction, whose
-    // clean-up restores the setting (and the claim is reported abandoned as it unwinds).
+    // clean-up restores the setting (and the turn ends abandoned as it unwinds).
     unsafe {
         let level = pg_sys::NewGUCNestLevel();
         pg_sys::set_config_option(
@@ -265,12 +194,12 @@ pub fn renew_here(shm: Handle) -> bool {
             0,
             false,
         );
-        renew(claim);
+        renew(turn);
         pg_sys::AtEOXact_GUC(true, level);
     }
     drop(cancels);
     drop(held);
-    // A terminate that came during the write ends the process now, its claim reported.
+    // A terminate that came during the write ends the process now, its turn ended.
     pg_sys::check_for_interrupts!();
     true
 }

@@ -8,11 +8,10 @@
 use crate::error::{SnowflakeError, STATE_FILE};
 use crate::gucs;
 use crate::pg::xlog_register_data;
-use crate::shmem::{RenewalFailure, Shared};
 use pgrx::pg_sys;
-use snowflake_core::generator::Generator;
+use snowflake_core::issuer::Issuer;
 use snowflake_core::layout::Layout;
-use snowflake_core::node::{Durable, Found, Node, RegistryStatus, Settings, Switch};
+use snowflake_core::node::{Durable, Found, Node, Settings, Switch};
 use snowflake_core::registry::Identity;
 use snowflake_core::state_file::{self, History, Reservation, State};
 use snowflake_core::wal_record;
@@ -102,7 +101,7 @@ fn write_error(e: &std::io::Error) -> SnowflakeError {
 /// file is moved aside and the server starts with its history lost, which only a registry that
 /// has seen this server before gives an id to (`registry::vouched`): the state file says so
 /// (`state_file::HISTORY_LOST_MARKER`) until the first claim replaces it, across restarts.
-pub fn start_state() -> Shared {
+pub fn start_state() -> Issuer {
     let settings = Settings {
         configured: gucs::configured_node(),
         registry: gucs::registry().is_some(),
@@ -156,13 +155,7 @@ pub fn start_state() -> Shared {
         write_state_file(gucs::layout(), &durable)
             .unwrap_or_else(|e| write_error(&e).report_fatal());
     }
-    Shared {
-        generator: Generator::resume(start.floor),
-        node: start.node,
-        registry: RegistryStatus::NONE,
-        last_failure: RenewalFailure::Io { errno: 0 },
-        claimant_pid: 0,
-    }
+    Issuer::start(&start)
 }
 
 /// What the data directory's state file holds: a reservation written under another layout than

@@ -71,8 +71,8 @@ fn snowflake_registry() -> TableIterator<
     let mine = shmem::get()
         .ok()
         .and_then(|shm| {
-            let shared = shm.snapshot();
-            shared.node.claim.map(|claim| (shared.node.id, claim))
+            let node = *shm.snapshot().node();
+            node.claim.map(|claim| (node.id, claim))
         })
         .map(|(node, claim)| {
             (

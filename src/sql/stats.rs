@@ -36,18 +36,16 @@ fn snowflake_stats() -> TableIterator<
         name!(registry_clock_offset_ms, Option<i64>),
     ),
 > {
-    let shared = shmem::get().or_report().snapshot();
-    let generator = shared.generator;
+    let issuer = shmem::get().or_report().snapshot();
+    let (generator, node, status) = (issuer.generator(), issuer.node(), issuer.registry());
     let registry = gucs::registry().is_some();
-    let node_known = shared.node.refusing == Refusing::Nothing
-        || gucs::configured_node().is_some()
-        || shared.node.claim.is_some();
+    let node_known = issuer.issuing() || gucs::configured_node().is_some() || node.claim.is_some();
     let now = wall_now();
     let stats = generator.stats();
     let layout = gucs::layout();
     let reserved = generator.reserved_until();
     TableIterator::once((
-        node_known.then_some(shared.node.id as i32),
+        node_known.then_some(node.id as i32),
         layout.describe(),
         stats.issued as i64,
         generator.last_issued(layout).map(timestamptz),
@@ -63,12 +61,11 @@ fn snowflake_stats() -> TableIterator<
         stats.renewal_failures as i64,
         generator.renewing(),
         stats.clock_jumps as i64,
-        refusing_text(shared.node.refusing),
-        shared.node.claim.map(|claim| claim.generation),
-        (registry && shared.registry.lease_ends_at > i64::MIN)
-            .then(|| (shared.registry.lease_ends_at - SystemClock.monotonic()).max(0)),
-        (registry && shared.registry.last_contact > i64::MIN)
-            .then_some(shared.registry.clock_offset_ms),
+        refusing_text(node.refusing),
+        node.claim.map(|claim| claim.generation),
+        (registry && status.lease_ends_at > i64::MIN)
+            .then(|| (status.lease_ends_at - SystemClock.monotonic()).max(0)),
+        (registry && status.last_contact > i64::MIN).then_some(status.clock_offset_ms),
     ))
 }
 

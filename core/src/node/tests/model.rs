@@ -14,6 +14,7 @@
 use super::*;
 use crate::clock::Clocks;
 use crate::generator::{Allocation, Limits};
+use crate::issuer::{Issuer, Renewal};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::HolderState;
@@ -47,40 +48,34 @@ fn found(file: Option<Reservation>) -> Found {
     file.map_or(Found::Nothing, Found::Reservation)
 }
 
-/// IDs under `node` at wall time `now`, up to `want`, writing reservations as the renewer does
-/// (capped by `ceiling`, into `file`; each one also `logged`, as its WAL record). The IDs
-/// made, or none when a reservation cannot be had.
-fn issue(
-    node: &Node,
-    generator: &mut Generator,
-    now: i64,
-    want: u64,
-    mut write: impl FnMut(i64),
-) -> Vec<i64> {
-    if node.refusing != Refusing::Nothing {
-        return vec![];
-    }
-    // As the extension (`allocate.rs`): the wake stops at the node's ceiling.
-    let limits = Limits {
-        ceiling: node.ceiling,
-        ..LIMITS
-    };
+/// IDs of `issuer` at wall time `now`, up to `want`, through its gate, ceiling and turns as
+/// the extension takes them (`Issuer::allocate`, `renewal_turn`, `turn_ended`), each turn's
+/// reservation written by `write` (into the state file; the pair also logs it, as its WAL
+/// record). The IDs made, or none when a reservation cannot be had.
+fn issue(issuer: &mut Issuer, now: i64, want: u64, mut write: impl FnMut(&Durable)) -> Vec<i64> {
     for _ in 0..4 {
-        match generator.allocate(&L, node.id, &mut Clocks::at(now), &limits, want) {
-            Ok(Allocation::Run { run, .. }) => return run.ids(L, node.id).collect(),
-            Ok(Allocation::AwaitReservation { .. }) => {
-                let Some(until) = generator.claim_renewal(true) else {
+        match issuer.allocate(&L, &mut Clocks::at(now), &LIMITS, want) {
+            Ok((node, Ok(Allocation::Run { run, .. }))) => return run.ids(L, node).collect(),
+            Ok((_, Ok(Allocation::AwaitReservation { .. }))) => {
+                let Some(turn) = issuer.renewal_turn(true, 1) else {
                     return vec![];
                 };
-                let until = until.min(node.ceiling);
-                if until <= generator.reserved_until() {
-                    generator.renewal_failed();
+                if let Some(fenced) = turn.unwritten() {
+                    issuer.turn_ended(fenced);
                     return vec![];
                 }
-                write(until);
-                generator.renewal_done(until, 0);
+                write(&Durable {
+                    until: turn.until,
+                    node: Some(turn.node),
+                    history: turn.history,
+                    claim: turn.claim,
+                });
+                issuer.turn_ended(Renewal::Done {
+                    until: turn.until,
+                    took_ms: 0,
+                });
             }
-            Ok(Allocation::Wait { .. }) | Err(_) => return vec![],
+            Ok((_, Ok(Allocation::Wait { .. }) | Err(_))) | Err(_) => return vec![],
         }
     }
     vec![]
@@ -149,8 +144,7 @@ fn phase() -> impl Strategy<Value = Vec<Pair>> {
 
 struct Server {
     configured: u32,
-    node: Node,
-    generator: Generator,
+    issuer: Issuer,
     file: Option<Reservation>,
     /// How far this server's clock is ahead of real time (ms; negative: behind).
     lead: i64,
@@ -165,8 +159,7 @@ impl Server {
         let start = Node::start(&found(file), settings, standby);
         Server {
             configured,
-            node: start.node,
-            generator: Generator::resume(start.floor),
+            issuer: Issuer::start(&start),
             file: start.rewrite.as_ref().map(file_of).or(file),
             lead,
         }
@@ -227,13 +220,13 @@ fn run_pair(steps: Vec<Pair>, promoted_lead: i64, at_a_wake: bool) -> Result<(),
             Pair::Call { jump, want } => {
                 now += jump;
                 let p = &mut primary;
-                let (node, configured) = (p.node, p.configured);
-                let ids = issue(&node, &mut p.generator, now + p.lead, want, |until| {
-                    p.file = Some(file_of(&durable(&node, until, Some(configured))));
+                let node = *p.issuer.node();
+                let ids = issue(&mut p.issuer, now + p.lead, want, |durable| {
+                    p.file = Some(file_of(durable));
                     wal.push(Record {
-                        until,
+                        until: durable.until,
                         layout: L,
-                        node: Some(node.id),
+                        node: durable.node,
                         claim: None,
                     });
                 });
@@ -255,7 +248,7 @@ fn run_pair(steps: Vec<Pair>, promoted_lead: i64, at_a_wake: bool) -> Result<(),
                 let end = (replayed + records).min(wal.len());
                 for record in &wal[replayed..end] {
                     let s = &mut standby;
-                    if let Some(d) = s.node.replay(&mut s.generator, record, Some(s.configured)) {
+                    if let Some(d) = s.issuer.replay(record, Some(s.configured)) {
                         s.file = Some(file_of(&d));
                     }
                 }
@@ -270,7 +263,7 @@ fn run_pair(steps: Vec<Pair>, promoted_lead: i64, at_a_wake: bool) -> Result<(),
                 standby = Server::start(standby.file, primary.configured, 0, true);
                 for record in &wal[restartpoint..replayed] {
                     let s = &mut standby;
-                    if let Some(d) = s.node.replay(&mut s.generator, record, Some(s.configured)) {
+                    if let Some(d) = s.issuer.replay(record, Some(s.configured)) {
                         s.file = Some(file_of(&d));
                     }
                 }
@@ -280,12 +273,12 @@ fn run_pair(steps: Vec<Pair>, promoted_lead: i64, at_a_wake: bool) -> Result<(),
     // The promotion: the rest of the WAL replayed, then IDs from the standby's clock.
     for record in &wal[replayed..] {
         let s = &mut standby;
-        if let Some(d) = s.node.replay(&mut s.generator, record, Some(s.configured)) {
+        if let Some(d) = s.issuer.replay(record, Some(s.configured)) {
             s.file = Some(file_of(&d));
         }
     }
     let s = &mut standby;
-    let node = s.node;
+    let node = *s.issuer.node();
     let top = covered_top(&issued, &wal, node.id);
     let primarys = issued.get(&node.id).cloned().unwrap_or_default();
     let wake = primarys.iter().copied().find(|&id| id > top);
@@ -293,7 +286,7 @@ fn run_pair(steps: Vec<Pair>, promoted_lead: i64, at_a_wake: bool) -> Result<(),
         Some(id) if at_a_wake => L.id_unix_ms(id).unwrap(),
         _ => now + promoted_lead,
     };
-    for id in issue(&node, &mut s.generator, clock, 1, |_| {}) {
+    for id in issue(&mut s.issuer, clock, 1, |_| {}) {
         prop_assert!(
             id > top,
             "the promoted standby (node {}) issued {id}, below its primary's {top}",
@@ -647,8 +640,7 @@ impl Table for Session<'_> {
 
 struct Member {
     settings: Settings,
-    node: Node,
-    generator: Generator,
+    issuer: Issuer,
     file: Option<Reservation>,
     session: Option<u64>,
     /// What the renewer remembers of its claim, as `registry/holder.rs` keeps it.
@@ -674,8 +666,7 @@ impl Member {
         let start = Node::start(&found(file), settings, false);
         Member {
             settings,
-            node: start.node,
-            generator: Generator::resume(start.floor),
+            issuer: Issuer::start(&start),
             file: start.rewrite.as_ref().map(file_of).or(file),
             session: None,
             holder: HolderState::new(),
@@ -719,7 +710,7 @@ impl contact::Host for Host<'_> {
     }
 
     fn state(&mut self) -> (Node, i64) {
-        (self.m.node, self.m.generator.reserved_until())
+        self.m.issuer.state()
     }
 
     fn clock_read(&mut self, _offset: i64, _sent: i64) {}
@@ -733,7 +724,7 @@ impl contact::Host for Host<'_> {
     fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failed> {
         // A claim's floor may raise the reservation past a released mark: the new claim's
         // mark covers it, whether or not it commits.
-        let intent = self.m.node.claimed(&mut self.m.generator, taken, fenced);
+        let intent = self.m.issuer.claimed(taken, fenced);
         self.m.released = None;
         self.m.write(&intent);
         Ok(())
@@ -741,7 +732,7 @@ impl contact::Host for Host<'_> {
 
     fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
         debug_assert_eq!(fenced, self.fenced);
-        self.m.node.lease_renewed(lease, fenced);
+        self.m.issuer.lease_renewed(lease, fenced);
     }
 
     fn names(&mut self) -> contact::Names {
@@ -827,6 +818,10 @@ impl Fleet {
             &settings,
         );
         m.holder = holder;
+        // As `Holder::show`: what a taken claim's lease is, for a successor to resume.
+        if let Ok(contact::Contact::Taken { taken, .. }) = &contacted {
+            m.issuer.taken(taken.lease.ends_at);
+        }
         if contacted.is_err() || !m.holder.keeps_session() {
             registry.end_session(session);
             m.session = None;
@@ -840,7 +835,7 @@ impl Fleet {
         let fenced = self.fenced;
         let reachable = self.registry.up && self.members[s].link;
         let m = &mut self.members[s];
-        if let Some(released) = m.node.release(&m.generator) {
+        if let Some(released) = m.issuer.release() {
             m.released = Some(released.mark);
             if reachable {
                 // On a connection of its own (`holder.rs`'s `release_on_exit`).
@@ -862,9 +857,7 @@ impl Fleet {
         m.orphaned = lease.or(m.orphaned);
         // Its successor goes on under the claim in available mode (`Holder::new`), and claims
         // again in fenced mode.
-        let resumed = lease
-            .filter(|_| !fenced)
-            .and_then(|lease| m.node.resumable(lease));
+        let resumed = (!fenced).then(|| m.issuer.resumable()).flatten();
         m.holder = resumed.map_or_else(HolderState::new, HolderState::resumed);
     }
 
@@ -875,17 +868,18 @@ impl Fleet {
         let m = &mut self.members[s];
         if m.holder.pin_due() {
             // The pin: the state file (and the WAL) with the claim, before any ID.
-            let pin = durable(&m.node, m.generator.reserved_until(), None);
+            let (node, reserved) = m.issuer.state();
+            let pin = durable(&node, reserved, None);
             m.write(&pin);
             m.holder.pinned();
         }
-        m.node.publish(m.holder.holding(), false, fenced, now);
+        m.issuer.publish(m.holder.holding(), false, fenced, now);
     }
 
     fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {
         let now = self.now;
         let m = &mut self.members[s];
-        let node = m.node;
+        let node = *m.issuer.node();
         // Available mode makes IDs past its lease while the registry is out of reach: a
         // takeover meanwhile is the documented risk, until the registry is reached again. So is
         // a renewer's restart that outlasts the lease.
@@ -896,12 +890,12 @@ impl Fleet {
                 .or(m.orphaned)
                 .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at);
         let mut file = m.file;
-        let ids = issue(&node, &mut m.generator, now, want, |until| {
-            file = Some(file_of(&durable(&node, until, None)));
+        let ids = issue(&mut m.issuer, now, want, |durable| {
+            file = Some(file_of(durable));
         });
         m.file = file;
         if let Some(mark) = m.released {
-            let until = m.generator.reserved_until();
+            let until = m.issuer.generator().reserved_until();
             prop_assert!(
                 until <= mark,
                 "member {s} reserved to {until}, past its release {mark}"
@@ -1038,15 +1032,15 @@ proptest! {
             }
         }
         for (s, m) in fleet.members.iter().enumerate() {
-            match m.node.refusing {
+            match m.issuer.node().refusing {
                 Refusing::Nothing => {}
                 Refusing::ClaimRefused => {
                     let configured = m.settings.configured;
                     prop_assert!(configured.is_some(), "member {s}, assigned, refused");
                     let held_by_other = fleet.members.iter().enumerate().any(|(o, other)| {
                         o != s
-                            && other.node.refusing == Refusing::Nothing
-                            && Some(other.node.id) == configured
+                            && other.issuer.issuing()
+                            && Some(other.issuer.node().id) == configured
                     });
                     prop_assert!(held_by_other, "member {s} refused {configured:?}, held by no one");
                 }
