@@ -125,15 +125,53 @@ pub enum Refusal {
     /// holder's IDs can be: a clock that ran far ahead, or a damaged row. Taking it would stamp
     /// every ID that far in the future.
     MarkAhead { mark: i64, now: i64 },
-    /// The registry's table records IDs of another layout (epoch, unit, bits) than the
-    /// claimant's, under this node id: a fleet has one layout, since the same 64 bits read in
-    /// two layouts are two other times and node ids, and IDs of the two can collide. Refused
-    /// whatever id the claimant wants.
+    /// The registry's fleet makes IDs of another layout (epoch, unit, bits) than the
+    /// claimant's ([`check_layout`]), this node id's row the oldest of it: a fleet has one
+    /// layout, since the same 64 bits read in two layouts are two other times and node ids,
+    /// and IDs of the two can collide. Refused whatever id the claimant wants.
     OtherLayout,
     /// The claimant's state file was damaged (its history lost) and the registry has never
     /// seen this cluster: the node ids it made IDs under are unknown, and any free id could be
     /// one of them ([`vouched`]). Refused whatever id the claimant wants.
     HistoryLost,
+}
+
+/// The rows of one layout in the registry's table (`table::Table::layouts`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutRows {
+    /// The layout, as `Layout::describe` writes it.
+    pub layout: String,
+    /// How many rows record it.
+    pub rows: u64,
+    /// The oldest of them (by `claimed_at`, then node id): its node id and when (Unix ms).
+    pub first_node: u32,
+    pub first_claimed_at: i64,
+}
+
+/// Whether a claimant of layout `mine` may claim in a table whose rows record `layouts`. The
+/// fleet's layout is the one of the most rows: the first claim sets it, and claims write rows
+/// of the claimant's layout only once this check has passed, so a row of another layout comes
+/// only from outside (another fleet's server pointed at this registry by hand, a hand edit,
+/// junk), and one such row never outweighs a fleet (audit 3, L1: it blocked every claim).
+/// Yes in an empty table, or when no layout has more rows than `mine`, with the oldest row
+/// of another layout, if any, to warn of (a stray: it blocks its own node id only). No when
+/// another layout has more rows: that layout's oldest row, to name.
+pub fn check_layout<'a>(
+    layouts: &'a [LayoutRows],
+    mine: &str,
+) -> Result<Option<&'a LayoutRows>, &'a LayoutRows> {
+    let of_mine = layouts
+        .iter()
+        .find(|l| l.layout == mine)
+        .map_or(0, |l| l.rows);
+    let others = || layouts.iter().filter(|l| l.layout != mine);
+    let fleet = others()
+        .filter(|l| l.rows > of_mine)
+        .min_by_key(|l| (std::cmp::Reverse(l.rows), l.first_claimed_at, l.first_node));
+    match fleet {
+        Some(fleet) => Err(fleet),
+        None => Ok(others().min_by_key(|l| (l.first_claimed_at, l.first_node))),
+    }
 }
 
 /// Whether a registry may give `claimant` a node id: one whose history was lost (a damaged

@@ -621,6 +621,86 @@ fn a_server_of_another_layout_is_refused_naming_both_layouts() {
     assert_eq!(layouts, 1);
 }
 
+/// Audit 3, L1. One row of another layout in the registry's table (another fleet's server
+/// pointed here, a hand edit, junk) blocks its own node id only: a new server is assigned an
+/// id, and the fleet's holder whose renewer restarts claims its id again, each warning of the
+/// row; `snowflake_registry()` shows it as `stray`; a server of that other layout is still
+/// refused, naming the fleet's layout and its oldest claim (node id 1's: node id 0 was
+/// claimed again since). Before the fix every claim was refused ("the pg_snowflake
+/// registry's fleet makes IDs of another layout than this server: … (node id 900's)") and the
+/// fleet stopped, one claim at a time.
+#[test]
+fn a_row_of_another_layout_blocks_only_its_own_node_id() {
+    let registry = registry();
+    let first = member("strayfirst", &registry, None);
+    create_table(&first);
+    assert_eq!(claimed_node(&first), 0);
+    let fleet: String = first.query_one("SELECT layout FROM snowflake_stats()");
+    let other = fleet.replace(
+        "10 bits node | 12 bits sequence",
+        "12 bits node | 10 bits sequence",
+    );
+    assert_ne!(other, fleet);
+    registry.execute(&format!(
+        "INSERT INTO snowflake_nodes (node_id, state, owner_token, generation, holder_label, \
+         layout, claimed_at, last_seen, lease_until) VALUES (900, 'live', \
+         'feedfeedfeedfeedfeedfeedfeedfeed', 1, 'elsewhere', '{other}', clock_timestamp(), \
+         clock_timestamp(), clock_timestamp() + interval '1 day')"
+    ));
+    let warning = format!(
+        "the pg_snowflake registry has a row of another layout than the fleet's: node id 900's, \
+         {other}"
+    );
+
+    let second = member("straysecond", &registry, None);
+    assert_eq!(claimed_node(&second), 1);
+    assert!(
+        second.log().contains(&warning),
+        "the stray row is warned of:\n{}",
+        second.log()
+    );
+    let before: i64 = first.query_one("SELECT snowflake_nextval()");
+    restart_renewer(&first);
+    wait_until(Duration::from_secs(15), "the claim made again", || {
+        first
+            .log()
+            .matches("pg_snowflake claimed node id 0")
+            .count()
+            >= 2
+    });
+    assert_eq!(claimed_node(&first), 0);
+    let after: i64 = first.query_one("SELECT snowflake_nextval()");
+    assert!(after > before);
+    assert_eq!(node_of(&first, after), 0);
+
+    let state: String =
+        first.query_one("SELECT state FROM snowflake_registry() WHERE node_id = 900");
+    assert_eq!(state, "stray");
+    let live: i64 =
+        first.query_one("SELECT count(*) FROM snowflake_registry() WHERE state = 'live'");
+    assert_eq!(live, 2);
+
+    let mismatched = Server::start(
+        "straymismatch",
+        member_config(&registry, None)
+            .setting("pg_snowflake.node_bits = 12")
+            .setting("pg_snowflake.sequence_bits = 10"),
+    );
+    wait_until(Duration::from_secs(15), "the claim refused", || {
+        refusing(&mismatched).as_deref() == Some("claim refused")
+    });
+    expect_error(
+        mismatched
+            .connect()
+            .query_one("SELECT snowflake_nextval()", &[]),
+        "55000",
+        &format!(
+            "the pg_snowflake registry's fleet makes IDs of another layout than this server: \
+             {fleet} (node id 1's), here {other}"
+        ),
+    );
+}
+
 /// Unix ms of an ID's time.
 fn ms_of(server: &Server, id: i64) -> i64 {
     server.query_one(&format!(

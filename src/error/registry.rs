@@ -55,6 +55,13 @@ pub enum RegistryError {
         fleet: String,
         mine: String,
     },
+    /// WARNING with a claim: the registry's table has a row of another layout than the fleet's,
+    /// `stray`, under `node` (the oldest such), which blocks that id alone.
+    StrayLayout {
+        node: u32,
+        stray: String,
+        fleet: String,
+    },
     /// LOG: the renewer exited (shutdown, or its own restart) and left `node`'s fenced mark at
     /// its durable reservation `mark` (Unix ms).
     Released { node: u32, mark: i64 },
@@ -374,6 +381,21 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
             "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
              sequence_bits (a server that never made IDs may change them), or a registry of its \
              own (one per layout).",
+        ),
+        StrayLayout { node, stray, fleet } => message(
+            ERRCODE_DATA_EXCEPTION,
+            format!(
+                "the pg_snowflake registry has a row of another layout than the fleet's: node \
+                 id {node}'s, {stray}"
+            ),
+            Some(format!(
+                "This server's layout, the fleet's, is {fleet}. The row blocks its own node id \
+                 only: no claim of the fleet takes it, and snowflake_registry() shows it as \
+                 'stray'."
+            )),
+            "If no server of that layout uses this registry (a hand edit, another fleet's server \
+             pointed here by mistake), delete the row from snowflake_nodes on the registry; \
+             otherwise give that server a registry of its own.",
         ),
         Released { node, mark } => message(
             ERRCODE_SUCCESSFUL_COMPLETION,

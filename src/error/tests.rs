@@ -131,12 +131,13 @@ fn variant(error: &SnowflakeError) -> usize {
             R::Retired { .. } => 55,
             R::Released { .. } => 57,
             R::OtherLayout { .. } => 58,
+            R::StrayLayout { .. } => 59,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
     }
 }
 
-const VARIANTS: usize = 59;
+const VARIANTS: usize = 60;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -367,6 +368,13 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         RegistryError::Released {
             node: 3,
             mark: 1_800_000_000_000,
+        },
+        RegistryError::StrayLayout {
+            node: 900,
+            stray: "41 bits of 1 ms since 2024-01-01 00:00:00+00 | 12 bits node | 10 bits sequence"
+                .into(),
+            fleet: "41 bits of 1 ms since 2024-01-01 00:00:00+00 | 10 bits node | 12 bits sequence"
+                .into(),
         },
     ];
     core.into_iter()

@@ -11,7 +11,7 @@
 
 use super::libpq::{Conn, Failure, Record, Rows};
 use snowflake_core::registry::table::{Request, RowRead, Table};
-use snowflake_core::registry::{self, Identity, Row, Token};
+use snowflake_core::registry::{self, Identity, LayoutRows, Row, Token};
 
 /// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
 const KEY: &str = "1936617335";
@@ -131,20 +131,8 @@ impl Table for Sql<'_> {
         clock(self.0)
     }
 
-    fn other_layout(&mut self, layout: &str) -> Result<Option<(u32, String)>, Failure> {
-        let rows = self.0.query(
-            "SELECT node_id, layout FROM snowflake_nodes WHERE layout <> $1 \
-             ORDER BY claimed_at, node_id LIMIT 1",
-            &[text(layout)],
-        )?;
-        rows.row(0)
-            .map(|other| {
-                Ok((
-                    number(other, "node_id")?,
-                    field(other, "layout")?.to_string(),
-                ))
-            })
-            .transpose()
+    fn layouts(&mut self) -> Result<Vec<LayoutRows>, Failure> {
+        layouts(self.0)
     }
 
     fn cluster_known(&mut self, system: u64) -> Result<bool, Failure> {
@@ -358,7 +346,7 @@ impl Table for Sql<'_> {
 pub struct Listed {
     pub node_id: Option<i64>,
     /// live (lease running), lost (lease run out, not retired), retired (not yet handed out
-    /// again) or free.
+    /// again), free, or stray (of another layout than the fleet's: it blocks its own id).
     pub state: Option<String>,
     pub holder_label: Option<String>,
     pub system_identifier: Option<String>,
@@ -372,8 +360,31 @@ pub struct Listed {
     pub retired_at: Option<i64>,
 }
 
-/// Every row, with its state as the registry's clock and `margin_ms` make it.
-pub fn list(conn: &Conn, margin_ms: i64) -> Result<Vec<Listed>, Failure> {
+/// Each layout the table's rows record, with how many and the oldest of them.
+fn layouts(conn: &Conn) -> Result<Vec<LayoutRows>, Failure> {
+    let rows = conn.query(
+        concat!(
+            "SELECT layout, count(*) AS rows, (array_agg(node_id ORDER BY claimed_at, node_id))[1] AS first_node, ",
+            ms!("min(claimed_at)"),
+            " AS first_claimed_at_ms FROM snowflake_nodes GROUP BY layout"
+        ),
+        &[],
+    )?;
+    rows.iter()
+        .map(|r| {
+            Ok(LayoutRows {
+                layout: field(r, "layout")?.to_string(),
+                rows: number(r, "rows")?,
+                first_node: number(r, "first_node")?,
+                first_claimed_at: number(r, "first_claimed_at_ms")?,
+            })
+        })
+        .collect()
+}
+
+/// Every row, with its state as the registry's clock and `margin_ms` make it; a row of another
+/// layout than `layout` (this server's, the fleet's) is a stray.
+pub fn list(conn: &Conn, margin_ms: i64, layout: &str) -> Result<Vec<Listed>, Failure> {
     let rows = conn.query(
         concat!(
             "SELECT node_id, CASE WHEN state = 'retired' THEN CASE WHEN \
@@ -389,7 +400,7 @@ pub fn list(conn: &Conn, margin_ms: i64) -> Result<Vec<Listed>, Failure> {
             ms!("lease_until"),
             " AS lease_until_ms, high_water_ms, clock_offset_ms, ",
             ms!("retired_at"),
-            " AS retired_at_ms FROM snowflake_nodes ORDER BY node_id"
+            " AS retired_at_ms, layout FROM snowflake_nodes ORDER BY node_id"
         ),
         &[text(margin_ms)],
     )?;
@@ -399,7 +410,11 @@ pub fn list(conn: &Conn, margin_ms: i64) -> Result<Vec<Listed>, Failure> {
         .iter()
         .map(|r| Listed {
             node_id: number(r, "node_id"),
-            state: text(r, "state"),
+            state: if r.get("layout").is_some_and(|l| l != layout) {
+                Some("stray".into())
+            } else {
+                text(r, "state")
+            },
             holder_label: text(r, "holder_label"),
             system_identifier: text(r, "system_identifier"),
             generation: number(r, "generation"),

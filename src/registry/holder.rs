@@ -204,6 +204,14 @@ impl Holder {
                     how: decided.how,
                 })
                 .report_log();
+                if let Some((node, stray)) = &decided.stray {
+                    SnowflakeError::from(RegistryError::StrayLayout {
+                        node: *node,
+                        stray: stray.clone(),
+                        fleet: gucs::layout().describe(),
+                    })
+                    .report_warning();
+                }
                 report_retired(retired);
             }
             Contact::Refused {

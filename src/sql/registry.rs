@@ -65,7 +65,7 @@ fn snowflake_registry() -> TableIterator<
 > {
     let conn = connect().or_report();
     let margin = gucs::registry_settings().max_clock_skew_ms;
-    let rows = client::list(&conn, margin)
+    let rows = client::list(&conn, margin, &gucs::layout().describe())
         .map_err(|e| failed("list the node ids of the pg_snowflake registry", e))
         .or_report();
     let mine = shmem::get()

@@ -7,8 +7,8 @@
 //! procedure that ships.
 
 use super::{
-    beat, decide, is_free, may_retire, vouched, Beat, Claimant, Decision, Identity, Judged,
-    Refusal, Row, Unretirable, Wanted,
+    beat, check_layout, decide, is_free, may_retire, vouched, Beat, Claimant, Decision, Identity,
+    Judged, LayoutRows, Refusal, Row, Unretirable, Wanted,
 };
 
 /// How many free ids a claim of any id tries, lowest first, before it says none is free.
@@ -55,7 +55,7 @@ pub struct RowRead {
 }
 
 /// A claim the registry decided to grant (committed once [`claim`] returns it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decided {
     pub node: u32,
     pub identity: Identity,
@@ -63,6 +63,9 @@ pub struct Decided {
     /// The high-water mark recorded (Unix ms): the lease's ceiling in fenced mode.
     pub mark: i64,
     pub how: &'static str,
+    /// The oldest row of another layout than the fleet's, if any (its node id and layout):
+    /// a stray the claimant warns of (`registry::check_layout`).
+    pub stray: Option<(u32, String)>,
 }
 
 /// How a claim ended.
@@ -121,8 +124,8 @@ pub trait Table {
     fn rollback(&mut self);
     /// The registry's clock (Unix ms).
     fn clock(&mut self) -> Result<i64, Self::Failure>;
-    /// The node id and layout of the oldest row of another layout than `layout`, if any.
-    fn other_layout(&mut self, layout: &str) -> Result<Option<(u32, String)>, Self::Failure>;
+    /// Each layout the rows record, with how many and the oldest of them.
+    fn layouts(&mut self) -> Result<Vec<LayoutRows>, Self::Failure>;
     /// Whether a row records the cluster `system` (its system identifier).
     fn cluster_known(&mut self, system: u64) -> Result<bool, Self::Failure>;
     /// Records `node` as used before by `request`'s server, up to `request.used_until`: a
@@ -197,9 +200,8 @@ pub fn claim<T: Table>(
     }
 }
 
-/// The claim's steps, inside its transaction: the fleet's one layout; a lost history vouched
-/// for; the node ids used before recorded; the id wanted by name judged (taken, refused, or
-/// given way to a fresh one); else the lowest free id.
+/// The claim's steps, inside its transaction: the fleet's one layout (a stray row of another
+/// named with a claim taken), then [`decide_id`].
 fn decide_claim<T: Table>(
     table: &mut T,
     claimant: &Claimant,
@@ -210,15 +212,36 @@ fn decide_claim<T: Table>(
         margin_ms: request.margin_ms,
         lease_ms: request.lease_ms,
     };
-    // One layout per fleet: the first claim sets it, every later one must share it.
-    if let Some((node, layout)) = table.other_layout(&request.layout)? {
-        return Ok(Claimed::Refused {
-            node,
-            why: Refusal::OtherLayout,
-            holder: layout,
-            last_seen: i64::MIN,
-        });
+    // One layout per fleet: the first claim sets it, every later one must share it; a row of
+    // another layout is a stray, warned of with the claim.
+    let layouts = table.layouts()?;
+    let stray = match check_layout(&layouts, &request.layout) {
+        Ok(stray) => stray.map(|s| (s.first_node, s.layout.clone())),
+        Err(fleet) => {
+            return Ok(Claimed::Refused {
+                node: fleet.first_node,
+                why: Refusal::OtherLayout,
+                holder: fleet.layout.clone(),
+                last_seen: i64::MIN,
+            })
+        }
+    };
+    let mut claimed = decide_id(table, claimant, request, &at)?;
+    if let Claimed::Taken(decided) = &mut claimed {
+        decided.stray = stray;
     }
+    Ok(claimed)
+}
+
+/// The claim's steps past the layout: a lost history vouched for; the node ids used before
+/// recorded; the id wanted by name judged (taken, refused, or given way to a fresh one); else
+/// the lowest free id.
+fn decide_id<T: Table>(
+    table: &mut T,
+    claimant: &Claimant,
+    request: &Request,
+    at: &Judged,
+) -> Result<Claimed, T::Failure> {
     if claimant.history_lost {
         if let Err(why) = vouched(claimant, table.cluster_known(request.system)?) {
             return Ok(Claimed::Refused {
@@ -246,7 +269,7 @@ fn decide_claim<T: Table>(
             same_label: f.label == request.label,
             ..f.row
         });
-        match decide(claimant, node, row.as_ref(), &at) {
+        match decide(claimant, node, row.as_ref(), at) {
             Decision::Take {
                 generation,
                 floor,
@@ -286,7 +309,7 @@ fn decide_claim<T: Table>(
     // tried.
     for node in table.candidates(request, FRESH_CANDIDATES)? {
         match read_locked(table, node)?.map(|f| f.row) {
-            Some(row) if row.connected || !is_free(Some(&row), &at) => table.unlock(node)?,
+            Some(row) if row.connected || !is_free(Some(&row), at) => table.unlock(node)?,
             Some(row) => {
                 let generation = row.holder.generation + 1;
                 let token = request.new_token;
@@ -337,6 +360,7 @@ fn take<T: Table>(
         floor,
         mark,
         how,
+        stray: None,
     }))
 }
 

@@ -513,3 +513,40 @@ fn a_lost_history_is_vouched_for_only_by_a_registry_that_has_seen_the_cluster() 
     assert_eq!(vouched(&known, false), Ok(()));
     assert_eq!(vouched(&known, true), Ok(()));
 }
+
+fn layout_rows(layout: &str, rows: u64, first_node: u32, first_claimed_at: i64) -> LayoutRows {
+    LayoutRows {
+        layout: layout.into(),
+        rows,
+        first_node,
+        first_claimed_at,
+    }
+}
+
+/// Audit 3, L1: a row of another layout blocks no claim of the fleet's layout, and is named
+/// as a stray; a claimant of another layout than the fleet's (the most rows') is refused,
+/// naming the fleet's oldest row.
+#[test]
+fn a_row_of_another_layout_is_a_stray_to_the_fleet_and_its_layout_still_refused() {
+    assert_eq!(check_layout(&[], "A"), Ok(None));
+    // One server's fleet and one junk row: neither outweighs the other; the fleet goes on.
+    let one = [layout_rows("A", 1, 0, 100), layout_rows("B", 1, 900, 50)];
+    assert_eq!(check_layout(&one, "A"), Ok(Some(&one[1])));
+    assert_eq!(check_layout(&one[..1], "A"), Ok(None));
+    let fleet = [
+        layout_rows("A", 3, 0, 100),
+        layout_rows("C", 1, 901, 300),
+        layout_rows("B", 1, 900, 200),
+    ];
+    assert_eq!(
+        check_layout(&fleet, "A"),
+        Ok(Some(&fleet[2])),
+        "the oldest stray"
+    );
+    // A server of a stray's layout, or of none in the table: the fleet's oldest row named.
+    assert_eq!(check_layout(&fleet, "B"), Err(&fleet[0]));
+    assert_eq!(check_layout(&fleet, "D"), Err(&fleet[0]));
+    // Of two layouts with more rows than the claimant's, the one of the most.
+    let two = [layout_rows("A", 2, 3, 100), layout_rows("A2", 4, 1, 190)];
+    assert_eq!(check_layout(&two, "B"), Err(&two[1]));
+}

@@ -19,7 +19,7 @@ use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::HolderState;
 use crate::registry::table::{self, Request, RowRead, Table};
-use crate::registry::Row;
+use crate::registry::{LayoutRows, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -362,6 +362,9 @@ enum Act {
     Notice,
     /// An operator retires node id `node`.
     Retire { node: u32 },
+    /// A row of another layout appears in the table (another fleet's server pointed at this
+    /// registry, a hand edit), under an id above the fleet's: it must block no claim.
+    Stray,
 }
 
 /// How a claim's COMMIT ends.
@@ -393,6 +396,7 @@ fn act() -> impl Strategy<Value = Act> {
         1 => any::<bool>().prop_map(|up| Act::Registry { up }),
         2 => Just(Act::Notice),
         1 => (0..=MAX_NODE).prop_map(|node| Act::Retire { node }),
+        1 => Just(Act::Stray),
     ]
 }
 
@@ -406,6 +410,7 @@ struct RegRow {
     label: String,
     system: u64,
     layout: String,
+    claimed_at: i64,
     last_seen: i64,
 }
 
@@ -497,12 +502,26 @@ impl Table for Session<'_> {
         Ok(self.now)
     }
 
-    fn other_layout(&mut self, layout: &str) -> Result<Option<(u32, String)>, Failed> {
-        Ok(self
-            .rows()
-            .iter()
-            .find(|(_, r)| r.layout != layout)
-            .map(|(&node, r)| (node, r.layout.clone())))
+    fn layouts(&mut self) -> Result<Vec<LayoutRows>, Failed> {
+        let mut layouts: Vec<LayoutRows> = vec![];
+        for (&node, r) in self.rows().iter() {
+            let oldest = (r.claimed_at, node);
+            match layouts.iter_mut().find(|l| l.layout == r.layout) {
+                Some(l) => {
+                    l.rows += 1;
+                    if oldest < (l.first_claimed_at, l.first_node) {
+                        (l.first_claimed_at, l.first_node) = oldest;
+                    }
+                }
+                None => layouts.push(LayoutRows {
+                    layout: r.layout.clone(),
+                    rows: 1,
+                    first_node: node,
+                    first_claimed_at: r.claimed_at,
+                }),
+            }
+        }
+        Ok(layouts)
     }
 
     fn cluster_known(&mut self, system: u64) -> Result<bool, Failed> {
@@ -523,6 +542,7 @@ impl Table for Session<'_> {
             label: request.label.clone(),
             system: request.system,
             layout: request.layout.clone(),
+            claimed_at: now,
             last_seen: now,
         });
         if row.retired {
@@ -583,6 +603,7 @@ impl Table for Session<'_> {
                 label: request.label.clone(),
                 system: request.system,
                 layout: request.layout.clone(),
+                claimed_at: now,
                 last_seen: now,
             },
         );
@@ -1011,7 +1032,27 @@ proptest! {
                     let mut table = Session::new(registry, session, fleet.now, Commit::Done);
                     table::retire(&mut table, node).expect("an operator's retirement commits");
                     registry.end_session(session);
+                }                // Once the fleet has a row: a stray in an empty table would be the first
+                // claim of another fleet, whose layout is the registry's from then on.
+                Act::Stray if !fleet.registry.rows.is_empty() => {
+                    let now = fleet.now;
+                    fleet.registry.rows.entry(MAX_NODE + 2).or_insert(RegRow {
+                        holder: Identity {
+                            token: 0xfeed,
+                            generation: 1,
+                        },
+                        high_water: i64::MIN,
+                        lease_until: i64::MAX,
+                        retired: false,
+                        label: "another fleet's".into(),
+                        system: 0,
+                        layout: "another layout".into(),
+                        claimed_at: now,
+                        last_seen: now,
+                    });
                 }
+                Act::Stray => {}
+
             }
             fleet.keepalives();
             fleet.rows_per_member()?;
