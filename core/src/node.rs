@@ -416,9 +416,10 @@ impl Node {
     }
 
     /// Says whether IDs may be made, from the renewer's `holding` at monotonic `now`; returns
-    /// whether that changed (the callers waiting for it are then woken). A skewed clock refuses
-    /// whatever is held; in `fenced` mode a lease that ran out refuses too, while in available
-    /// mode nothing caps the reservations. The pg_upgrade marker is never overridden.
+    /// whether that changed, or the ceiling was lifted (the callers waiting for it are then
+    /// woken). A skewed clock refuses whatever is held; in `fenced` mode a lease that ran out
+    /// refuses too, while in available mode nothing caps the reservations. The pg_upgrade
+    /// marker is never overridden.
     pub fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) -> bool {
         let refusing = match holding {
             Holding::Lost => Refusing::ClaimLost,
@@ -430,11 +431,18 @@ impl Node {
             Holding::Held { lease, .. } if fenced && !lease.runs_at(now) => Refusing::LeaseExpired,
             Holding::Held { .. } => Refusing::Nothing,
         };
-        if self.refusing == Refusing::AwaitingOldStateFile || self.refusing == refusing {
+        if self.refusing == Refusing::AwaitingOldStateFile {
             return false;
         }
-        if !fenced {
+        // Available mode caps nothing, from the first publication in it: a server switched
+        // from fenced mode while the registry is out of reach hears no heartbeat to lift the
+        // lease's ceiling, and refuses nothing before or after (audit 3, H4).
+        let uncapped = !fenced && self.ceiling != i64::MAX;
+        if uncapped {
             self.ceiling = i64::MAX;
+        }
+        if self.refusing == refusing {
+            return uncapped;
         }
         self.refusing = refusing;
         true

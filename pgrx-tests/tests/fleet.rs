@@ -579,6 +579,56 @@ fn an_available_server_whose_renewer_restarts_while_the_registry_is_down_goes_on
     assert!(after > last);
 }
 
+/// Audit 3, H4. A fenced member whose registry stops is switched to available mode
+/// (`ALTER SYSTEM`, reload), as FLEETS.md says to do to keep making IDs through an outage: it
+/// goes on past its lease, refusing nothing. Before the fix it kept the fenced lease's ceiling:
+/// with `refusing` NULL, every call a lease after the stop failed with "the generator has
+/// reached the end of its lease in the registry", until the registry was back. The lease is
+/// twice the fleet's here, so that the renewer reads the new mode well before the lease ends
+/// even on a busy machine (it refuses while the lease has run out in fenced mode, as it must).
+#[test]
+fn a_fenced_server_switched_to_available_during_an_outage_goes_on_past_its_lease() {
+    const LEASE: u64 = 2 * LEASE_MS as u64;
+    let registry = registry();
+    let server = Server::start(
+        "switched",
+        member_config(&registry, Some(5))
+            .setting(&format!("pg_snowflake.registry_lease_ms = {LEASE}")),
+    );
+    create_table(&server);
+    assert_eq!(claimed_node(&server), 5);
+    let first: i64 = server.query_one("SELECT snowflake_nextval()");
+
+    registry.stop();
+    server.execute("ALTER SYSTEM SET pg_snowflake.registry_mode = 'available'");
+    server.execute("SELECT pg_reload_conf()");
+    let down = Instant::now();
+    let mut last = first;
+    while down.elapsed() < Duration::from_millis(3 * LEASE) {
+        let id: i64 = server
+            .connect()
+            .query_one("SELECT snowflake_nextval()", &[])
+            .unwrap_or_else(|e| {
+                panic!(
+                    "the member switched to available mode refused {:?} after the registry \
+                     stopped: {}; refusing: {:?}",
+                    down.elapsed(),
+                    snowflake_it::describe(&e),
+                    refusing(&server)
+                )
+            })
+            .get(0);
+        assert!(id > last, "{id} <= {last}");
+        assert_eq!(node_of(&server, id), 5);
+        last = id;
+        thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(refusing(&server), None);
+    registry.start_again();
+    let after: i64 = server.query_one("SELECT snowflake_nextval()");
+    assert!(after > last);
+}
+
 /// Issue 28, item 5. A fleet has one layout: a server with 12 node bits and 10 sequence bits
 /// joining a registry whose first member has the default 10 and 12 is refused at claim,
 /// whether its node id is set or not, with both layouts in the message, and the registry's

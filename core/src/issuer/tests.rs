@@ -190,3 +190,26 @@ fn a_failed_turn_is_what_the_waiting_callers_are_told() {
     assert_eq!(issuer.last_failure(), RenewalFailure::Io { errno: 28 });
     assert_eq!(issuer.generator().stats().renewal_failures, 1);
 }
+
+/// Audit 3, H4: a fenced member switched to available mode while the registry is out of reach
+/// (no heartbeat to bring the new mode in) is capped by the fenced lease no more, from the first
+/// publication in the new mode, though it still refuses nothing (so nothing else changed).
+#[test]
+fn a_fenced_member_switched_to_available_is_capped_no_more() {
+    let ceiling = T0 + 2_000;
+    let mut issuer = member(ceiling, true, T0 + 1_000);
+    let lease = Lease {
+        ends_at: T0 + 30_000,
+        ceiling,
+    };
+    let held = Holding::Held {
+        pinned: true,
+        lease,
+    };
+    issuer.publish(held, false, false, T0 + 500);
+    assert!(issuer.issuing());
+    let _ = ids(&mut issuer, T0 + 990, 1).unwrap();
+    let turn = issuer.renewal_turn(true, PID).expect("a renewal is due");
+    assert!(turn.until > ceiling, "capped at {}: {turn:?}", turn.until);
+    assert!(!turn.fenced);
+}
