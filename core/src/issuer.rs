@@ -282,6 +282,11 @@ impl Issuer {
         self.node.claimed(&mut self.generator, taken, fenced)
     }
 
+    /// The registry found this server a copy of its claim's holder (`Node::disown`).
+    pub fn disown(&mut self) -> Option<Durable> {
+        self.node.disown(&self.generator)
+    }
+
     /// A heartbeat renewed the lease (`Node::lease_renewed`).
     pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
         self.node.lease_renewed(lease, fenced);

@@ -371,6 +371,22 @@ impl Node {
         }
     }
 
+    /// The registry found this server a copy of its claim's holder (`Refusal::found_a_copy`):
+    /// the claim is not its own. It forgets the claim's identity, so that no later claim of
+    /// the id passes for the holder's restart (the holder's session gone for the second its
+    /// renewer restarts, the copy would take the id and lock the holder out: audit 3, H2): it
+    /// can only take the id over once the holder's lease has run out and its session is gone,
+    /// under a token of its own. Returns what the state file must say, when that changed.
+    pub fn disown(&mut self, generator: &Generator) -> Option<Durable> {
+        self.claim.take()?;
+        Some(Durable {
+            until: generator.reserved_until(),
+            node: Some(self.id),
+            history: self.history,
+            claim: None,
+        })
+    }
+
     /// A heartbeat renewed the lease: in fenced mode its ceiling bounds the reservations.
     pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
         self.ceiling = if fenced { lease.ceiling } else { i64::MAX };

@@ -174,6 +174,15 @@ pub fn check_layout<'a>(
     }
 }
 
+impl Refusal {
+    /// Whether the refusal found the claimant to be a copy of the data directory of its
+    /// claim's holder (the same owner token): a live one's, or an older one's. Its claim is
+    /// then not its own ([`crate::node::Node::disown`]).
+    pub fn found_a_copy(self) -> bool {
+        matches!(self, Refusal::CopyOfLiveHolder | Refusal::StaleCopy)
+    }
+}
+
 /// Whether a registry may give `claimant` a node id: one whose history was lost (a damaged
 /// state file, moved aside) only if the registry has recorded its cluster before (`known`: a
 /// row of its system identifier). Such a cluster has claimed here, and its claims recorded the

@@ -1052,6 +1052,58 @@ fn a_clone_configured_with_its_origins_node_id_is_refused() {
     assert_eq!(ids_issued(&clone), 0);
 }
 
+/// Audit 3, H2. A copy of a fenced holder (pg_basebackup, its own port and label, the holder's
+/// node id configured) is refused as a copy while the holder is connected. The holder's
+/// renewer then restarts, three times: each time its registry session is gone for about a
+/// second, its lease running. The copy never takes the id in that gap, and the holder claims
+/// it again each time and goes on making IDs. Before the fix the copy took the id as "the
+/// holder restarted" (same token and generation, not connected) at the first restart, and the
+/// holder was refused for good as "a copy of the server holding node id 7".
+#[test]
+fn a_refused_copy_never_takes_the_id_while_its_holders_renewer_restarts() {
+    let registry = registry();
+    let origin = member("h2origin", &registry, Some(7));
+    create_table(&origin);
+    assert_eq!(claimed_node(&origin), 7);
+    let copy = Server::standby_of(&origin, "h2copy", member_config(&registry, Some(7)));
+    copy.promote();
+    wait_until(Duration::from_secs(20), "the copy refused", || {
+        refusing(&copy).as_deref() == Some("claim refused")
+    });
+    expect_error(
+        copy.connect().query_one("SELECT snowflake_nextval()", &[]),
+        "55000",
+        "this data directory is a copy of the server holding node id 7, \"…",
+    );
+    let mut last: i64 = origin.query_one("SELECT snowflake_nextval()");
+    for restart in 1..=3 {
+        let claims = origin.log().matches("pg_snowflake claimed node id 7").count();
+        restart_renewer(&origin);
+        wait_until(
+            Duration::from_secs(20),
+            &format!("the holder's claim after its renewer's restart {restart}"),
+            || {
+                origin.log().matches("pg_snowflake claimed node id 7").count() > claims
+                    || copy.log().contains("pg_snowflake claimed node id 7")
+            },
+        );
+        assert!(
+            !copy.log().contains("pg_snowflake claimed node id 7"),
+            "the copy took node id 7 at the holder's renewer restart {restart}:\n{}",
+            copy.log()
+        );
+        assert_eq!(claimed_node(&origin), 7);
+        let id: i64 = origin.query_one("SELECT snowflake_nextval()");
+        assert!(id > last, "{id} <= {last}");
+        last = id;
+        // A second for the copy's next attempts, with the holder back.
+        thread::sleep(Duration::from_millis(1_500));
+        assert_eq!(refusing(&copy).as_deref(), Some("claim refused"));
+    }
+    assert_eq!(ids_issued(&copy), 0);
+    assert_eq!(node_of(&origin, last), 7);
+}
+
 #[test]
 fn the_registry_setting_is_hidden_from_ordinary_users() {
     let registry = registry();

@@ -403,6 +403,16 @@ impl contact::Host for Server {
         });
     }
 
+    fn disown(&mut self) {
+        let durable = self
+            .shm
+            .locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| issuer.disown());
+        if let (Some(durable), Some(role)) = (durable, self.role.as_ref()) {
+            // Left to the next reservation if it fails: the claim is forgotten here already.
+            let _ = role.write_state_file(&durable);
+        }
+    }
+
     fn names(&mut self) -> contact::Names {
         let layout = gucs::layout();
         contact::Names {

@@ -65,6 +65,10 @@ pub trait Host {
     fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Self::Failure>;
     /// Applies [`Node::lease_renewed`] for `lease`.
     fn lease_renewed(&mut self, lease: &Lease, fenced: bool);
+    /// Applies [`Node::disown`] (the registry found this server a copy of the live holder of
+    /// its claim) and writes the `Durable` it returns, if any, to the state file, as the
+    /// writer; a write that fails is left to the next reservation.
+    fn disown(&mut self);
     /// How this server is named to the registry.
     fn names(&mut self) -> Names;
     /// A new owner token (128 random bits).
@@ -236,6 +240,14 @@ where
             settings.fenced,
         )
     });
+    // Found to be a copy of its claim's live holder: the claim is not this server's, and no
+    // later claim of it may pass for the holder's restart (audit 3, H2: a refused copy took
+    // the id in the second its holder's renewer restarted, and locked the holder out).
+    if let Ok(Claimed::Refused { why, .. }) = &claimed {
+        if why.found_a_copy() {
+            host.disown();
+        }
+    }
     host.stop_writing();
     Ok(match claimed? {
         Claimed::Taken(decided) => {

@@ -496,3 +496,58 @@ fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
     standby.publish(pinned, false, false, 0);
     assert_eq!(standby.resumable(lease), None, "a promoted standby claims");
 }
+
+/// Audit 3, H2: a copy of a holder's data directory (the same token and generation), refused
+/// as such while the holder is connected, forgets the claim; when the holder's session is gone
+/// for a second (its renewer restarting) with its lease running, the copy is refused, not
+/// taken for the holder's restart. Its state file says so too.
+#[test]
+fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart() {
+    use crate::registry::{decide, Decision, Judged, Refusal, Row};
+    let configured = Settings {
+        configured: Some(7),
+        registry: true,
+    };
+    let found = Found::Reservation(reservation(T0, Some(7), Some(TOKEN)));
+    let mut copy = Node::start(&found, configured, false).node;
+    let generator = Generator::resume(T0);
+    let at = Judged {
+        now: T0 + 1_000,
+        margin_ms: 2_000,
+        lease_ms: 30_000,
+    };
+    let mut row = Row {
+        node: 7,
+        holder: TOKEN,
+        retired: false,
+        high_water: T0 + 30_000,
+        lease_until: T0 + 20_000,
+        connected: true,
+        same_label: false,
+    };
+    let judged = |node: &Node, row: &Row| {
+        let (claimant, _) = node.claimant(Some(7), false, T0, false);
+        decide(&claimant, 7, Some(row), &at)
+    };
+    let refusal = Refusal::CopyOfLiveHolder;
+    assert_eq!(judged(&copy, &row), Decision::Refuse { node: 7, refusal });
+    assert!(refusal.found_a_copy() && Refusal::StaleCopy.found_a_copy());
+    assert!(!Refusal::HeldByAnother.found_a_copy());
+    // The holder's renewer restarts: its session is gone, its lease runs. Before the fix the
+    // copy took the id here as "restart".
+    row.connected = false;
+    assert!(matches!(judged(&copy, &row), Decision::Take { .. }));
+    let durable = copy.disown(&generator).expect("the file forgets the claim");
+    assert_eq!((durable.claim, durable.node), (None, Some(7)));
+    assert_eq!(copy.disown(&generator), None, "once");
+    assert_eq!(
+        judged(&copy, &row),
+        Decision::Refuse {
+            node: 7,
+            refusal: Refusal::HeldByAnother
+        }
+    );
+    // Taken over only once the holder's lease has run out and its session is gone.
+    row.lease_until = at.now;
+    assert!(matches!(judged(&copy, &row), Decision::Take { .. }));
+}

@@ -756,6 +756,12 @@ impl contact::Host for Host<'_> {
         self.m.issuer.lease_renewed(lease, fenced);
     }
 
+    fn disown(&mut self) {
+        if let Some(durable) = self.m.issuer.disown() {
+            self.m.write(&durable);
+        }
+    }
+
     fn names(&mut self) -> contact::Names {
         contact::Names {
             label: self.m.label.clone(),
