@@ -1077,13 +1077,20 @@ fn a_refused_copy_never_takes_the_id_while_its_holders_renewer_restarts() {
     );
     let mut last: i64 = origin.query_one("SELECT snowflake_nextval()");
     for restart in 1..=3 {
-        let claims = origin.log().matches("pg_snowflake claimed node id 7").count();
+        let claims = origin
+            .log()
+            .matches("pg_snowflake claimed node id 7")
+            .count();
         restart_renewer(&origin);
         wait_until(
             Duration::from_secs(20),
             &format!("the holder's claim after its renewer's restart {restart}"),
             || {
-                origin.log().matches("pg_snowflake claimed node id 7").count() > claims
+                origin
+                    .log()
+                    .matches("pg_snowflake claimed node id 7")
+                    .count()
+                    > claims
                     || copy.log().contains("pg_snowflake claimed node id 7")
             },
         );
