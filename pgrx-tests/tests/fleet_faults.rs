@@ -12,7 +12,7 @@
 
 use snowflake_it::registry::{
     claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, next_id,
-    registry_rows, registry_server, VacantPort,
+    registry_rows, registry_server, VacantPort, LEASE_MS,
 };
 use snowflake_it::{assert_error, describe, take_ids, wait_until, Server};
 use std::process::Command;
@@ -559,4 +559,59 @@ fn a_holder_whose_link_froze_before_it_died_frees_its_node_id_within_seconds() {
     });
     println!("the rival claimed node id {node} {took:?} after the holder died");
     assert_eq!(node, 9);
+}
+
+/// Audit 3, H3. One member's disk turns slow (every fsync takes 20 s) and its renewer restarts,
+/// so that its claim writes its intent on that disk while the claim's transaction holds the
+/// registry table's lock, which every heartbeat waits for. A healthy fenced member beside it
+/// makes IDs through three leases of it without a refusal: the registry ends the stuck claim
+/// once it has been idle for a quarter of the lease (its log says so), and the heartbeats
+/// behind it pass. The slow member claims its id again once its disk is fast. Before the fix
+/// the healthy member's heartbeats waited behind the lock until its lease ran out (the audit:
+/// refused from 3.9 s to 31 s after the slow claim began, with 15 s fsyncs).
+#[test]
+fn a_slow_disk_in_one_members_claim_never_stops_the_others() {
+    let registry = registry_server("h3registry");
+    let conninfo = registry.conninfo("postgres");
+    let healthy = Server::start("h3healthy", member_config(&conninfo, Some(1)));
+    healthy.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&healthy), 1);
+    let slow = Server::start("h3slow", member_config(&conninfo, Some(2)).slow_disk());
+    assert_eq!(claimed_node(&slow), 2);
+    let registry_log = registry.log().len();
+
+    slow.set_fsync_delay_ms(20_000);
+    let old = *slow.renewer_pids().first().expect("a renewer runs");
+    slow.as_postgres(&format!("kill -TERM {old}"));
+    let stalled = Instant::now();
+    let mut refusals = vec![];
+    let mut made = 0;
+    while stalled.elapsed() < Duration::from_millis(3 * LEASE_MS as u64) {
+        match next_id(&healthy) {
+            Ok(_) => made += 1,
+            Err(e) => refusals.push(format!("{:?}: {}", stalled.elapsed(), describe(&e))),
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let ended = log_lines_since(&registry, registry_log, "idle-in-transaction");
+    assert!(
+        refusals.is_empty(),
+        "the healthy member refused {} of {} calls while the slow member's claim was stuck \
+         (first: {}); the registry ended idle claims: {ended:?}",
+        refusals.len(),
+        refusals.len() + made,
+        refusals[0]
+    );
+    assert!(
+        !ended.is_empty(),
+        "the slow member's claim was never ended by the registry (did it claim?); its log:\n{}",
+        slow.log()
+    );
+
+    slow.set_fsync_delay_ms(0);
+    assert_eq!(
+        claimed_within(&slow, Duration::from_secs(60))
+            .unwrap_or_else(|said| panic!("the slow member, its disk fast again: {said}")),
+        2
+    );
 }

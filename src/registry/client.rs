@@ -107,12 +107,21 @@ pub struct Sql<'a>(pub &'a Conn);
 impl Table for Sql<'_> {
     type Failure = Failure;
 
-    fn begin(&mut self) -> Result<(), Failure> {
+    fn begin(&mut self, idle_limit_ms: i64) -> Result<(), Failure> {
         self.0.query("BEGIN", &[])?;
-        if let Err(failure) = self.0.query(
-            "LOCK TABLE snowflake_nodes IN SHARE ROW EXCLUSIVE MODE",
-            &[],
-        ) {
+        let started = self
+            .0
+            .query(
+                "SELECT set_config('idle_in_transaction_session_timeout', $1, true)",
+                &[text(idle_limit_ms)],
+            )
+            .and_then(|_| {
+                self.0.query(
+                    "LOCK TABLE snowflake_nodes IN SHARE ROW EXCLUSIVE MODE",
+                    &[],
+                )
+            });
+        if let Err(failure) = started {
             self.rollback();
             return Err(failure);
         }

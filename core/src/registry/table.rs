@@ -14,6 +14,24 @@ use super::{
 /// How many free ids a claim of any id tries, lowest first, before it says none is free.
 pub const FRESH_CANDIDATES: usize = 64;
 
+/// How long a claim's transaction may stay idle on the registry (ms) under a lease of
+/// `lease_ms`: a quarter of it, at least 250 ms. The claim holds the table's lock, which every
+/// heartbeat waits for; a claimant's intent is written between its statements (a state file
+/// and its directory fsynced: milliseconds on a healthy disk), so a disk that stalls, or a link
+/// that froze, would hold every member's heartbeats until their leases ran out (audit 3, H3:
+/// 27 s of refusals fleet-wide for one disk's 15 s fsyncs; for good if it hangs). Ended past
+/// this, the claim is not committed; its intent, once written, is accepted by the next claim
+/// (`judge`: the generation it recorded or the row's). A heartbeat waits at most this long
+/// behind a claim, less than the exchange's deadline (a third of the lease), and a holder
+/// heartbeats three times a lease: no lease runs out for it.
+pub fn idle_limit_ms(lease_ms: i64) -> i64 {
+    (lease_ms / 4).max(250)
+}
+
+/// The same for a retirement, whose transaction does nothing between its statements but wait
+/// for the registry: a frozen link's bound.
+const RETIRE_IDLE_LIMIT_MS: i64 = 5_000;
+
 /// What a server tells the registry with a claim.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -115,9 +133,12 @@ pub trait Table {
     /// Why an exchange with the registry failed.
     type Failure;
 
-    /// Starts a transaction that holds the table's lock against every other claim and
-    /// retirement (readers and heartbeats go on).
-    fn begin(&mut self) -> Result<(), Self::Failure>;
+    /// Starts a transaction that holds the table's lock against every other claim, retirement
+    /// and heartbeat (readers go on), and that the registry ends, with the session, once this
+    /// server leaves it idle for `idle_limit_ms`: a claimant stuck between two statements (in
+    /// its intent's fsync on a slow disk, behind a frozen link) holds the fleet's heartbeats
+    /// for that long at most ([`idle_limit_ms`]).
+    fn begin(&mut self, idle_limit_ms: i64) -> Result<(), Self::Failure>;
     /// Commits the transaction. A failure leaves it undecided: committed or not.
     fn commit(&mut self) -> Result<(), Self::Failure>;
     /// Rolls the transaction back, if it can (a failed session has nothing to roll back).
@@ -180,7 +201,7 @@ pub fn claim<T: Table>(
     request: &Request,
     intent: impl FnOnce(&Decided) -> Result<(), T::Failure>,
 ) -> Result<Claimed, T::Failure> {
-    table.begin()?;
+    table.begin(idle_limit_ms(request.lease_ms))?;
     let claimed = decide_claim(table, claimant, request).and_then(|claimed| {
         if let Claimed::Taken(decided) = &claimed {
             intent(decided)?;
@@ -402,7 +423,7 @@ pub fn release<T: Table>(
 /// Retires `node` once its holder is gone ([`may_retire`]), in one transaction under the
 /// table's lock.
 pub fn retire<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failure> {
-    table.begin()?;
+    table.begin(RETIRE_IDLE_LIMIT_MS)?;
     match retire_in_transaction(table, node) {
         Ok(retired @ Retirement::Retired { .. }) => table.commit().map(|_| retired),
         Ok(other) => {

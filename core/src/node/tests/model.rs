@@ -474,7 +474,7 @@ impl<'a> Session<'a> {
 impl Table for Session<'_> {
     type Failure = Failed;
 
-    fn begin(&mut self) -> Result<(), Failed> {
+    fn begin(&mut self, _idle_limit_ms: i64) -> Result<(), Failed> {
         self.pending = Some(self.registry.rows.clone());
         Ok(())
     }
