@@ -591,6 +591,17 @@ impl Generator {
         self.reservation.durable_until
     }
 
+    /// No ID has been issued at this time (Unix ms) or later: the durable reservation, or during
+    /// a wake the end of the reservation it asked for, below which its IDs were issued before
+    /// it is durable (until a renewal is reported, done or failed).
+    pub const fn issued_below(&self) -> i64 {
+        if self.waking_until > self.reservation.durable_until {
+            self.waking_until
+        } else {
+            self.reservation.durable_until
+        }
+    }
+
     /// How far (ms) the logical clock leads the wall clock `now`; 0 when it does not.
     pub fn lead_ms(&self, layout: &Layout, now: i64) -> i64 {
         self.last_issued(layout)

@@ -410,16 +410,19 @@ impl Node {
     }
 
     /// The renewer stops (the server shuts down, or the renewer restarts) while holding a
-    /// fenced claim: from now on no reservation reaches past the durable one (the ceiling comes
-    /// down to it, and IDs are made only within a reservation), so the registry's mark may come
-    /// down to it too, from the lease's ceiling, and the next claim of the id (this server's
-    /// restart, or anyone's takeover) starts there instead of a lease ahead of the clock (audit
-    /// G5: restarts that each added a lease to the IDs' lead). `None`, and the mark stays: no
+    /// fenced claim: from now on no reservation reaches past the durable one, or a wake's end
+    /// (`Generator::issued_below`; the ceiling comes down to it, and IDs are made only within
+    /// a reservation), so the registry's mark may come down to it too, from the lease's
+    /// ceiling, and the next claim of the id (this server's restart, or anyone's takeover)
+    /// starts there instead of a lease ahead of the clock (audit G5: restarts that each added
+    /// a lease to the IDs' lead). `None`, and the mark stays: no
     /// claim of its own, available mode (its mark is the reservation already), or a renewal
     /// being written (it may end past the durable reservation read now).
     pub fn release(&mut self, generator: &Generator) -> Option<Released> {
         let claim = self.claim?;
-        let mark = generator.reserved_until();
+        // Above the IDs of a wake too, issued ahead of their reservation (audit 3, H6: the
+        // renewer's own write of it, abandoned on its way out, is no renewal being written).
+        let mark = generator.issued_below();
         if self.ceiling == i64::MAX || generator.renewing() || mark == i64::MIN {
             return None;
         }

@@ -213,3 +213,27 @@ fn a_fenced_member_switched_to_available_is_capped_no_more() {
     assert!(turn.until > ceiling, "capped at {}: {turn:?}", turn.until);
     assert!(!turn.fenced);
 }
+
+/// Audit 3, H6: a fenced claim released (the renewer exits) while the first calls after a quiet
+/// spell are being issued ahead of their reservation (the wake; the renewer's write abandoned
+/// on its way out) leaves a mark above those IDs, not at the durable reservation below them.
+#[test]
+fn a_claim_released_during_a_wake_leaves_its_mark_above_the_wakes_ids() {
+    let mut issuer = member(T0 + 600_000, true, T0 + 1_000);
+    let _ = ids(&mut issuer, T0 + 990, 1).unwrap();
+    let at = T0 + 120_000;
+    let woken = ids(&mut issuer, at, 1).unwrap();
+    assert_eq!(woken.len(), 1, "the wake issues at once");
+    assert!(issuer.generator().waking());
+    let wake_top = L.id_unix_ms(woken[0]).unwrap();
+    assert!(wake_top >= issuer.generator().reserved_until());
+    let turn = issuer.renewal_turn(true, PID).expect("the wake's reservation");
+    issuer.turn_ended(Renewal::Abandoned);
+    let released = issuer.release().expect("a fenced claim is released");
+    assert!(
+        released.mark > wake_top,
+        "mark {} at or below the wake's ID at {wake_top}",
+        released.mark
+    );
+    assert!(released.mark <= turn.until);
+}
