@@ -320,6 +320,13 @@ fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool)
     }
     if row.retired {
         let until = row.high_water.saturating_add(at.margin_ms);
+        // Its old holder, whose id was retired under it (cut off past its lease), with the id
+        // the registry's to assign: given a fresh id, as after any loss, not the one the
+        // operator retired (audit 3: it took it straight back, undoing the retirement). A
+        // configured one takes it back once it is free, as it would another's.
+        if same_token && matches!(claimant.wanted, Wanted::Pinned(_)) {
+            return Err(Refusal::RetiredUntil { until });
+        }
         return if now > until {
             Ok((row.high_water, next, true))
         } else {

@@ -314,3 +314,54 @@ fn a_retired_id_whose_old_holder_came_back_does_not_block_assigning_the_others()
     let id = next_id(&new).unwrap_or_else(|e| panic!("{}", describe(&e)));
     assert_eq!(node_of(&new, id), node);
 }
+
+/// Audit 3, the retired id taken straight back. As above, but the link heals only once the
+/// retired id 1 is free again (past its mark and the clock margin): the old holder, whose id
+/// the registry assigns, finds its claim gone and is given a fresh id, as FLEETS says of a lost
+/// claim; it never takes back the id the operator retired under it. Before the fix it did,
+/// within a second ("pg_snowflake claimed node id 1 from the registry (recycled, …)"), undoing
+/// the retirement.
+#[test]
+fn the_old_holder_of_a_retired_id_is_given_a_fresh_one_not_the_retired_one() {
+    let registry = registry_server("retiredregistry");
+    let link = Proxy::to(registry.port);
+    let keeper = Server::start(
+        "retiredkeeper",
+        member_config(&registry.conninfo("postgres"), None),
+    );
+    create_table(&keeper);
+    assert_eq!(claimed_node(&keeper), 0);
+    let old = Server::start(
+        "retiredold",
+        member_config(&link.conninfo("postgres"), None),
+    );
+    assert_eq!(claimed_node(&old), 1);
+
+    link.cut();
+    wait_until(Duration::from_secs(20), "id 1's lease to run out", || {
+        node_state(&keeper, 1).as_deref() == Some("lost")
+    });
+    keeper.execute("SELECT snowflake_registry_retire(1)");
+    wait_until(Duration::from_secs(20), "id 1 to be free again", || {
+        node_state(&keeper, 1).as_deref() == Some("free")
+    });
+    link.heal();
+    wait_until(
+        within_leases(),
+        "the old holder's claim after its loss",
+        || old.log().matches("pg_snowflake claimed node id").count() >= 2,
+    );
+    let claims = log_lines_since(&old, 0, "pg_snowflake claimed node id");
+    assert!(
+        old.log()
+            .contains("this server lost node id 1: it was retired in the registry"),
+        "{}",
+        old.log()
+    );
+    assert!(
+        !claims[1].contains("node id 1 "),
+        "the old holder took back the retired id 1: {claims:?}"
+    );
+    assert_ne!(claimed_node(&old), 1, "{claims:?}");
+    assert_eq!(node_state(&keeper, 1).as_deref(), Some("free"));
+}

@@ -227,7 +227,9 @@ fn a_claim_released_during_a_wake_leaves_its_mark_above_the_wakes_ids() {
     assert!(issuer.generator().waking());
     let wake_top = L.id_unix_ms(woken[0]).unwrap();
     assert!(wake_top >= issuer.generator().reserved_until());
-    let turn = issuer.renewal_turn(true, PID).expect("the wake's reservation");
+    let turn = issuer
+        .renewal_turn(true, PID)
+        .expect("the wake's reservation");
     issuer.turn_ended(Renewal::Abandoned);
     let released = issuer.release().expect("a fenced claim is released");
     assert!(

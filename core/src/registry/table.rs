@@ -284,6 +284,9 @@ fn decide_id<T: Table>(
         }
     }
     let mut how = "assigned";
+    // The id it wanted by name and gave way on: its last choice as a fresh one (its own retired
+    // id, free again: the operator retired it, so any other free id comes first).
+    let mut given_way = None;
     if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
         let found = read_locked(table, node)?;
         let row = found.as_ref().map(|f| Row {
@@ -322,13 +325,19 @@ fn decide_id<T: Table>(
             Decision::Fresh { .. } => {
                 table.unlock(node)?;
                 how = "fresh id";
+                given_way = Some(node);
             }
         }
     }
     // The lowest free id whose advisory lock no session holds: a retired id's old holder may
     // still be connected (it lost its claim and has not noticed yet), so the next candidate is
     // tried.
-    for node in table.candidates(request, FRESH_CANDIDATES)? {
+    let mut candidates = table.candidates(request, FRESH_CANDIDATES)?;
+    if let Some(last) = given_way {
+        candidates.retain(|&node| node != last);
+        candidates.push(last);
+    }
+    for node in candidates {
         match read_locked(table, node)?.map(|f| f.row) {
             Some(row) if row.connected || !is_free(Some(&row), at) => table.unlock(node)?,
             Some(row) => {

@@ -175,6 +175,28 @@ fn a_retired_id_comes_back_only_past_its_mark_and_the_margin() {
     assert!(!is_free(Some(&row(OTHER)), &AT));
 }
 
+/// Audit 3: the old holder of a retired id, its id the registry's to assign, is given a fresh
+/// one even once the id is free again; configured, it takes it back as anyone would.
+#[test]
+fn the_old_holder_of_a_retired_id_is_given_a_fresh_one_when_its_id_is_assigned() {
+    let retired = Row {
+        retired: true,
+        high_water: NOW - MARGIN - 1,
+        ..row(MINE)
+    };
+    assert!(is_free(Some(&retired), &AT));
+    let assigned = claimant(Some(MINE), Wanted::Pinned(7));
+    assert!(matches!(
+        decide(&assigned, 7, Some(&retired), &AT),
+        Decision::Fresh { .. }
+    ));
+    let configured = claimant(Some(MINE), Wanted::Configured(7));
+    assert_eq!(
+        decide(&configured, 7, Some(&retired), &AT),
+        take(NOW - MARGIN - 1, 5, true)
+    );
+}
+
 #[test]
 fn the_clock_offset_is_read_at_the_midpoint_of_the_round_trip() {
     assert_eq!(clock_offset(1_000, 1_010, 1_005), 0);
