@@ -105,8 +105,10 @@ pub struct Row {
 /// Why a claim of one node id is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
-    /// Another server holds it and is live (connected, or its lease has not run out).
-    HeldByAnother,
+    /// Another server holds it and is live: `connected` (its session holds the id's lock; a
+    /// holder behind a hung proxy too, until the registry ends its idle session), or its
+    /// lease has not run out.
+    HeldByAnother { connected: bool },
     /// This data directory is a copy of the live server holding it (same token, and that
     /// server is connected).
     CopyOfLiveHolder,
@@ -337,7 +339,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool)
         return Err(if same_token {
             Refusal::CopyOfLiveHolder
         } else {
-            Refusal::HeldByAnother
+            Refusal::HeldByAnother { connected: true }
         });
     }
     match claimant.identity {
@@ -351,7 +353,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool)
         Some(_) if same_token => Err(Refusal::StaleCopy),
         // Another server's id, whose holder is gone: taken over once its lease has run out.
         _ if now >= row.lease_until => Ok((row.high_water, next, false)),
-        _ => Err(Refusal::HeldByAnother),
+        _ => Err(Refusal::HeldByAnother { connected: false }),
     }
 }
 
@@ -455,10 +457,11 @@ impl Lease {
 
 /// How a holder's registry session finds its holder gone: TCP keepalives and a user timeout,
 /// so that the registry ends the session of a holder whose host vanished (power loss, a frozen
-/// link: no FIN, no reset) within about a lease, not the two hours the system's defaults take.
-/// Until it does, the id's advisory lock says "connected" and no rival can take the id. Set in
-/// the session (`SET tcp_keepalives_*`, `SET tcp_user_timeout`), so nothing needs configuring
-/// on the registry's server.
+/// link: no FIN, no reset) within about a lease, not the two hours the system's defaults take;
+/// and an idle limit, for a holder behind a hung proxy, whose kernel answers the probes. Until
+/// it does, the id's advisory lock says "connected" and no rival can take the id. Set in the
+/// session (`SET tcp_keepalives_*`, `SET tcp_user_timeout`, `SET idle_session_timeout`), so
+/// nothing needs configuring on the registry's server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Keepalives {
     /// Seconds of silence before the first probe.
@@ -471,6 +474,12 @@ pub struct Keepalives {
     /// answer was on its way is retransmitted to, not probed, and without this the system's
     /// retransmissions take a quarter of an hour.
     pub user_timeout_ms: i64,
+    /// How long the session may send nothing at all (ms; `idle_session_timeout`): two leases,
+    /// six heartbeats' time. A hung proxy or pooler between the holder and the registry (its
+    /// kernel still acknowledging) answers every probe for a holder long dead, and its session
+    /// held the id's lock for as long as it hung (audit 3, P2); a live holder heartbeats three
+    /// times a lease.
+    pub idle_session_ms: i64,
 }
 
 /// The [`Keepalives`] for a lease of `lease_ms`.
@@ -480,6 +489,7 @@ pub fn keepalives(lease_ms: i64) -> Keepalives {
         interval_s: (lease_ms / 9_000).max(1),
         probes: 3,
         user_timeout_ms: lease_ms.max(1_000),
+        idle_session_ms: lease_ms.saturating_mul(2).max(2_000),
     }
 }
 

@@ -5,7 +5,9 @@
 //! One thread accepts; each connection gets two threads copying bytes, one each way. [`Proxy::cut`]
 //! shuts down every connection it carries (both ends see the link go, as after a reset) and,
 //! until [`Proxy::heal`], closes every new connection as soon as it is accepted, without
-//! reaching the target.
+//! reaching the target. [`Proxy::freeze`] stops every thread of it where it stands, as a hung
+//! proxy or pooler whose kernel still acknowledges: bytes and closes wait in the kernel's
+//! buffers, neither end hears of the other, until [`Proxy::thaw`].
 
 use crate::ports::{lease_port, PortLease};
 use std::collections::HashMap;
@@ -19,6 +21,7 @@ use std::thread;
 struct Link {
     target: u16,
     cut: AtomicBool,
+    frozen: AtomicBool,
     closing: AtomicBool,
     /// The open connections: the accepted stream and the one to the target, by number.
     open: Mutex<HashMap<u64, (TcpStream, TcpStream)>>,
@@ -47,6 +50,7 @@ impl Proxy {
         let link = Arc::new(Link {
             target,
             cut: AtomicBool::new(false),
+            frozen: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             open: Mutex::new(HashMap::new()),
             next: AtomicU64::new(0),
@@ -89,6 +93,18 @@ impl Proxy {
         self.link.cut.store(false, Ordering::SeqCst);
     }
 
+    /// Freezes the proxy: nothing is read, written, accepted or closed by it until
+    /// [`Proxy::thaw`]; the kernel still accepts and acknowledges, so neither end sees the
+    /// link fail (TCP keepalives are answered too).
+    pub fn freeze(&self) {
+        self.link.frozen.store(true, Ordering::SeqCst);
+    }
+
+    /// Thaws a frozen proxy: it forwards what waited, and goes on.
+    pub fn thaw(&self) {
+        self.link.frozen.store(false, Ordering::SeqCst);
+    }
+
     /// How many connections were forwarded, and how many closed at once while cut.
     pub fn connections(&self) -> (u64, u64) {
         (
@@ -101,6 +117,7 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.link.closing.store(true, Ordering::SeqCst);
+        self.thaw();
         self.cut();
         // Wakes the acceptor, which sees `closing` and returns.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
@@ -116,6 +133,7 @@ fn accept(listener: &TcpListener, link: &Arc<Link>) {
             return;
         }
         let Ok(client) = client else { continue };
+        link.wait_while_frozen();
         if link.cut.load(Ordering::SeqCst) {
             link.refused.fetch_add(1, Ordering::SeqCst);
             let _ = client.shutdown(Shutdown::Both);
@@ -146,7 +164,7 @@ fn accept(listener: &TcpListener, link: &Arc<Link>) {
         for (from, to) in [(client, target), (target_2, client_2)] {
             let link = Arc::clone(link);
             thread::spawn(move || {
-                copy(from, to);
+                copy(from, to, &link);
                 // One direction ended: the connection is over, both ends closed.
                 if let Some((client, target)) = link.open.lock().unwrap().remove(&number) {
                     let _ = client.shutdown(Shutdown::Both);
@@ -167,11 +185,26 @@ fn clone_twice(client: &TcpStream, target: &TcpStream) -> std::io::Result<[TcpSt
     ])
 }
 
-/// Copies bytes from `from` to `to` until either end closes or fails, then shuts both down.
-fn copy(mut from: TcpStream, mut to: TcpStream) {
+impl Link {
+    /// Sleeps while the proxy is frozen (not once it is closing).
+    fn wait_while_frozen(&self) {
+        while self.frozen.load(Ordering::SeqCst) && !self.closing.load(Ordering::SeqCst) {
+            thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// Copies bytes from `from` to `to` until either end closes or fails, then shuts both down;
+/// stands still while the proxy is frozen, before each read and before acting on what it read.
+fn copy(mut from: TcpStream, mut to: TcpStream, link: &Link) {
     let mut buffer = [0u8; 16 * 1024];
     loop {
-        match from.read(&mut buffer) {
+        link.wait_while_frozen();
+        let read = from.read(&mut buffer);
+        // A read that was waiting when the proxy froze: its bytes (or the close it saw) wait
+        // for the thaw too.
+        link.wait_while_frozen();
+        match read {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 if to.write_all(&buffer[..n]).is_err() {

@@ -14,7 +14,7 @@ use snowflake_it::registry::{
     claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, next_id,
     registry_rows, registry_server, VacantPort, LEASE_MS,
 };
-use snowflake_it::{assert_error, describe, take_ids, wait_until, Server};
+use snowflake_it::{assert_error, describe, take_ids, wait_until, Proxy, Server};
 use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -614,4 +614,57 @@ fn a_slow_disk_in_one_members_claim_never_stops_the_others() {
             .unwrap_or_else(|said| panic!("the slow member, its disk fast again: {said}")),
         2
     );
+}
+
+/// Audit 3, P2. A fenced holder of node id 11 reaches the registry through a proxy, which then
+/// hangs (frozen: its kernel still acknowledges, as a hung pooler or load balancer does, so
+/// the registry's TCP keepalives are answered), and the holder dies (kill -9). A rival
+/// configured with id 11 is refused while the registry still holds the holder's session, and
+/// the refusal says the holder is still connected; the registry ends that session once it has
+/// sent nothing for two leases (`idle_session_timeout`, set by the holder on its own session),
+/// and the rival takes the id within seconds of that. Before the fix the rival stayed refused
+/// "held by another server" for as long as the proxy hung (the audit watched 42 s).
+#[test]
+fn a_holder_behind_a_hung_proxy_frees_its_node_id_two_leases_after_its_last_heartbeat() {
+    let registry = registry_server("p2registry");
+    let proxy = Proxy::to(registry.port);
+    let holder = Server::start(
+        "p2holder",
+        member_config(&proxy.conninfo("postgres"), Some(11)),
+    );
+    holder.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&holder), 11);
+    proxy.freeze();
+    holder.crash();
+    let died = Instant::now();
+    assert_eq!(
+        locked_nodes(&registry),
+        vec![11],
+        "the hung proxy let the death through"
+    );
+
+    let rival = Server::start(
+        "p2rival",
+        member_config(&registry.conninfo("postgres"), Some(11)),
+    );
+    wait_until(Duration::from_secs(10), "the rival's first refusal", || {
+        rival.log().contains("node id 11 is held by another server")
+    });
+    let refused = log_lines_since(&rival, 0, "node id 11 is held by another server");
+    assert!(
+        refused[0].contains("and still connected to the registry"),
+        "the refusal says the holder is connected: {refused:?}"
+    );
+    let claimed = claimed_within(&rival, Duration::from_secs(30));
+    let took = died.elapsed();
+    let rows = registry_rows(&registry);
+    drop(proxy);
+    let node = claimed.unwrap_or_else(|said| {
+        panic!(
+            "the rival did not take node id 11 within 30 s of its holder's death behind a hung \
+             proxy: {said}\nthe registry:\n{rows}"
+        )
+    });
+    println!("the rival claimed node id {node} {took:?} after the holder died");
+    assert_eq!(node, 11);
 }

@@ -169,15 +169,21 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
             last_seen,
         } => {
             let (text, hint) = match why {
-                Refusal::HeldByAnother => (
+                Refusal::HeldByAnother { connected } => (
                     format!(
-                        "node id {node} is held by another server, {}, last seen at {}",
+                        "node id {node} is held by another server, {}, last seen at {}{}",
                         quoted(holder),
-                        when(*last_seen)
+                        when(*last_seen),
+                        if *connected {
+                            ", and still connected to the registry"
+                        } else {
+                            ""
+                        }
                     ),
                     "Give this server another pg_snowflake.node_id, or leave it unset so that the \
                      registry assigns one. If that server is gone for good, retire the id with \
-                     snowflake_registry_retire().",
+                     snowflake_registry_retire() (a session the registry still holds for it, as \
+                     behind a hung proxy, ends two leases after its last heartbeat).",
                 ),
                 Refusal::CopyOfLiveHolder => (
                     format!(

@@ -287,7 +287,8 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
     };
     let registry = [
         RegistryError::AwaitingClaim { waited_ms: 10_000 },
-        refusal(Refusal::HeldByAnother),
+        refusal(Refusal::HeldByAnother { connected: false }),
+        refusal(Refusal::HeldByAnother { connected: true }),
         refusal(Refusal::CopyOfLiveHolder),
         refusal(Refusal::OpenSession),
         refusal(Refusal::StaleCopy),

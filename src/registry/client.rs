@@ -87,6 +87,12 @@ pub fn keep_alive(conn: &Conn, lease_ms: i64) -> Result<(), Failure> {
         ),
         &[],
     )?;
+    // PostgreSQL 14 and later; a registry on an older server goes without.
+    conn.query(
+        "SELECT set_config('idle_session_timeout', $1, false) \
+         WHERE current_setting('server_version_num')::int >= 140000",
+        &[text(k.idle_session_ms)],
+    )?;
     Ok(())
 }
 

@@ -532,7 +532,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
     let refusal = Refusal::CopyOfLiveHolder;
     assert_eq!(judged(&copy, &row), Decision::Refuse { node: 7, refusal });
     assert!(refusal.found_a_copy() && Refusal::StaleCopy.found_a_copy());
-    assert!(!Refusal::HeldByAnother.found_a_copy());
+    assert!(!Refusal::HeldByAnother { connected: true }.found_a_copy());
     // The holder's renewer restarts: its session is gone, its lease runs. Before the fix the
     // copy took the id here as "restart".
     row.connected = false;
@@ -544,7 +544,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
         judged(&copy, &row),
         Decision::Refuse {
             node: 7,
-            refusal: Refusal::HeldByAnother
+            refusal: Refusal::HeldByAnother { connected: false }
         }
     );
     // Taken over only once the holder's lease has run out and its session is gone.

@@ -118,7 +118,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
         decide(&me, 7, Some(&live), &AT),
         Decision::Refuse {
             node: 7,
-            refusal: Refusal::HeldByAnother
+            refusal: Refusal::HeldByAnother { connected: false }
         }
     );
     let connected_but_expired = Row {
@@ -131,7 +131,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
         decide(&me, 7, Some(&connected_but_expired), &AT),
         Decision::Refuse {
             node: 7,
-            refusal: Refusal::HeldByAnother
+            refusal: Refusal::HeldByAnother { connected: true }
         }
     );
     let expired = Row {
@@ -467,7 +467,7 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
             &AT
         ),
         Decision::Fresh {
-            not: Some((7, Refusal::HeldByAnother))
+            not: Some((7, Refusal::HeldByAnother { connected: true }))
         }
     );
     // Once the session is gone, the restart takes its id back.
@@ -493,6 +493,17 @@ fn a_vanished_holders_session_ends_within_about_a_lease() {
         );
         // An answer that froze on its way is given up on as soon.
         assert!(k.user_timeout_ms <= lease_ms.max(1_000), "lease {lease_ms}");
+        // A session silent behind a hung proxy within two leases, never a live holder's (it
+        // heartbeats every third of a lease, each exchange within a third).
+        let beat = heartbeat_interval_ms(lease_ms);
+        assert!(
+            k.idle_session_ms <= (2 * lease_ms).max(2_000),
+            "lease {lease_ms}"
+        );
+        assert!(
+            k.idle_session_ms >= 2 * beat + lease_ms / 3,
+            "lease {lease_ms}"
+        );
     }
 }
 
