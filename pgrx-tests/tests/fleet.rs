@@ -492,8 +492,35 @@ fn an_unreachable_registry_fences_one_mode_and_not_the_other() {
     );
 }
 
-/// Ends the server's renewer (SIGTERM, as `pg_terminate_backend` would) and waits for the one
-/// the postmaster starts a second later.
+/// IDs from `server` on new connections every 200 ms for `how_long`, each above the last
+/// (from `first`) and of node id `node`; the last one. A refusal fails the test, naming `who`
+/// and when.
+fn ids_through(server: &Server, node: i32, first: i64, how_long: Duration, who: &str) -> i64 {
+    let started = Instant::now();
+    let mut last = first;
+    while started.elapsed() < how_long {
+        let id: i64 = server
+            .connect()
+            .query_one("SELECT snowflake_nextval()", &[])
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{who} refused {:?} in: {}; refusing: {:?}",
+                    started.elapsed(),
+                    snowflake_it::describe(&e),
+                    refusing(server)
+                )
+            })
+            .get(0);
+        assert!(id > last, "{id} <= {last}");
+        assert_eq!(node_of(server, id), node);
+        last = id;
+        thread::sleep(Duration::from_millis(200));
+    }
+    last
+}
+
+/// Ends the server's renewer (SIGTERM; `pg_terminate_backend` does not reach it) and waits for
+/// the one the postmaster starts a second later.
 fn restart_renewer(server: &Server) {
     let old = *server.renewer_pids().first().expect("a renewer runs");
     server.as_postgres(&format!("kill -TERM {old}"));
@@ -531,27 +558,13 @@ fn an_available_server_whose_renewer_restarts_while_the_registry_is_down_goes_on
     registry.stop();
     restart_renewer(&available);
     restart_renewer(&fenced);
-    let down = Instant::now();
-    let mut last = first;
-    while down.elapsed() < Duration::from_millis(2 * LEASE_MS as u64) {
-        let id: i64 = available
-            .connect()
-            .query_one("SELECT snowflake_nextval()", &[])
-            .unwrap_or_else(|e| {
-                panic!(
-                    "the available member refused {:?} after its renewer restarted with the \
-                     registry down: {}; refusing: {:?}",
-                    down.elapsed(),
-                    snowflake_it::describe(&e),
-                    refusing(&available)
-                )
-            })
-            .get(0);
-        assert!(id > last, "{id} <= {last}");
-        assert_eq!(node_of(&available, id), 3);
-        last = id;
-        thread::sleep(Duration::from_millis(200));
-    }
+    let last = ids_through(
+        &available,
+        3,
+        first,
+        Duration::from_millis(2 * LEASE_MS as u64),
+        "the available member, its renewer restarted with the registry down",
+    );
     wait_until(
         Duration::from_secs(10),
         "the fenced member's refusal",
@@ -602,27 +615,13 @@ fn a_fenced_server_switched_to_available_during_an_outage_goes_on_past_its_lease
     registry.stop();
     server.execute("ALTER SYSTEM SET pg_snowflake.registry_mode = 'available'");
     server.execute("SELECT pg_reload_conf()");
-    let down = Instant::now();
-    let mut last = first;
-    while down.elapsed() < Duration::from_millis(3 * LEASE) {
-        let id: i64 = server
-            .connect()
-            .query_one("SELECT snowflake_nextval()", &[])
-            .unwrap_or_else(|e| {
-                panic!(
-                    "the member switched to available mode refused {:?} after the registry \
-                     stopped: {}; refusing: {:?}",
-                    down.elapsed(),
-                    snowflake_it::describe(&e),
-                    refusing(&server)
-                )
-            })
-            .get(0);
-        assert!(id > last, "{id} <= {last}");
-        assert_eq!(node_of(&server, id), 5);
-        last = id;
-        thread::sleep(Duration::from_millis(200));
-    }
+    let last = ids_through(
+        &server,
+        5,
+        first,
+        Duration::from_millis(3 * LEASE),
+        "the member switched to available mode with the registry stopped",
+    );
     assert_eq!(refusing(&server), None);
     registry.start_again();
     let after: i64 = server.query_one("SELECT snowflake_nextval()");
