@@ -1,6 +1,6 @@
 //! Models that can break the server's identity: the transitions of [`Node`] driven together
 //! with the generator, the state file, the WAL and the registry's decisions, by actors that
-//! crash, restart, replay, promote, race, partition and heal at any step. A renewer's contact
+//! crash, restart, replay, promote, race, partition, step their clocks and heal at any step. A renewer's contact
 //! with the registry is the core's own (`node::contact`, over `registry::table`'s procedures),
 //! run over an in-memory table ([`Session`]) and the member ([`Host`]) as the extension runs it
 //! over SQL and shared memory; the other actors mirror the extension
@@ -19,7 +19,7 @@ use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::HolderState;
 use crate::registry::table::{self, Request, RowRead, Table};
-use crate::registry::{LayoutRows, Row};
+use crate::registry::{Judged, LayoutRows, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -365,6 +365,9 @@ enum Act {
     /// A row of another layout appears in the table (another fleet's server pointed at this
     /// registry, a hand edit), under an id above the fleet's: it must block no claim.
     Stray,
+    /// Server `s`'s wall clock is set `offset` ms off the registry's (a step either way; its
+    /// monotonic clock does not move).
+    Clock { s: usize, offset: i64 },
 }
 
 /// How a claim's COMMIT ends.
@@ -397,6 +400,15 @@ fn act() -> impl Strategy<Value = Act> {
         2 => Just(Act::Notice),
         1 => (0..=MAX_NODE).prop_map(|node| Act::Retire { node }),
         1 => Just(Act::Stray),
+        // A step within the clock check's margin (either way), past it, or back to right.
+        1 => (0..SERVERS, prop_oneof![
+            Just(0i64),
+            Just(MARGIN / 2),
+            Just(-MARGIN / 2),
+            Just(3 * MARGIN),
+            Just(-3 * MARGIN),
+        ])
+            .prop_map(|(s, offset)| Act::Clock { s, offset }),
     ]
 }
 
@@ -677,9 +689,15 @@ struct Member {
     released: Option<i64>,
     tokens: u128,
     /// Its label and system identifier in the registry: a member's own, kept across restarts
-    /// (the model makes no copies).
+    /// (the model makes no copies yet).
     label: String,
     system: u64,
+    /// The first of its tokens: 2^64 of them, a server's own.
+    range: u128,
+    /// Its wall clock less the registry's (ms): kept across restarts ([`Act::Clock`]).
+    offset: i64,
+    /// The last contact that read the registry's clock found it off by more than the margin.
+    skewed: bool,
 }
 
 impl Member {
@@ -698,7 +716,21 @@ impl Member {
             tokens: tokens.max((id as u128 + 1) << 64),
             label: format!("member {id}"),
             system: id as u64 + 1,
+            range: (id as u128 + 1) << 64,
+            offset: 0,
+            skewed: false,
         }
+    }
+
+    /// The same server started again from its state file (a crash's or a clean restart's),
+    /// its registry session left to the caller.
+    fn restarted(&self, s: usize) -> Member {
+        let mut m = Member::start(self.settings, self.file, s, self.tokens);
+        m.link = self.link;
+        m.system = self.system;
+        m.range = self.range;
+        m.offset = self.offset;
+        m
     }
 
     fn new_token(&mut self) -> u128 {
@@ -723,7 +755,7 @@ impl contact::Host for Host<'_> {
     type Failure = Failed;
 
     fn wall(&mut self) -> i64 {
-        self.now
+        self.now + self.m.offset
     }
 
     fn monotonic(&mut self) -> i64 {
@@ -821,6 +853,9 @@ impl Fleet {
             return;
         }
         m.reached_at = now;
+        // As the extension's `Holder::contact`: the skew the contact reads stays until the next
+        // contact that reads the clock.
+        m.skewed = m.offset.abs() > MARGIN;
         let session = match m.session {
             Some(session) => session,
             None => {
@@ -900,7 +935,7 @@ impl Fleet {
             m.write(&pin);
             m.holder.pinned();
         }
-        m.issuer.publish(m.holder.holding(), false, fenced, now);
+        m.issuer.publish(m.holder.holding(), m.skewed, fenced, now);
     }
 
     fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {
@@ -917,7 +952,7 @@ impl Fleet {
                 .or(m.orphaned)
                 .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at);
         let mut file = m.file;
-        let ids = issue(&mut m.issuer, now, want, |durable| {
+        let ids = issue(&mut m.issuer, now + m.offset, want, |durable| {
             file = Some(file_of(durable));
         });
         m.file = file;
@@ -943,8 +978,8 @@ impl Fleet {
 
     /// One row per server: no member's tokens name more than one row.
     fn rows_per_member(&self) -> Result<(), TestCaseError> {
-        for s in 0..SERVERS {
-            let first = (s as u128 + 1) << 64;
+        for (s, m) in self.members.iter().enumerate() {
+            let first = m.range;
             let rows = self
                 .registry
                 .rows
@@ -965,135 +1000,192 @@ fn fleet_settings() -> impl Strategy<Value = Vec<Option<u32>>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(384))]
 
-    /// The registry's actors: whatever crashes, partitions, outages, lost answers and
-    /// retirements do, no ID is issued twice (in available mode: none by a member that reached
-    /// the registry since its lease ran out), no member's tokens name two rows, and once every
-    /// fault has healed each member makes IDs — or is refused a configured id another live
-    /// member holds.
+    /// The registry's actors: whatever crashes, partitions, outages, lost answers,
+    /// retirements, copies and clock steps do, no ID is issued twice (in available mode: none
+    /// by a member that reached the registry since its lease ran out), no member's tokens name
+    /// two rows, and once every fault has healed each member makes IDs — or is refused a
+    /// configured id another live member holds, or finds no id free.
     #[test]
     fn no_fleet_fault_makes_a_duplicate_or_strands_a_server(
         configured in fleet_settings(),
         fenced in any::<bool>(),
         acts in proptest::collection::vec(act(), 1..160),
     ) {
-        let members = configured
-            .iter()
-            .enumerate()
-            .map(|(i, &configured)| {
-                let settings = Settings { configured, registry: true };
-                Member::start(settings, None, i, 0)
-            })
-            .collect();
-        let mut fleet = Fleet {
-            now: T0,
-            fenced,
-            registry: Registry { up: true, ..Registry::default() },
-            members,
-            issued: HashMap::new(),
-            gone: vec![],
-        };
-        for act in acts {
-            match act {
-                Act::Wait { ms } => fleet.now += ms,
-                Act::Call { s, want } => fleet.call(s, want)?,
-                Act::Turn { s, commit } => fleet.turn(s, commit),
-                Act::Crash { s } => {
-                    fleet.session_gone(s);
-                    let m = &fleet.members[s];
-                    let (settings, file, tokens, link) = (m.settings, m.file, m.tokens, m.link);
-                    // Its registry session lives on until the registry notices.
-                    fleet.members[s] = Member::start(settings, file, s, tokens);
-                    fleet.members[s].link = link;
-                }
-                Act::Release { s, restart } => {
-                    fleet.release(s);
-                    if restart {
-                        let m = &fleet.members[s];
-                        let (settings, file, tokens, link) =
-                            (m.settings, m.file, m.tokens, m.link);
-                        fleet.members[s] = Member::start(settings, file, s, tokens);
-                        fleet.members[s].link = link;
-                    }
-                }
-                Act::Link { s, up } => fleet.members[s].link = up,
-                Act::Registry { up } => {
-                    if !up {
-                        fleet.registry.locks.clear();
-                    }
-                    fleet.registry.up = up;
-                }
-                Act::Notice => {
-                    let live: Vec<u64> = fleet
-                        .members
-                        .iter()
-                        .filter(|m| m.link)
-                        .filter_map(|m| m.session)
-                        .collect();
-                    fleet.registry.locks.retain(|_, session| live.contains(session));
-                }
-                Act::Retire { node } => {
-                    // `snowflake_registry_retire`, on a connection of its own.
-                    let registry = &mut fleet.registry;
-                    let session = registry.new_session();
-                    let mut table = Session::new(registry, session, fleet.now, Commit::Done);
-                    table::retire(&mut table, node).expect("an operator's retirement commits");
-                    registry.end_session(session);
-                }                // Once the fleet has a row: a stray in an empty table would be the first
-                // claim of another fleet, whose layout is the registry's from then on.
-                Act::Stray if !fleet.registry.rows.is_empty() => {
-                    let now = fleet.now;
-                    fleet.registry.rows.entry(MAX_NODE + 2).or_insert(RegRow {
-                        holder: Identity {
-                            token: 0xfeed,
-                            generation: 1,
-                        },
-                        high_water: i64::MIN,
-                        lease_until: i64::MAX,
-                        retired: false,
-                        label: "another fleet's".into(),
-                        system: 0,
-                        layout: "another layout".into(),
-                        claimed_at: now,
-                        last_seen: now,
-                    });
-                }
-                Act::Stray => {}
+        run_fleet(&configured, fenced, acts)?;
+    }
+}
 
+/// One run of the fleet: `acts`, then every fault healed and a few leases of turns, then the
+/// end's check (see `no_fleet_fault_makes_a_duplicate_or_strands_a_server`).
+fn run_fleet(
+    configured: &[Option<u32>],
+    fenced: bool,
+    acts: Vec<Act>,
+) -> Result<(), TestCaseError> {
+    let members = configured
+        .iter()
+        .enumerate()
+        .map(|(i, &configured)| {
+            let settings = Settings {
+                configured,
+                registry: true,
+            };
+            Member::start(settings, None, i, 0)
+        })
+        .collect();
+    let mut fleet = Fleet {
+        now: T0,
+        fenced,
+        registry: Registry {
+            up: true,
+            ..Registry::default()
+        },
+        members,
+        issued: HashMap::new(),
+        gone: vec![],
+    };
+    for act in acts {
+        fleet.act(act)?;
+        fleet.keepalives();
+        fleet.rows_per_member()?;
+    }
+    // Every fault heals (clocks set right); the registry notices the dead sessions; time
+    // passes lease by lease with every renewer turning.
+    fleet.registry.up = true;
+    for m in &mut fleet.members {
+        m.link = true;
+        m.offset = 0;
+    }
+    for _ in 0..12 {
+        let live: Vec<u64> = fleet.members.iter().filter_map(|m| m.session).collect();
+        fleet
+            .registry
+            .locks
+            .retain(|_, session| live.contains(session));
+        fleet.now += LEASE / 2;
+        for s in 0..SERVERS {
+            fleet.turn(s, Commit::Done);
+            fleet.call(s, 10)?;
+        }
+    }
+    let at = Judged {
+        now: fleet.now,
+        margin_ms: MARGIN,
+        lease_ms: LEASE,
+    };
+    let none_free =
+        (0..=MAX_NODE).all(|node| {
+            fleet.registry.rows.get(&node).is_some_and(|r| {
+                !r.retired || !crate::registry::is_free(Some(&row_of(node, r)), &at)
+            })
+        });
+    for (s, m) in fleet.members.iter().enumerate() {
+        match m.issuer.node().refusing {
+            Refusing::Nothing => {}
+            Refusing::ClaimRefused => {
+                let configured = m.settings.configured;
+                prop_assert!(
+                    configured.is_some() || none_free,
+                    "member {s}, assigned, refused"
+                );
+                let held_by_other = fleet.members.iter().enumerate().any(|(o, other)| {
+                    o != s && other.issuer.issuing() && Some(other.issuer.node().id) == configured
+                });
+                prop_assert!(
+                    held_by_other || configured.is_none(),
+                    "member {s} refused {configured:?}, held by no one"
+                );
             }
-            fleet.keepalives();
-            fleet.rows_per_member()?;
+            refusing => prop_assert!(false, "member {s} stranded: {refusing:?}"),
         }
-        // Every fault heals; the registry notices the dead sessions; time passes lease by
-        // lease with every renewer turning.
-        fleet.registry.up = true;
-        for m in &mut fleet.members {
-            m.link = true;
-        }
-        for _ in 0..12 {
-            let live: Vec<u64> = fleet.members.iter().filter_map(|m| m.session).collect();
-            fleet.registry.locks.retain(|_, session| live.contains(session));
-            fleet.now += LEASE / 2;
-            for s in 0..SERVERS {
-                fleet.turn(s, Commit::Done);
-                fleet.call(s, 10)?;
+    }
+    Ok(())
+}
+
+/// A row of the in-memory table as the rules read it.
+fn row_of(node: u32, r: &RegRow) -> Row {
+    Row {
+        node,
+        holder: r.holder,
+        retired: r.retired,
+        high_water: r.high_water,
+        lease_until: r.lease_until,
+        connected: false,
+        same_label: false,
+    }
+}
+
+impl Fleet {
+    /// One act of the run.
+    fn act(&mut self, act: Act) -> Result<(), TestCaseError> {
+        match act {
+            Act::Wait { ms } => self.now += ms,
+            Act::Call { s, want } => self.call(s, want)?,
+            Act::Turn { s, commit } => self.turn(s, commit),
+            Act::Crash { s } => {
+                // Its registry session lives on until the registry notices.
+                self.session_gone(s);
+                self.members[s] = self.members[s].restarted(s);
             }
-        }
-        for (s, m) in fleet.members.iter().enumerate() {
-            match m.issuer.node().refusing {
-                Refusing::Nothing => {}
-                Refusing::ClaimRefused => {
-                    let configured = m.settings.configured;
-                    prop_assert!(configured.is_some(), "member {s}, assigned, refused");
-                    let held_by_other = fleet.members.iter().enumerate().any(|(o, other)| {
-                        o != s
-                            && other.issuer.issuing()
-                            && Some(other.issuer.node().id) == configured
-                    });
-                    prop_assert!(held_by_other, "member {s} refused {configured:?}, held by no one");
+            Act::Release { s, restart } => {
+                self.release(s);
+                if restart {
+                    self.members[s] = self.members[s].restarted(s);
                 }
-                refusing => prop_assert!(false, "member {s} stranded: {refusing:?}"),
             }
+            Act::Link { s, up } => self.members[s].link = up,
+            Act::Registry { up } => {
+                if !up {
+                    // Every session ends with the registry's server.
+                    self.registry.locks.clear();
+                    for m in &mut self.members {
+                        m.session = None;
+                    }
+                }
+                self.registry.up = up;
+            }
+            Act::Notice => {
+                let live: Vec<u64> = self
+                    .members
+                    .iter()
+                    .filter(|m| m.link)
+                    .filter_map(|m| m.session)
+                    .collect();
+                self.registry
+                    .locks
+                    .retain(|_, session| live.contains(session));
+            }
+            Act::Retire { node } => {
+                // `snowflake_registry_retire`, on a connection of its own.
+                let registry = &mut self.registry;
+                let session = registry.new_session();
+                let mut table = Session::new(registry, session, self.now, Commit::Done);
+                table::retire(&mut table, node).expect("an operator's retirement commits");
+                registry.end_session(session);
+            }
+            // Once the fleet has a row: a stray in an empty table would be the first claim of
+            // another fleet, whose layout is the registry's from then on.
+            Act::Stray if !self.registry.rows.is_empty() => {
+                let now = self.now;
+                self.registry.rows.entry(MAX_NODE + 2).or_insert(RegRow {
+                    holder: Identity {
+                        token: 0xfeed,
+                        generation: 1,
+                    },
+                    high_water: i64::MIN,
+                    lease_until: i64::MAX,
+                    retired: false,
+                    label: "another fleet's".into(),
+                    system: 0,
+                    layout: "another layout".into(),
+                    claimed_at: now,
+                    last_seen: now,
+                });
+            }
+            Act::Stray => {}
+            Act::Clock { s, offset } => self.members[s].offset = offset,
         }
+        Ok(())
     }
 }
 
