@@ -577,15 +577,7 @@ impl Table for Session<'_> {
 
     fn read_row(&mut self, node: u32) -> Result<Option<RowRead>, Failed> {
         Ok(self.rows().get(&node).map(|r| RowRead {
-            row: Row {
-                node,
-                holder: r.holder,
-                retired: r.retired,
-                high_water: r.high_water,
-                lease_until: r.lease_until,
-                connected: false,
-                same_label: false,
-            },
+            row: row_of(node, r),
             label: r.label.clone(),
             last_seen: r.last_seen,
         }))
@@ -1102,7 +1094,8 @@ fn run_fleet(
     Ok(())
 }
 
-/// A row of the in-memory table as the rules read it.
+/// A row of the in-memory table as the rules read it (connected and same label: the caller's
+/// to set).
 fn row_of(node: u32, r: &RegRow) -> Row {
     Row {
         node,
