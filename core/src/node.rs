@@ -416,10 +416,17 @@ impl Node {
     /// ceiling, and the next claim of the id (this server's restart, or anyone's takeover)
     /// starts there instead of a lease ahead of the clock (audit G5: restarts that each added
     /// a lease to the IDs' lead). `None`, and the mark stays: no
-    /// claim of its own, available mode (its mark is the reservation already), or a renewal
-    /// being written (it may end past the durable reservation read now).
+    /// claim of its own, available mode (its mark is the reservation already), a renewal
+    /// being written (it may end past the durable reservation read now), or a claim not seen
+    /// to hold (an intent whose commit failed, a loss, a refusal): a copy carrying this
+    /// server's token may hold that very claim, the registry having committed it for the copy
+    /// (the same token, the row's next generation), and its mark is the copy's (found by the
+    /// seeded simulation: the mark lowered under the copy's IDs, then taken above it).
     pub fn release(&mut self, generator: &Generator) -> Option<Released> {
         let claim = self.claim?;
+        if !matches!(self.refusing, Refusing::Nothing | Refusing::LeaseExpired) {
+            return None;
+        }
         // Above the IDs of a wake too, issued ahead of their reservation (audit 3, H6: the
         // renewer's own write of it, abandoned on its way out, is no renewal being written).
         let mark = generator.issued_below();

@@ -259,12 +259,29 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
         floor: T0 + 500,
         lease: Lease::granted(0, T0 + 30_500, 30_000),
     };
-    let claimed = |fenced| {
+    let intended = |fenced| {
         let mut node = Node::start(&Found::Nothing, ASSIGNED, false).node;
         let mut generator = Generator::resume(T0);
         node.claimed(&mut generator, &taken, fenced);
         (node, generator)
     };
+    // Seen to hold: committed, pinned, published.
+    let claimed = |fenced| {
+        let (mut node, generator) = intended(fenced);
+        let held = Holding::Held {
+            pinned: true,
+            lease: taken.lease,
+        };
+        node.publish(held, false, fenced, 0);
+        assert_eq!(node.refusing, Refusing::Nothing);
+        (node, generator)
+    };
+    // An intent whose commit was not seen (it failed, or its answer was lost): the row may
+    // name that very claim for a copy carrying this server's token, whose mark it is.
+    let (mut node, generator) = intended(true);
+    node.publish(Holding::None { refused: false }, false, true, 0);
+    assert_eq!(node.release(&generator), None);
+    assert_eq!(node.ceiling, taken.lease.ceiling);
     // Fenced: the mark comes down from the lease's ceiling to the durable reservation, and
     // no renewal may pass it any more.
     let (mut node, generator) = claimed(true);
