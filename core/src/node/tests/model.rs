@@ -21,7 +21,7 @@ use crate::node::holder::HolderState;
 use crate::registry::table::{self, Request, RowRead, Table};
 use crate::registry::{Judged, LayoutRows, Row};
 use proptest::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 const L: Layout = DEFAULT_LAYOUT;
 const T0: i64 = DEFAULT_EPOCH_UNIX_MS + 1_000_000_000;
@@ -368,6 +368,15 @@ enum Act {
     /// Server `s`'s wall clock is set `offset` ms off the registry's (a step either way; its
     /// monotonic clock does not move).
     Clock { s: usize, offset: i64 },
+    /// Server `s` is gone for good and a copy of server `from`'s data directory runs in its
+    /// place (pg_basebackup, a restored snapshot, a cloned VM): `from`'s state file, settings
+    /// and system identifier, tokens of its own; `same_label`: `from`'s label too (a cloned
+    /// VM keeps cluster name, host name and port), else `s`'s.
+    Copy {
+        s: usize,
+        from: usize,
+        same_label: bool,
+    },
 }
 
 /// How a claim's COMMIT ends.
@@ -409,6 +418,8 @@ fn act() -> impl Strategy<Value = Act> {
             Just(-3 * MARGIN),
         ])
             .prop_map(|(s, offset)| Act::Clock { s, offset }),
+        1 => (0..SERVERS, 0..SERVERS, any::<bool>())
+            .prop_map(|(s, from, same_label)| Act::Copy { s, from, same_label }),
     ]
 }
 
@@ -424,6 +435,8 @@ struct RegRow {
     layout: String,
     claimed_at: i64,
     last_seen: i64,
+    /// The data directory whose claim wrote it ([`Member::range`]; 0: none of the fleet's).
+    by: u128,
 }
 
 #[derive(Default)]
@@ -432,17 +445,27 @@ struct Registry {
     rows: BTreeMap<u32, RegRow>,
     /// The session holding each id's advisory lock.
     locks: BTreeMap<u32, u64>,
+    /// The sessions open now: one the registry ended fails its client's next exchange.
+    open: BTreeSet<u64>,
     next_session: u64,
 }
 
 impl Registry {
     fn new_session(&mut self) -> u64 {
         self.next_session += 1;
+        self.open.insert(self.next_session);
         self.next_session
     }
 
     fn end_session(&mut self, session: u64) {
         self.locks.retain(|_, held| *held != session);
+        self.open.remove(&session);
+    }
+
+    /// Ends every session but `kept` (the registry's server noticed their clients gone).
+    fn end_sessions_but(&mut self, kept: &[u64]) {
+        self.locks.retain(|_, session| kept.contains(session));
+        self.open.retain(|session| kept.contains(session));
     }
 }
 
@@ -457,6 +480,8 @@ struct Session<'a> {
     session: u64,
     now: i64,
     commit: Commit,
+    /// The data directory it serves ([`Member::range`]; 0: an operator's).
+    by: u128,
     /// The rows as the open transaction wrote them (`None`: no transaction open).
     pending: Option<BTreeMap<u32, RegRow>>,
 }
@@ -468,6 +493,7 @@ impl<'a> Session<'a> {
             session,
             now,
             commit,
+            by: 0,
             pending: None,
         }
     }
@@ -556,6 +582,7 @@ impl Table for Session<'_> {
             layout: request.layout.clone(),
             claimed_at: now,
             last_seen: now,
+            by: 0,
         });
         if row.retired {
             row.high_water = row.high_water.max(until);
@@ -594,7 +621,7 @@ impl Table for Session<'_> {
         mark: i64,
         request: &Request,
     ) -> Result<(), Failed> {
-        let now = self.now;
+        let (now, by) = (self.now, self.by);
         let rows = self.rows();
         let high_water = rows.get(&node).map_or(i64::MIN, |r| r.high_water);
         rows.insert(
@@ -609,6 +636,7 @@ impl Table for Session<'_> {
                 layout: request.layout.clone(),
                 claimed_at: now,
                 last_seen: now,
+                by,
             },
         );
         Ok(())
@@ -680,8 +708,8 @@ struct Member {
     /// reaches past it.
     released: Option<i64>,
     tokens: u128,
-    /// Its label and system identifier in the registry: a member's own, kept across restarts
-    /// (the model makes no copies yet).
+    /// Its label and system identifier in the registry: a member's own, kept across restarts;
+    /// a copy's are its origin's ([`Act::Copy`]).
     label: String,
     system: u64,
     /// The first of its tokens: 2^64 of them, a server's own.
@@ -690,6 +718,10 @@ struct Member {
     offset: i64,
     /// The last contact that read the registry's clock found it off by more than the margin.
     skewed: bool,
+    /// Crashes of its data directory so far (a copy's include its origin's): each may resume a
+    /// lease past the last reservation (FLEETS, *a crash in fenced mode resumes at the
+    /// registry's mark*), so each adds a lease to how far ahead its IDs may be stamped.
+    crashes: i64,
 }
 
 impl Member {
@@ -711,6 +743,7 @@ impl Member {
             range: (id as u128 + 1) << 64,
             offset: 0,
             skewed: false,
+            crashes: 0,
         }
     }
 
@@ -722,6 +755,8 @@ impl Member {
         m.system = self.system;
         m.range = self.range;
         m.offset = self.offset;
+        m.label = self.label.clone();
+        m.crashes = self.crashes;
         m
     }
 
@@ -811,6 +846,8 @@ struct Fleet {
     /// Registry sessions whose server process is gone (a crash, an exit that could not reach
     /// the registry), and since when: TCP keepalives end each within a lease.
     gone: Vec<(u64, i64)>,
+    /// Copies made so far, each with tokens of its own.
+    copies: u128,
 }
 
 impl Fleet {
@@ -838,17 +875,25 @@ impl Fleet {
     /// session, made anew when it has none.
     fn contact(&mut self, s: usize, commit: Commit) {
         let (now, fenced) = (self.now, self.fenced);
-        let registry = &mut self.registry;
-        let m = &mut self.members[s];
-        if !registry.up || !m.link {
-            m.session = None;
+        if !self.registry.up || !self.members[s].link {
+            // The exchange times out and the server drops its session; the registry's end of
+            // it lives on until its keepalives find the server gone.
+            self.session_gone(s);
             return;
         }
+        let registry = &mut self.registry;
+        let m = &mut self.members[s];
         m.reached_at = now;
         // As the extension's `Holder::contact`: the skew the contact reads stays until the next
         // contact that reads the clock.
         m.skewed = m.offset.abs() > MARGIN;
         let session = match m.session {
+            // Ended by the registry (it noticed the client gone, or restarted): the exchange
+            // fails, and the next turn connects anew.
+            Some(session) if !registry.open.contains(&session) => {
+                m.session = None;
+                return;
+            }
             Some(session) => session,
             None => {
                 m.holder.new_session();
@@ -865,8 +910,10 @@ impl Fleet {
             fresh_on_promotion: false,
         };
         let mut holder = std::mem::take(&mut m.holder);
+        let mut table = Session::new(registry, session, now, commit);
+        table.by = m.range;
         let contacted = contact::contact(
-            &mut Session::new(registry, session, now, commit),
+            &mut table,
             &mut Host { m, now, fenced },
             &mut holder,
             &settings,
@@ -934,15 +981,24 @@ impl Fleet {
         let now = self.now;
         let m = &mut self.members[s];
         let node = *m.issuer.node();
-        // Available mode makes IDs past its lease while the registry is out of reach: a
-        // takeover meanwhile is the documented risk, until the registry is reached again. So is
-        // a renewer's restart that outlasts the lease.
+        // Available mode makes IDs while cut off from the registry (FLEETS, *Fenced or
+        // available*: two servers under one id are "possible while one of them is cut off"):
+        // past its lease while the registry is out of reach, until it is reached again (so is a
+        // renewer's restart that outlasts the lease), and between sessions (its session ended
+        // by a registry restart or by the registry noticing it gone, its renewer restarting),
+        // when a copy of it may claim as the holder restarted, until its next contact.
+        // So are IDs made with its clock further off than the margin: stamped where the mark
+        // does not reach until the next contact refuses it, which a takeover during an outage
+        // may meet.
+        let session_open = m.session.is_some_and(|s| self.registry.open.contains(&s));
         let cut_off = !self.fenced
-            && m.holder
-                .held
-                .map(|h| h.lease)
-                .or(m.orphaned)
-                .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at);
+            && (!session_open
+                || m.offset.abs() > MARGIN
+                || m.holder
+                    .held
+                    .map(|h| h.lease)
+                    .or(m.orphaned)
+                    .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at));
         let mut file = m.file;
         let ids = issue(&mut m.issuer, now + m.offset, want, |durable| {
             file = Some(file_of(durable));
@@ -955,7 +1011,17 @@ impl Fleet {
                 "member {s} reserved to {until}, past its release {mark}"
             );
         }
+        // How far ahead of the registry's clock an ID may be stamped: the mark a claim may
+        // take (`registry::MARK_AHEAD_SLACK_MS`: the lease, the clock margin and a minute), and
+        // a lease more for each crash since (each resumes a lease past the last reservation).
+        let bound = LEASE * (1 + m.crashes) + MARGIN + crate::registry::MARK_AHEAD_SLACK_MS;
         for id in ids {
+            let stamped = L.id_unix_ms(id).expect("an ID of the layout");
+            prop_assert!(
+                stamped - now <= bound,
+                "ID {id} of member {s} stamped {} ms ahead of the registry's clock, past {bound}",
+                stamped - now
+            );
             if let Some(&(other, other_cut_off)) = self.issued.get(&id) {
                 prop_assert!(
                     cut_off || other_cut_off,
@@ -968,16 +1034,15 @@ impl Fleet {
         Ok(())
     }
 
-    /// One row per server: no member's tokens name more than one row.
+    /// One row per server: no member's claims wrote more than one live row (a copy's are its
+    /// own, whatever token it carried).
     fn rows_per_member(&self) -> Result<(), TestCaseError> {
         for (s, m) in self.members.iter().enumerate() {
-            let first = m.range;
             let rows = self
                 .registry
                 .rows
                 .values()
-                .filter(|r| r.holder.token > first && r.holder.token < first + (1 << 64))
-                .filter(|r| !r.retired)
+                .filter(|r| r.by == m.range && !r.retired)
                 .count();
             prop_assert!(rows <= 1, "member {s} holds {rows} rows");
         }
@@ -1035,6 +1100,7 @@ fn run_fleet(
         members,
         issued: HashMap::new(),
         gone: vec![],
+        copies: 0,
     };
     for act in acts {
         fleet.act(act)?;
@@ -1050,10 +1116,7 @@ fn run_fleet(
     }
     for _ in 0..12 {
         let live: Vec<u64> = fleet.members.iter().filter_map(|m| m.session).collect();
-        fleet
-            .registry
-            .locks
-            .retain(|_, session| live.contains(session));
+        fleet.registry.end_sessions_but(&live);
         fleet.now += LEASE / 2;
         for s in 0..SERVERS {
             fleet.turn(s, Commit::Done);
@@ -1119,21 +1182,22 @@ impl Fleet {
                 // Its registry session lives on until the registry notices.
                 self.session_gone(s);
                 self.members[s] = self.members[s].restarted(s);
+                self.members[s].crashes += 1;
             }
             Act::Release { s, restart } => {
                 self.release(s);
                 if restart {
+                    // A release that could not reach the registry leaves the mark a lease
+                    // ahead, as a crash does.
                     self.members[s] = self.members[s].restarted(s);
+                    self.members[s].crashes += 1;
                 }
             }
             Act::Link { s, up } => self.members[s].link = up,
             Act::Registry { up } => {
                 if !up {
                     // Every session ends with the registry's server.
-                    self.registry.locks.clear();
-                    for m in &mut self.members {
-                        m.session = None;
-                    }
+                    self.registry.end_sessions_but(&[]);
                 }
                 self.registry.up = up;
             }
@@ -1144,11 +1208,9 @@ impl Fleet {
                     .filter(|m| m.link)
                     .filter_map(|m| m.session)
                     .collect();
-                self.registry
-                    .locks
-                    .retain(|_, session| live.contains(session));
+                self.registry.end_sessions_but(&live);
             }
-            Act::Retire { node } => {
+            Act::Retire { node } if self.registry.up => {
                 // `snowflake_registry_retire`, on a connection of its own.
                 let registry = &mut self.registry;
                 let session = registry.new_session();
@@ -1156,6 +1218,7 @@ impl Fleet {
                 table::retire(&mut table, node).expect("an operator's retirement commits");
                 registry.end_session(session);
             }
+            Act::Retire { .. } => {}
             // Once the fleet has a row: a stray in an empty table would be the first claim of
             // another fleet, whose layout is the registry's from then on.
             Act::Stray if !self.registry.rows.is_empty() => {
@@ -1173,10 +1236,36 @@ impl Fleet {
                     layout: "another layout".into(),
                     claimed_at: now,
                     last_seen: now,
+                    by: 0,
                 });
             }
             Act::Stray => {}
             Act::Clock { s, offset } => self.members[s].offset = offset,
+            // In fenced mode only: in available mode the registry's mark lags its holder's IDs
+            // by up to a heartbeat (no ceiling), and a copy that claims while its origin is
+            // between sessions (a restart, its renewer's, the registry's) passes for the origin
+            // restarted and continues at that mark: the risk FLEETS names for available mode.
+            Act::Copy {
+                s,
+                from,
+                same_label,
+            } if s != from && self.fenced => {
+                // Server `s` is gone for good (its session left to the registry to notice).
+                self.session_gone(s);
+                let origin = &self.members[from];
+                self.copies += 1;
+                let range = (SERVERS as u128 + self.copies) << 64;
+                let mut copy = Member::start(origin.settings, origin.file, s, range);
+                copy.system = origin.system;
+                copy.range = range;
+                copy.crashes = origin.crashes;
+                copy.offset = self.members[s].offset;
+                if same_label {
+                    copy.label = origin.label.clone();
+                }
+                self.members[s] = copy;
+            }
+            Act::Copy { .. } => {}
         }
         Ok(())
     }
@@ -1198,3 +1287,5 @@ fn a_standby_promoted_during_its_primarys_wake_never_issues_the_wakes_ids() {
     ];
     run_pair(steps, 0, true).unwrap();
 }
+
+mod sim;
