@@ -177,8 +177,12 @@ pub(super) fn first_failure(seeds: impl Iterator<Item = u64>) -> Option<(u64, St
             acts,
         } = scenario(seed);
         let shown = format!("{configured:?}, fenced {fenced}, {} acts", acts.len());
-        if let Err(why) = run_fleet(&configured, fenced, acts) {
-            return Some((seed, format!("{why} ({shown})")));
+        // A panic (an overflow, a broken assertion of the core) fails its seed too.
+        let run = std::panic::catch_unwind(move || run_fleet(&configured, fenced, acts));
+        match run {
+            Ok(Ok(())) => {}
+            Ok(Err(why)) => return Some((seed, format!("{why} ({shown})"))),
+            Err(_) => return Some((seed, format!("a panic, above ({shown})"))),
         }
     }
     None
