@@ -1034,6 +1034,32 @@ impl Fleet {
         Ok(())
     }
 
+    /// A connected holder keeps its id: where a member's open session holds a node id's
+    /// advisory lock, the id's live row names that member's claim (no claim takes an id whose
+    /// lock another session holds: the lock is how the registry knows its holder is there).
+    fn locks_name_their_holders(&self) -> Result<(), TestCaseError> {
+        for (&node, &session) in &self.registry.locks {
+            let Some((s, m)) = self
+                .members
+                .iter()
+                .enumerate()
+                .find(|(_, m)| m.session == Some(session))
+            else {
+                continue;
+            };
+            if let Some(row) = self.registry.rows.get(&node).filter(|r| !r.retired) {
+                prop_assert!(
+                    m.issuer.node().claim == Some(row.holder),
+                    "node id {node} taken from member {s}, whose session holds its lock: \
+                     the row names {:?}, the member {:?}",
+                    row.holder,
+                    m.issuer.node().claim
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// One row per server: no member's claims wrote more than one live row (a copy's are its
     /// own, whatever token it carried).
     fn rows_per_member(&self) -> Result<(), TestCaseError> {
@@ -1106,6 +1132,7 @@ fn run_fleet(
         fleet.act(act)?;
         fleet.keepalives();
         fleet.rows_per_member()?;
+        fleet.locks_name_their_holders()?;
     }
     // Every fault heals (clocks set right); the registry notices the dead sessions; time
     // passes lease by lease with every renewer turning.
