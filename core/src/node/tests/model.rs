@@ -34,9 +34,14 @@ const LIMITS: Limits = Limits {
 
 /// A server's state file, as the model keeps it.
 fn file_of(durable: &Durable) -> Reservation {
+    file_in(durable, L)
+}
+
+/// A server's state file of `layout`.
+fn file_in(durable: &Durable, layout: Layout) -> Reservation {
     Reservation {
         until: durable.until,
-        layout: L,
+        layout,
         node: durable.node,
         history: durable.history,
         system: Some(1),
@@ -52,10 +57,21 @@ fn found(file: Option<Reservation>) -> Found {
 /// the extension takes them (`Issuer::allocate`, `renewal_turn`, `turn_ended`), each turn's
 /// reservation written by `write` (into the state file; the pair also logs it, as its WAL
 /// record). The IDs made, or none when a reservation cannot be had.
-fn issue(issuer: &mut Issuer, now: i64, want: u64, mut write: impl FnMut(&Durable)) -> Vec<i64> {
+fn issue(issuer: &mut Issuer, now: i64, want: u64, write: impl FnMut(&Durable)) -> Vec<i64> {
+    issue_in(issuer, L, now, want, write)
+}
+
+/// [`issue`], of IDs of `layout`.
+fn issue_in(
+    issuer: &mut Issuer,
+    layout: Layout,
+    now: i64,
+    want: u64,
+    mut write: impl FnMut(&Durable),
+) -> Vec<i64> {
     for _ in 0..4 {
-        match issuer.allocate(&L, &mut Clocks::at(now), &LIMITS, want) {
-            Ok((node, Ok(Allocation::Run { run, .. }))) => return run.ids(L, node).collect(),
+        match issuer.allocate(&layout, &mut Clocks::at(now), &LIMITS, want) {
+            Ok((node, Ok(Allocation::Run { run, .. }))) => return run.ids(layout, node).collect(),
             Ok((_, Ok(Allocation::AwaitReservation { .. }))) => {
                 let Some(turn) = issuer.renewal_turn(true, 1) else {
                     return vec![];
@@ -377,6 +393,16 @@ enum Act {
         from: usize,
         same_label: bool,
     },
+    /// Server `s` is gone for good and a new server of another layout ([`other_layout`]: the
+    /// node and sequence fields split otherwise) runs in its place, node id unset, pointed at
+    /// this registry (another fleet's, a mistyped setting).
+    Foreign { s: usize },
+}
+
+/// The layout of [`Act::Foreign`]'s server: 9 bits of node id and 13 of sequence, so that its
+/// node id 1's first ID of a millisecond is the fleet's node id 2's.
+fn other_layout() -> Layout {
+    Layout::from_parts(DEFAULT_EPOCH_UNIX_MS, 1, 9, 13).expect("a valid layout")
 }
 
 /// How a claim's COMMIT ends.
@@ -420,6 +446,7 @@ fn act() -> impl Strategy<Value = Act> {
             .prop_map(|(s, offset)| Act::Clock { s, offset }),
         1 => (0..SERVERS, 0..SERVERS, any::<bool>())
             .prop_map(|(s, from, same_label)| Act::Copy { s, from, same_label }),
+        1 => (0..SERVERS).prop_map(|s| Act::Foreign { s }),
     ]
 }
 
@@ -722,15 +749,29 @@ struct Member {
     /// lease past the last reservation (FLEETS, *a crash in fenced mode resumes at the
     /// registry's mark*), so each adds a lease to how far ahead its IDs may be stamped.
     crashes: i64,
+    /// The layout of its IDs: the fleet's ([`L`]), or another ([`Act::Foreign`]).
+    layout: Layout,
+    /// Its last claim was refused for its layout (`Refusal::OtherLayout`).
+    refused_for_layout: bool,
 }
 
 impl Member {
     fn start(settings: Settings, file: Option<Reservation>, id: usize, tokens: u128) -> Member {
+        Member::start_in(L, settings, file, id, tokens)
+    }
+
+    fn start_in(
+        layout: Layout,
+        settings: Settings,
+        file: Option<Reservation>,
+        id: usize,
+        tokens: u128,
+    ) -> Member {
         let start = Node::start(&found(file), settings, false);
         Member {
             settings,
             issuer: Issuer::start(&start),
-            file: start.rewrite.as_ref().map(file_of).or(file),
+            file: start.rewrite.as_ref().map(|d| file_in(d, layout)).or(file),
             session: None,
             holder: HolderState::new(),
             link: true,
@@ -744,13 +785,15 @@ impl Member {
             offset: 0,
             skewed: false,
             crashes: 0,
+            layout,
+            refused_for_layout: false,
         }
     }
 
     /// The same server started again from its state file (a crash's or a clean restart's),
     /// its registry session left to the caller.
     fn restarted(&self, s: usize) -> Member {
-        let mut m = Member::start(self.settings, self.file, s, self.tokens);
+        let mut m = Member::start_in(self.layout, self.settings, self.file, s, self.tokens);
         m.link = self.link;
         m.system = self.system;
         m.range = self.range;
@@ -766,7 +809,7 @@ impl Member {
     }
 
     fn write(&mut self, durable: &Durable) {
-        self.file = Some(file_of(durable));
+        self.file = Some(file_in(durable, self.layout));
     }
 }
 
@@ -825,7 +868,7 @@ impl contact::Host for Host<'_> {
         contact::Names {
             label: self.m.label.clone(),
             system: self.m.system,
-            layout: L.describe(),
+            layout: self.m.layout.describe(),
             max_node: MAX_NODE,
         }
     }
@@ -919,6 +962,13 @@ impl Fleet {
             &settings,
         );
         m.holder = holder;
+        match &contacted {
+            Ok(contact::Contact::Refused { why, .. }) => {
+                m.refused_for_layout = *why == Refusal::OtherLayout;
+            }
+            Ok(contact::Contact::Taken { .. }) => m.refused_for_layout = false,
+            _ => {}
+        }
         // As `Holder::show`: what a taken claim's lease is, for a successor to resume.
         if let Ok(contact::Contact::Taken { taken, .. }) = &contacted {
             m.issuer.taken(taken.lease.ends_at);
@@ -1000,8 +1050,9 @@ impl Fleet {
                     .or(m.orphaned)
                     .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at));
         let mut file = m.file;
-        let ids = issue(&mut m.issuer, now + m.offset, want, |durable| {
-            file = Some(file_of(durable));
+        let layout = m.layout;
+        let ids = issue_in(&mut m.issuer, layout, now + m.offset, want, |durable| {
+            file = Some(file_in(durable, layout));
         });
         m.file = file;
         if let Some(mark) = m.released {
@@ -1016,7 +1067,7 @@ impl Fleet {
         // a lease more for each crash since (each resumes a lease past the last reservation).
         let bound = LEASE * (1 + m.crashes) + MARGIN + crate::registry::MARK_AHEAD_SLACK_MS;
         for id in ids {
-            let stamped = L.id_unix_ms(id).expect("an ID of the layout");
+            let stamped = layout.id_unix_ms(id).expect("an ID of the layout");
             prop_assert!(
                 stamped - now <= bound,
                 "ID {id} of member {s} stamped {} ms ahead of the registry's clock, past {bound}",
@@ -1164,6 +1215,9 @@ fn run_fleet(
     for (s, m) in fleet.members.iter().enumerate() {
         match m.issuer.node().refusing {
             Refusing::Nothing => {}
+            // One layout per fleet: a member of another is refused (or, its claim first, the
+            // fleet's members are) for as long as the other stays.
+            Refusing::ClaimRefused if m.refused_for_layout => {}
             Refusing::ClaimRefused => {
                 let configured = m.settings.configured;
                 prop_assert!(
@@ -1293,6 +1347,21 @@ impl Fleet {
                 self.members[s] = copy;
             }
             Act::Copy { .. } => {}
+            Act::Foreign { s } => {
+                self.session_gone(s);
+                self.copies += 1;
+                let range = (SERVERS as u128 + self.copies) << 64;
+                let settings = Settings {
+                    configured: None,
+                    registry: true,
+                };
+                let mut foreign = Member::start_in(other_layout(), settings, None, s, range);
+                foreign.range = range;
+                foreign.system = 1_000 + self.copies as u64;
+                foreign.label = format!("foreign {}", self.copies);
+                foreign.offset = self.members[s].offset;
+                self.members[s] = foreign;
+            }
         }
         Ok(())
     }

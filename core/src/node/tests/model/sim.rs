@@ -4,7 +4,8 @@
 //! and how often (swarm testing: a run with no crashes reaches states a run full of them never
 //! does), then its acts, steered where the mutations of the rules would show: waits that end
 //! right at a lease's end, calls in the same millisecond on every member, clock steps either
-//! way, copies (same label or not) and crashes between any two steps.
+//! way, copies (same label or not), a server of another layout and crashes between any two
+//! steps.
 //!
 //! `cargo test -p snowflake-core --lib seeded_fault_simulation` runs seeds 0 to 9,999 on two
 //! threads; `PGSF_SIM_SEEDS=N` runs N of them and `PGSF_SIM_FIRST=S` starts at seed S (a
@@ -39,7 +40,7 @@ impl Rng {
 }
 
 /// The kinds of act a seed may run, each with the weight the seed drew for it.
-const KINDS: usize = 12;
+const KINDS: usize = 13;
 
 /// One seed's run: the members' settings, the mode, and the acts.
 pub(super) struct Scenario {
@@ -142,11 +143,12 @@ fn act(rng: &mut Rng, kind: usize) -> Act {
                 _ => rng.below(2 * MARGIN as u64) as i64 - MARGIN,
             },
         },
-        _ => Act::Copy {
+        11 => Act::Copy {
             s,
             from: rng.server(),
             same_label: rng.chance(2),
         },
+        _ => Act::Foreign { s },
     }
 }
 
