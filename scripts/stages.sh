@@ -43,6 +43,12 @@ stage_core() {
     cargo test -p snowflake-core -- --show-output
 }
 
+# Each named mutation of the registry's rules caught by a seed of the fault simulation, on a
+# copy of the core under target/mutants/.
+stage_mutants() {
+    "$ROOT/scripts/mutants"
+}
+
 # Every check runs, whatever the one before it found; the stage fails if any did.
 stage_lint() {
     cd "$ROOT"

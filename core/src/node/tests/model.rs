@@ -1041,8 +1041,13 @@ impl Fleet {
         // does not reach until the next contact refuses it, which a takeover during an outage
         // may meet.
         let session_open = m.session.is_some_and(|s| self.registry.open.contains(&s));
+        // And a holder whose renewer is late (no contact for a heartbeat's interval: the
+        // model's turns come when they come, a real renewer's every third of a lease): its
+        // IDs since lie past the mark its last heartbeat left, as a cut-off holder's do.
+        let late = now.saturating_sub(m.reached_at) > crate::registry::heartbeat_interval_ms(LEASE);
         let cut_off = !self.fenced
             && (!session_open
+                || late
                 || m.offset.abs() > MARGIN
                 || m.holder
                     .held
@@ -1073,6 +1078,12 @@ impl Fleet {
                 "ID {id} of member {s} stamped {} ms ahead of the registry's clock, past {bound}",
                 stamped - now
             );
+            // In available mode, an ID stamped further ahead of the registry's clock than the
+            // margin (a clock stepped forward, or the reservation it left that a restart
+            // resumes at) lies past the mark the registry recorded until a heartbeat reports
+            // it, with no ceiling to bound it: a takeover once its holder is cut off may meet
+            // it, the same risk.
+            let cut_off = cut_off || (!self.fenced && stamped - now > MARGIN);
             if let Some(&(other, other_cut_off)) = self.issued.get(&id) {
                 prop_assert!(
                     cut_off || other_cut_off,
