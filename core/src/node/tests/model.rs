@@ -397,6 +397,16 @@ enum Act {
     /// node and sequence fields split otherwise) runs in its place, node id unset, pointed at
     /// this registry (another fleet's, a mistyped setting).
     Foreign { s: usize },
+    /// Server `from` fails over to its synchronous standby, which runs in place of server
+    /// `s` (gone for good) from `from`'s state as it is (every record reached it), started as
+    /// a standby and promoted; `fresh`: with `fresh_node_id_on_promotion`. The old primary is
+    /// killed: in fenced mode it comes back at once (the registry's mark fences it); in
+    /// available mode the operator fences it as FLEETS asks, and a new server with its settings
+    /// runs in its place.
+    Failover { s: usize, from: usize, fresh: bool },
+    /// The registry fails over to its synchronous standby on a host whose clock is `skew` ms
+    /// off real time: every session (and advisory lock) ends; the rows are as committed.
+    RegistryFailover { skew: i64 },
 }
 
 /// The layout of [`Act::Foreign`]'s server: 9 bits of node id and 13 of sequence, so that its
@@ -447,6 +457,10 @@ fn act() -> impl Strategy<Value = Act> {
         1 => (0..SERVERS, 0..SERVERS, any::<bool>())
             .prop_map(|(s, from, same_label)| Act::Copy { s, from, same_label }),
         1 => (0..SERVERS).prop_map(|s| Act::Foreign { s }),
+        1 => (0..SERVERS, 0..SERVERS, any::<bool>())
+            .prop_map(|(s, from, fresh)| Act::Failover { s, from, fresh }),
+        1 => prop_oneof![Just(0i64), Just(MARGIN / 2), Just(-MARGIN / 2), Just(3 * MARGIN)]
+            .prop_map(|skew| Act::RegistryFailover { skew }),
     ]
 }
 
@@ -474,6 +488,8 @@ struct Registry {
     locks: BTreeMap<u32, u64>,
     /// The sessions open now: one the registry ended fails its client's next exchange.
     open: BTreeSet<u64>,
+    /// Its clock less real time (ms): another host's after a failover ([`Act::RegistryFailover`]).
+    skew: i64,
     next_session: u64,
 }
 
@@ -514,11 +530,12 @@ struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
+    /// A session at real time `now` (its clock is the registry's: `now` and its skew).
     fn new(registry: &'a mut Registry, session: u64, now: i64, commit: Commit) -> Session<'a> {
         Session {
+            now: now + registry.skew,
             registry,
             session,
-            now,
             commit,
             by: 0,
             pending: None,
@@ -753,11 +770,13 @@ struct Member {
     layout: Layout,
     /// Its last claim was refused for its layout (`Refusal::OtherLayout`).
     refused_for_layout: bool,
+    /// `pg_snowflake.fresh_node_id_on_promotion` ([`Act::Failover`]).
+    fresh_on_promotion: bool,
 }
 
 impl Member {
     fn start(settings: Settings, file: Option<Reservation>, id: usize, tokens: u128) -> Member {
-        Member::start_in(L, settings, file, id, tokens)
+        Member::start_in(L, settings, file, id, tokens, false)
     }
 
     fn start_in(
@@ -766,8 +785,9 @@ impl Member {
         file: Option<Reservation>,
         id: usize,
         tokens: u128,
+        standby: bool,
     ) -> Member {
-        let start = Node::start(&found(file), settings, false);
+        let start = Node::start(&found(file), settings, standby);
         Member {
             settings,
             issuer: Issuer::start(&start),
@@ -787,13 +807,15 @@ impl Member {
             crashes: 0,
             layout,
             refused_for_layout: false,
+            fresh_on_promotion: false,
         }
     }
 
     /// The same server started again from its state file (a crash's or a clean restart's),
     /// its registry session left to the caller.
     fn restarted(&self, s: usize) -> Member {
-        let mut m = Member::start_in(self.layout, self.settings, self.file, s, self.tokens);
+        let mut m = Member::start_in(self.layout, self.settings, self.file, s, self.tokens, false);
+        m.fresh_on_promotion = self.fresh_on_promotion;
         m.link = self.link;
         m.system = self.system;
         m.range = self.range;
@@ -929,7 +951,7 @@ impl Fleet {
         m.reached_at = now;
         // As the extension's `Holder::contact`: the skew the contact reads stays until the next
         // contact that reads the clock.
-        m.skewed = m.offset.abs() > MARGIN;
+        m.skewed = (m.offset - registry.skew).abs() > MARGIN;
         let session = match m.session {
             // Ended by the registry (it noticed the client gone, or restarted): the exchange
             // fails, and the next turn connects anew.
@@ -950,7 +972,7 @@ impl Fleet {
             lease_ms: LEASE,
             max_clock_skew_ms: MARGIN,
             configured: m.settings.configured,
-            fresh_on_promotion: false,
+            fresh_on_promotion: m.fresh_on_promotion,
         };
         let mut holder = std::mem::take(&mut m.holder);
         let mut table = Session::new(registry, session, now, commit);
@@ -1199,6 +1221,7 @@ fn run_fleet(
     // Every fault heals (clocks set right); the registry notices the dead sessions; time
     // passes lease by lease with every renewer turning.
     fleet.registry.up = true;
+    fleet.registry.skew = 0;
     for m in &mut fleet.members {
         m.link = true;
         m.offset = 0;
@@ -1213,7 +1236,7 @@ fn run_fleet(
         }
     }
     let at = Judged {
-        now: fleet.now,
+        now: fleet.now + fleet.registry.skew,
         margin_ms: MARGIN,
         lease_ms: LEASE,
     };
@@ -1366,12 +1389,44 @@ impl Fleet {
                     configured: None,
                     registry: true,
                 };
-                let mut foreign = Member::start_in(other_layout(), settings, None, s, range);
+                let mut foreign = Member::start_in(other_layout(), settings, None, s, range, false);
                 foreign.range = range;
                 foreign.system = 1_000 + self.copies as u64;
                 foreign.label = format!("foreign {}", self.copies);
                 foreign.offset = self.members[s].offset;
                 self.members[s] = foreign;
+            }
+            Act::Failover { s, from, fresh } if s != from => {
+                self.session_gone(s);
+                self.session_gone(from);
+                let primary = &self.members[from];
+                self.copies += 1;
+                let range = (SERVERS as u128 + self.copies) << 64;
+                let (layout, settings, file) = (primary.layout, primary.settings, primary.file);
+                let mut standby = Member::start_in(layout, settings, file, s, range, true);
+                standby.range = range;
+                standby.system = primary.system;
+                standby.crashes = primary.crashes;
+                standby.offset = self.members[s].offset;
+                standby.fresh_on_promotion = fresh;
+                self.members[s] = standby;
+                if self.fenced {
+                    self.members[from] = self.members[from].restarted(from);
+                    self.members[from].crashes += 1;
+                } else {
+                    self.copies += 1;
+                    let range = (SERVERS as u128 + self.copies) << 64;
+                    let mut new = Member::start_in(L, settings, None, from, range, false);
+                    new.range = range;
+                    new.system = 1_000 + self.copies as u64;
+                    new.offset = self.members[from].offset;
+                    self.members[from] = new;
+                }
+            }
+            Act::Failover { .. } => {}
+            Act::RegistryFailover { skew } => {
+                self.registry.end_sessions_but(&[]);
+                self.registry.skew = skew;
             }
         }
         Ok(())

@@ -4,8 +4,9 @@
 //! and how often (swarm testing: a run with no crashes reaches states a run full of them never
 //! does), then its acts, steered where the mutations of the rules would show: waits that end
 //! right at a lease's end, calls in the same millisecond on every member, clock steps either
-//! way, copies (same label or not), a server of another layout and crashes between any two
-//! steps.
+//! way, copies (same label or not), failovers to a standby (with or without a fresh id), the
+//! registry's failover to a host with another clock, a server of another layout and crashes
+//! between any two steps.
 //!
 //! `cargo test -p snowflake-core --lib seeded_fault_simulation` runs seeds 0 to 99,999 on two
 //! threads; `PGSF_SIM_SEEDS=N` runs N of them and `PGSF_SIM_FIRST=S` starts at seed S (a
@@ -41,7 +42,7 @@ impl Rng {
 }
 
 /// The kinds of act a seed may run, each with the weight the seed drew for it.
-const KINDS: usize = 13;
+const KINDS: usize = 15;
 
 /// One seed's run: the members' settings, the mode, and the acts.
 pub(super) struct Scenario {
@@ -76,7 +77,8 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         fenced = true;
         configured.iter_mut().for_each(|c| *c = None);
         //         wait call turn crash release link registry notice retire stray clock copy foreign
-        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0];
+        //         failover registry-failover
+        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1];
         failing = 60;
     }
     let total: u64 = weights.iter().sum();
@@ -162,7 +164,20 @@ fn act(rng: &mut Rng, kind: usize, failing: u64) -> Act {
             from: rng.server(),
             same_label: rng.chance(2),
         },
-        _ => Act::Foreign { s },
+        12 => Act::Foreign { s },
+        13 => Act::Failover {
+            s,
+            from: rng.server(),
+            fresh: rng.chance(2),
+        },
+        _ => Act::RegistryFailover {
+            skew: match rng.below(4) {
+                0 => 0,
+                1 => MARGIN / 2,
+                2 => -MARGIN / 2,
+                _ => 3 * MARGIN,
+            },
+        },
     }
 }
 
