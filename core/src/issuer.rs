@@ -23,7 +23,7 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::generator::{Allocation, Generator, Limits};
 use crate::layout::Layout;
-use crate::node::holder::Held;
+use crate::node::holder::{Held, HolderState};
 use crate::node::{Durable, Holding, Node, RegistryStatus, Released, Start, Taken};
 use crate::registry::{Identity, Lease, Refusal};
 use crate::state_file::History;
@@ -46,6 +46,10 @@ pub struct Issuer {
     /// The process whose turn it is (0: none), so that a turn is ended if its process exits
     /// without ending it.
     writer_pid: i32,
+    /// The node id a promoted standby gave up for a fresh one, still to be retired
+    /// (`HolderState::retire_pending`), kept here so that a renewer's restart goes on trying
+    /// (audit 3, R-a: it was forgotten, and the id never retired).
+    retire_pending: Option<u32>,
 }
 
 /// Why a turn failed.
@@ -104,6 +108,7 @@ impl Issuer {
             registry: RegistryStatus::NONE,
             last_failure: RenewalFailure::Io { errno: 0 },
             writer_pid: 0,
+            retire_pending: None,
         }
     }
 
@@ -300,6 +305,22 @@ impl Issuer {
             ends_at: self.registry.lease_ends_at,
             ceiling: self.node.ceiling,
         })
+    }
+
+    /// What a restarted renewer starts from: its predecessor's claim to go on under, in
+    /// available mode (`Node::resumable`; in fenced mode it claims), and the retirement it
+    /// left pending.
+    pub fn renewer_restarted(&self, available: bool) -> HolderState {
+        HolderState {
+            held: available.then(|| self.resumable()).flatten(),
+            retire_pending: self.retire_pending,
+            ..HolderState::new()
+        }
+    }
+
+    /// The retirement a contact left pending (`HolderState::retire_pending`).
+    pub fn retirement_pending(&mut self, node: Option<u32>) {
+        self.retire_pending = node;
     }
 
     /// The renewer stops holding a fenced claim (`Node::release`).

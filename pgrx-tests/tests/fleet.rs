@@ -1008,6 +1008,48 @@ fn a_standby_told_to_take_a_fresh_id_on_promotion_does_and_retires_its_primarys(
     assert_eq!(claimed_node(&standby), fresh);
 }
 
+/// Audit 3, R-a. A standby promoted with `fresh_node_id_on_promotion` takes a fresh id and
+/// leaves its primary's to retire once the primary's lease has run out (20 s here); its
+/// renewer restarts before that. The id is retired all the same: the pending retirement is
+/// kept in shared memory, where the restarted renewer finds it. Before the fix the new renewer
+/// had forgotten it, and the primary's id stayed `lost` until an operator retired it.
+#[test]
+fn a_promoted_standbys_renewer_restarted_before_its_primarys_lease_ran_out_still_retires_it() {
+    let registry = registry();
+    let lease = "pg_snowflake.registry_lease_ms = 20000";
+    let primary = Server::start("primary_ra", member_config(&registry, None).setting(lease));
+    create_table(&primary);
+    let node = claimed_node(&primary);
+    let standby = Server::standby_of(
+        &primary,
+        "standby_ra",
+        member_config(&registry, None)
+            .setting(lease)
+            .setting("pg_snowflake.fresh_node_id_on_promotion = on"),
+    );
+    let _ = acknowledged(&primary, 100);
+    primary.crash();
+    standby.promote();
+    let fresh = claimed_node(&standby);
+    assert_ne!(fresh, node);
+    let state = |server: &Server| {
+        server.query_one::<String>(&format!(
+            "SELECT state FROM snowflake_registry() WHERE node_id = {node}"
+        ))
+    };
+    assert_ne!(state(&standby), "retired", "retired while its lease ran");
+    restart_renewer(&standby);
+    assert_ne!(state(&standby), "retired", "retired while its lease ran");
+    // Retired a lease after its last heartbeat, past its mark already: free at once.
+    wait_until(Duration::from_secs(40), "the primary's id retired", || {
+        standby
+            .log()
+            .contains(&format!("retired node id {node}, its primary's"))
+    });
+    assert!(["retired", "free"].contains(&state(&standby).as_str()));
+    assert_eq!(claimed_node(&standby), fresh);
+}
+
 #[test]
 fn a_restored_backup_older_than_its_origins_last_claim_takes_a_fresh_id() {
     let registry = registry();

@@ -46,16 +46,18 @@ pub struct Holder {
 impl Holder {
     /// The renewer's registry side at its start. In available mode a renewer restarted under a
     /// claim its predecessor held goes on under it (`Node::resumable`), registry or not: its
-    /// first contact is a heartbeat. Otherwise, and in fenced mode always, it claims.
+    /// first contact is a heartbeat. Otherwise, and in fenced mode always, it claims. Either
+    /// way it goes on retiring the id its predecessor gave up on a promotion.
     pub fn new(conninfo: String, shm: Handle) -> Holder {
-        let resumed = (gucs::registry_settings().mode == RegistryMode::Available)
-            .then(|| shm.locked(pg_sys::LWLockMode::LW_SHARED, |issuer| issuer.resumable()))
-            .flatten();
+        let available = gucs::registry_settings().mode == RegistryMode::Available;
+        let state = shm.locked(pg_sys::LWLockMode::LW_SHARED, |issuer| {
+            issuer.renewer_restarted(available)
+        });
         Holder {
             conninfo,
             conn: None,
             host: 0,
-            state: resumed.map_or_else(HolderState::new, HolderState::resumed),
+            state,
             skewed: None,
             next_contact: i64::MIN,
             unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),
@@ -400,6 +402,12 @@ impl contact::Host for Server {
     fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
         self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
             issuer.lease_renewed(lease, fenced);
+        });
+    }
+
+    fn retirement_pending(&mut self, node: Option<u32>) {
+        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.retirement_pending(node);
         });
     }
 

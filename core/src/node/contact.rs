@@ -69,6 +69,9 @@ pub trait Host {
     /// its claim) and writes the `Durable` it returns, if any, to the state file, as the
     /// writer; a write that fails is left to the next reservation.
     fn disown(&mut self);
+    /// Keeps the retirement left pending (`HolderState::retire_pending`) where a restarted
+    /// renewer finds it (`Issuer::retirement_pending`).
+    fn retirement_pending(&mut self, node: Option<u32>);
     /// How this server is named to the registry.
     fn names(&mut self) -> Names;
     /// A new owner token (128 random bits).
@@ -158,7 +161,7 @@ where
             let lease = Lease::granted(sent_mono, high_water, lease_ms);
             holder.renewed(lease, locked);
             host.lease_renewed(&lease, settings.fenced);
-            let retired = retire_given_up(table, holder);
+            let retired = retire_given_up(table, host, holder);
             Contact::Renewed { lease, retired }
         }
         Heartbeat::Lost { holder: taker } => {
@@ -256,7 +259,7 @@ where
             if let Some(old) = given_up.filter(|&old| old != taken.node) {
                 holder.retire_pending = Some(old);
             }
-            let retired = retire_given_up(table, holder);
+            let retired = retire_given_up(table, host, holder);
             Contact::Taken {
                 decided,
                 taken,
@@ -292,14 +295,26 @@ where
 }
 
 /// Retires the id a promoted standby gave up for a fresh one, once its primary is gone; kept
-/// pending while its lease still runs (tried again at the next heartbeat).
-fn retire_given_up<T: Table>(
+/// pending while its lease still runs (tried again at the next heartbeat, by this renewer or
+/// the next: `host` keeps it).
+fn retire_given_up<T, H>(
     table: &mut T,
+    host: &mut H,
     holder: &mut HolderState,
-) -> Option<(u32, Result<Retirement, T::Failure>)> {
+) -> Option<(u32, Result<Retirement, T::Failure>)>
+where
+    T: Table,
+    H: Host<Failure = T::Failure>,
+{
     let old = holder.retire_pending?;
     let retired = table::retire(table, old);
-    let again = matches!(retired, Ok(Retirement::LeaseRuns { .. }));
+    // Given up only once done, or once no live row is left: a lease still running, a primary
+    // still connected, or an exchange that failed, is tried again.
+    let again = !matches!(
+        retired,
+        Ok(Retirement::Retired { .. } | Retirement::NoLiveRow)
+    );
     holder.retire_pending = again.then_some(old);
+    host.retirement_pending(holder.retire_pending);
     Some((old, retired))
 }

@@ -60,15 +60,6 @@ impl HolderState {
         }
     }
 
-    /// A renewer that goes on under its predecessor's claim (`Node::resumable`): held and
-    /// pinned; its first contact is a heartbeat, on a session of its own.
-    pub const fn resumed(held: Held) -> HolderState {
-        HolderState {
-            held: Some(held),
-            ..HolderState::new()
-        }
-    }
-
     /// The registry session is new: its lock is still to be taken.
     pub fn new_session(&mut self) {
         self.needs_lock = true;

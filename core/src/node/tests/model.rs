@@ -886,6 +886,10 @@ impl contact::Host for Host<'_> {
         }
     }
 
+    fn retirement_pending(&mut self, node: Option<u32>) {
+        self.m.issuer.retirement_pending(node);
+    }
+
     fn names(&mut self) -> contact::Names {
         contact::Names {
             label: self.m.label.clone(),
@@ -913,6 +917,9 @@ struct Fleet {
     gone: Vec<(u64, i64)>,
     /// Copies made so far, each with tokens of its own.
     copies: u128,
+    /// The node ids promoted standbys gave up for fresh ones, to be retired: by which data
+    /// directory ([`Member::range`]), after how many of its restarts.
+    given_up: BTreeMap<u32, (u128, i64)>,
 }
 
 impl Fleet {
@@ -995,6 +1002,9 @@ impl Fleet {
         if let Ok(contact::Contact::Taken { taken, .. }) = &contacted {
             m.issuer.taken(taken.lease.ends_at);
         }
+        if let Some(old) = m.holder.retire_pending {
+            self.given_up.insert(old, (m.range, m.crashes));
+        }
         if contacted.is_err() || !m.holder.keeps_session() {
             registry.end_session(session);
             m.session = None;
@@ -1029,9 +1039,8 @@ impl Fleet {
         let lease = m.holder.held.map(|h| h.lease);
         m.orphaned = lease.or(m.orphaned);
         // Its successor goes on under the claim in available mode (`Holder::new`), and claims
-        // again in fenced mode.
-        let resumed = (!fenced).then(|| m.issuer.resumable()).flatten();
-        m.holder = resumed.map_or_else(HolderState::new, HolderState::resumed);
+        // again in fenced mode; either way it retires what was left pending.
+        m.holder = m.issuer.renewer_restarted(!fenced);
     }
 
     fn turn(&mut self, s: usize, commit: Commit) {
@@ -1211,6 +1220,7 @@ fn run_fleet(
         issued: HashMap::new(),
         gone: vec![],
         copies: 0,
+        given_up: BTreeMap::new(),
     };
     for act in acts {
         fleet.act(act)?;
@@ -1246,6 +1256,29 @@ fn run_fleet(
                 !r.retired || !crate::registry::is_free(Some(&row_of(node, r)), &at)
             })
         });
+    // An id given up on a promotion is retired at a heartbeat of the server that gave it up
+    // once its old holder is gone, whatever the renewer's restarts meanwhile (audit 3, R-a),
+    // unless a member holds it again. (A restart of that server forgets it, with shared
+    // memory, and one that holds no claim any more has no heartbeat: the id then stays `lost`
+    // until an operator retires it, as FLEETS says.)
+    for (&node, &(range, crashes)) in &fleet.given_up {
+        let heartbeating = fleet
+            .members
+            .iter()
+            .any(|m| m.range == range && m.crashes == crashes && m.issuer.issuing());
+        if !heartbeating {
+            continue;
+        }
+        let retired = fleet.registry.rows.get(&node).is_none_or(|r| r.retired);
+        let held = fleet
+            .members
+            .iter()
+            .any(|m| m.issuer.issuing() && m.issuer.node().id == node);
+        prop_assert!(
+            retired || held,
+            "node id {node}, given up on a promotion, never retired"
+        );
+    }
     for (s, m) in fleet.members.iter().enumerate() {
         match m.issuer.node().refusing {
             Refusing::Nothing => {}
