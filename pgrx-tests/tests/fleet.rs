@@ -816,6 +816,43 @@ fn node_ids_used_before_joining_are_never_handed_out_below_their_ids() {
     });
 }
 
+/// Audit 3, R-b. A server that made IDs without a registry under node id 0, its clock an hour
+/// ahead, joins a fleet where another server holds 0 live. Its claim records 0 as used: the
+/// live row's mark is raised to the end of its IDs (its holder left alone, still making IDs),
+/// so that whoever claims 0 next starts above them. Before the fix a live row was left as it
+/// was, its mark an hour below the IDs made under its id.
+#[test]
+fn a_node_id_used_before_joining_raises_the_mark_of_its_live_holder() {
+    let registry = registry();
+    let holder = member("rbholder", &registry, None);
+    create_table(&holder);
+    assert_eq!(claimed_node(&holder), 0);
+    let old = Server::start("rbold", Config::node(0).fake_clock("+1h"));
+    let ids = take_ids(&mut old.connect(), 1_000, 1_000);
+    let last = ms_of(&old, *ids.last().unwrap());
+    old.set_clock("+0");
+    join_with_node_id_unset(&old, &registry);
+    old.stop();
+    old.start_again();
+    assert_eq!(claimed_node(&old), 1, "the lowest free id");
+    let (state, mark): (String, i64) = {
+        let row = registry
+            .connect()
+            .query_one(
+                "SELECT state, high_water_ms FROM snowflake_nodes WHERE node_id = 0",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(state, "live", "the holder's row stays its own");
+    assert!(
+        mark >= last,
+        "node id 0's mark {mark} is below the IDs made under it before the join ({last})"
+    );
+    let _: i64 = holder.query_one("SELECT snowflake_nextval()");
+}
+
 #[test]
 fn a_server_whose_id_was_taken_over_stops_at_its_next_heartbeat() {
     let registry = registry();

@@ -165,8 +165,7 @@ impl Table for Sql<'_> {
              high_water_ms, retired_at) VALUES ($1, 'retired', $2, 0, $3, $4, $5, \
              clock_timestamp(), clock_timestamp(), clock_timestamp(), $6, clock_timestamp()) \
              ON CONFLICT (node_id) DO UPDATE SET \
-             high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms) \
-             WHERE r.state = 'retired'",
+             high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms)",
             &[
                 text(node),
                 text(Token(0)),

@@ -150,8 +150,9 @@ pub trait Table {
     /// Whether a row records the cluster `system` (its system identifier).
     fn cluster_known(&mut self, system: u64) -> Result<bool, Self::Failure>;
     /// Records `node` as used before by `request`'s server, up to `request.used_until`: a
-    /// retired row with that mark and no holder (token 0), or a retired row's mark raised to
-    /// it; a live row is left as it is.
+    /// retired row with that mark and no holder (token 0), or the row's mark raised to it,
+    /// a live row's too (its holder is not touched: its next claimant starts above the IDs
+    /// made under the id here, which may lie ahead of the registry's clock; audit 3, R-b).
     fn record_used(&mut self, node: u32, request: &Request) -> Result<(), Self::Failure>;
     /// Tries `node`'s advisory lock in this session: whether it got it (or had it already).
     fn try_lock(&mut self, node: u32) -> Result<bool, Self::Failure>;

@@ -628,9 +628,7 @@ impl Table for Session<'_> {
             last_seen: now,
             by: 0,
         });
-        if row.retired {
-            row.high_water = row.high_water.max(until);
-        }
+        row.high_water = row.high_water.max(until);
         Ok(())
     }
 
