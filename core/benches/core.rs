@@ -56,7 +56,7 @@ fn renewing(
 ) -> Result<Allocation, Error> {
     loop {
         let allocation = allocate(generator)?;
-        if let Some(until) = generator.claim_renewal(true) {
+        if let Some(until) = generator.start_renewal(true) {
             generator.renewal_done(until, 0);
         }
         if !matches!(allocation, Allocation::AwaitReservation { .. }) {

@@ -216,7 +216,7 @@ impl Issuer {
     pub fn renewal_turn(&mut self, by_renewer: bool, pid: i32) -> Option<Turn> {
         let until = self
             .generator
-            .claim_renewal(by_renewer)?
+            .start_renewal(by_renewer)?
             .min(self.node.ceiling);
         let fenced = until <= self.generator.reserved_until();
         Some(self.turn(until, fenced, pid))
@@ -225,7 +225,7 @@ impl Issuer {
     /// The durable reservation written again as it is, with what now goes with it (a registry
     /// claim's pin), for the renewer's process `pid`: `None` while a turn is taken.
     pub fn rewrite_turn(&mut self, pid: i32) -> Option<Turn> {
-        let until = self.generator.claim_rewrite()?;
+        let until = self.generator.start_rewrite()?;
         Some(self.turn(until, false, pid))
     }
 
@@ -282,9 +282,9 @@ impl Issuer {
         self.node.replay(&mut self.generator, record, configured)
     }
 
-    /// The registry decided a claim for this server (`Node::claimed`): its intent.
-    pub fn claimed(&mut self, taken: &Taken, fenced: bool) -> Durable {
-        self.node.claimed(&mut self.generator, taken, fenced)
+    /// The registry decided a claim for this server (`Node::intend`): its intent.
+    pub fn intend(&mut self, taken: &Taken, fenced: bool) -> Durable {
+        self.node.intend(&mut self.generator, taken, fenced)
     }
 
     /// The registry found this server a copy of its claim's holder (`Node::disown`).

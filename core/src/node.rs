@@ -11,7 +11,7 @@
 //! - [`Node::start`]: the data directory's state file is the authority at start-up;
 //! - [`Node::replay`]: a replayed reservation that raises the floor, hands a claim on, or adds a
 //!   node id to the history is written to the standby's state file before the next record;
-//! - [`Node::claimed`]: a registry claim is written to the state file *before* the registry
+//! - [`Node::intend`]: a registry claim is written to the state file *before* the registry
 //!   commits it (its intent: so a restart in between finds the generation it claimed, and the
 //!   next claim accepts it, `registry::judge`), and pinned (state file and WAL) before the
 //!   first ID under it ([`Refusing::AwaitingClaim`] until then);
@@ -133,7 +133,7 @@ pub struct Durable {
 }
 
 /// A claim the registry decided for this server (not committed there yet when
-/// [`Node::claimed`] is first applied to a copy, to write its intent).
+/// [`Node::intend`] is first applied to a copy, to write its intent).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Taken {
     pub node: u32,
@@ -349,7 +349,7 @@ impl Node {
     /// it until it is pinned: [`Refusing::AwaitingClaim`] until [`Node::publish`] says
     /// otherwise. Returns what the state file must say: written before the registry commits
     /// the claim (its intent), and again with the WAL record before the first ID (the pin).
-    pub fn claimed(&mut self, generator: &mut Generator, taken: &Taken, fenced: bool) -> Durable {
+    pub fn intend(&mut self, generator: &mut Generator, taken: &Taken, fenced: bool) -> Durable {
         self.switch_to(taken.node, generator.reserved_until());
         generator.observe_reservation(taken.floor);
         self.claim = Some(taken.identity);

@@ -346,7 +346,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool)
         // The holder itself, restarted (or a copy standing in for a holder that is gone, as a
         // promoted standby does): continues above everything the id reserved. Its state file
         // may also name the generation after the row's: the claim's intent, written before the
-        // registry's commit (`node::Node::claimed`), which did not commit; or did, unseen (a
+        // registry's commit (`node::Node::intend`), which did not commit; or did, unseen (a
         // time-out), and then the row names it. Either way it claims the row's next
         // generation, so that intents that keep failing never run ahead of the row.
         Some(_) if own.is_some() => Ok((row.high_water, next, false)),

@@ -384,7 +384,7 @@ impl contact::Host for Server {
 
     fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failure> {
         let durable = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.claimed(taken, fenced)
+            issuer.intend(taken, fenced)
         });
         let role = self
             .role

@@ -67,7 +67,7 @@ pub fn rewrite_turn(shm: Handle) -> Option<Turn> {
 
 impl Turn {
     /// Writes the state file alone, as `durable` says, during this turn: a registry claim's
-    /// intent, before the registry commits it (`Node::claimed`).
+    /// intent, before the registry commits it (`Node::intend`).
     pub fn write_state_file(&self, durable: &Durable) -> Result<(), std::io::Error> {
         store::write_state_file(gucs::layout(), durable)
     }

@@ -12,7 +12,7 @@
 //! effective reservation ([`Generator::effective_reservation_ms`]) remains above the last issued
 //! ID, the call that notices raises the *demand* (`wanted_until`, to a reservation ahead of that
 //! ID) and tells its caller to wake the renewer. One writer at a time takes it up:
-//! [`Generator::claim_renewal`] is the flag that serialises them and returns the reservation to
+//! [`Generator::start_renewal`] is the flag that serialises them and returns the reservation to
 //! write. The writer writes it with no lock held (the extension: state file, WAL record, flush,
 //! the wait for the synchronous standbys) and reports back, [`Generator::renewal_done`] or
 //! [`Generator::renewal_failed`]; only then does the new reservation count.
@@ -26,7 +26,7 @@
 //!
 //! Rewrites: when what is written with the reservation changes (a node-id registry claim),
 //! the renewer writes the durable reservation again, claiming the writer's role like a renewal
-//! ([`Generator::claim_rewrite`]), so that it never writes at the same time as a stand-in.
+//! ([`Generator::start_rewrite`]), so that it never writes at the same time as a stand-in.
 //!
 //! Writers: normally the server's renewer process; where none runs, a backend that needs the
 //! renewal claims and writes it itself, standing in. A claim is always released: by its report;
@@ -95,7 +95,7 @@ pub(super) struct Reservation {
     /// A writer has claimed the renewal and is writing it.
     renewing: bool,
     /// That writer is the server's renewer process, not a backend standing in for it.
-    claimed_by_renewer: bool,
+    taken_by_renewer: bool,
     /// How long the last successful renewal took (ms).
     renewal_took_ms: i64,
 }
@@ -107,7 +107,7 @@ impl Reservation {
             durable_until: floor,
             wanted_until: floor,
             renewing: false,
-            claimed_by_renewer: false,
+            taken_by_renewer: false,
             renewal_took_ms: 0,
         }
     }
@@ -154,13 +154,13 @@ impl Generator {
     /// The caller writes it with no lock held and then reports [`Generator::renewal_done`] or
     /// [`Generator::renewal_failed`]. While claimed, no other renewal can be claimed: writers
     /// are serialised.
-    pub fn claim_renewal(&mut self, by_renewer: bool) -> Option<i64> {
+    pub fn start_renewal(&mut self, by_renewer: bool) -> Option<i64> {
         let r = &mut self.reservation;
         if !r.due() {
             return None;
         }
         r.renewing = true;
-        r.claimed_by_renewer = by_renewer;
+        r.taken_by_renewer = by_renewer;
         Some(r.wanted_until)
     }
 
@@ -168,13 +168,13 @@ impl Generator {
     /// is (returned, Unix ms), when no renewal is being written: what is written with it has
     /// changed (the node id's registry claim), and only one writer may write at a time.
     /// Reported like a renewal; it raises nothing.
-    pub fn claim_rewrite(&mut self) -> Option<i64> {
+    pub fn start_rewrite(&mut self) -> Option<i64> {
         let r = &mut self.reservation;
         if r.renewing {
             return None;
         }
         r.renewing = true;
-        r.claimed_by_renewer = true;
+        r.taken_by_renewer = true;
         Some(r.durable_until)
     }
 
@@ -229,7 +229,7 @@ impl Generator {
     /// the renewer stays: that backend is still writing and will report it, and releasing it
     /// would let a second writer write at the same time.
     pub fn renewer_started(&mut self) {
-        if self.reservation.renewing && self.reservation.claimed_by_renewer {
+        if self.reservation.renewing && self.reservation.taken_by_renewer {
             self.renewal_abandoned();
         }
     }

@@ -45,7 +45,7 @@ fn drive(
         let allocation = g.allocate(layout, node, &mut now, limits, want)?;
         match allocation {
             Allocation::AwaitReservation { .. } => {
-                let until = g.claim_renewal(true).expect("a renewal is due");
+                let until = g.start_renewal(true).expect("a renewal is due");
                 if let Err(e) = reserve(until) {
                     g.renewal_failed();
                     return Err(e);
@@ -55,7 +55,7 @@ fn drive(
             Allocation::Run {
                 wake_renewer: true, ..
             } => {
-                if let Some(until) = g.claim_renewal(true) {
+                if let Some(until) = g.start_renewal(true) {
                     match reserve(until) {
                         Ok(()) => g.renewal_done(until, 0),
                         Err(_) => g.renewal_failed(),
@@ -175,7 +175,7 @@ impl SlowRenewer {
             g.renewal_done(until, self.latency_ms);
             self.in_flight = None;
         }
-        if let Some(until) = g.claim_renewal(true) {
+        if let Some(until) = g.start_renewal(true) {
             self.in_flight = Some((until, now + self.latency_ms));
         }
     }

@@ -42,7 +42,7 @@ fn member(ceiling: i64, fenced: bool, reserved: i64) -> Issuer {
         ends_at: T0 + 30_000,
         ceiling,
     };
-    issuer.claimed(
+    issuer.intend(
         &Taken {
             node: 7,
             identity: Identity {

@@ -60,7 +60,7 @@ pub trait Host {
     fn start_writing(&mut self) -> bool;
     /// Gives the role back.
     fn stop_writing(&mut self);
-    /// Applies [`Node::claimed`] for `taken` and writes the `Durable` it returns to the state
+    /// Applies [`Node::intend`] for `taken` and writes the `Durable` it returns to the state
     /// file, as the writer: the claim's intent, before the registry commits it.
     fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Self::Failure>;
     /// Applies [`Node::lease_renewed`] for `lease`.

@@ -241,7 +241,7 @@ fn a_claim_switches_the_node_id_raises_the_floor_and_awaits_its_pin() {
         floor: T0 + 500,
         lease: Lease::granted(0, T0 + 30_500, 30_000),
     };
-    let durable = node.claimed(&mut generator, &taken, true);
+    let durable = node.intend(&mut generator, &taken, true);
     assert_eq!(durable.node, Some(9));
     assert_eq!(durable.until, T0 + 500);
     assert!(durable.history.covers(2));
@@ -262,7 +262,7 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
     let intended = |fenced| {
         let mut node = Node::start(&Found::Nothing, ASSIGNED, false).node;
         let mut generator = Generator::resume(T0);
-        node.claimed(&mut generator, &taken, fenced);
+        node.intend(&mut generator, &taken, fenced);
         (node, generator)
     };
     // Seen to hold: committed, pinned, published.
@@ -295,7 +295,7 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
     assert_eq!(node.ceiling, released.mark);
     // A renewal being written may end past the reservation read now: nothing is released.
     let (mut node, mut writing) = claimed(true);
-    assert!(writing.claim_rewrite().is_some());
+    assert!(writing.start_rewrite().is_some());
     assert_eq!(node.release(&writing), None);
     assert_eq!(node.ceiling, taken.lease.ceiling);
     // Available mode: its mark is its reservation already.
@@ -363,7 +363,7 @@ fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
         floor: i64::MIN,
         lease: Lease::granted(0, T0, 3_000),
     };
-    node.claimed(&mut generator, &taken, true);
+    node.intend(&mut generator, &taken, true);
     assert!(!node.claimant(None, false, T0, true).0.history_lost);
     assert!(
         !Node::start(&Found::Nothing, ASSIGNED, false)
@@ -498,7 +498,7 @@ fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
         "the file's claim is not claimed yet"
     );
     let mut generator = Generator::resume(T0);
-    node.claimed(&mut generator, &taken, false);
+    node.intend(&mut generator, &taken, false);
     assert_eq!(node.resumable(lease), None, "not pinned yet");
     let pinned = Holding::Held {
         pinned: true,

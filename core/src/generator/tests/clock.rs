@@ -158,7 +158,7 @@ fn the_normal_path_reads_one_clock_and_the_monotonic_one_only_after_a_pause_or_w
     // One call, with a renewer that writes at once.
     let call = |g: &mut Generator, clock: &mut CountingClock| loop {
         let allocation = g.allocate(&L, NODE, clock, &LIMITS, 1).unwrap();
-        if let Some(until) = g.claim_renewal(true) {
+        if let Some(until) = g.start_renewal(true) {
             g.renewal_done(until, 0);
         }
         match allocation {
@@ -204,11 +204,11 @@ fn call_at(g: &mut Generator, now: Clocks) -> Result<Allocation, Error> {
     loop {
         match g.allocate(&L, NODE, &mut clock, &LIMITS, 1)? {
             Allocation::AwaitReservation { .. } => {
-                let until = g.claim_renewal(true).expect("a renewal is due");
+                let until = g.start_renewal(true).expect("a renewal is due");
                 g.renewal_done(until, 0);
             }
             other => {
-                if let Some(until) = g.claim_renewal(true) {
+                if let Some(until) = g.start_renewal(true) {
                     g.renewal_done(until, 0);
                 }
                 return Ok(other);
@@ -266,7 +266,7 @@ fn a_reading_past_the_time_field_changes_nothing_and_ids_resume_when_the_clock_i
         &mut Clocks::at(T0 + FORWARD_CONFIRM_MS + 2),
         i64::MIN,
     );
-    if let Some(until) = g.claim_renewal(true) {
+    if let Some(until) = g.start_renewal(true) {
         g.renewal_done(until, 0);
     }
     assert!(g.reserved_until() < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reservation_ms);
@@ -290,7 +290,7 @@ fn a_glitch_ten_years_ahead_for_one_call_leaves_no_trace_in_the_ids_or_the_reser
     assert!(during > first && unix_ms(during) <= T0 + 5);
     // The renewer, reading the glitch too, reserves nothing for it.
     g.keep_ahead(&L, &LIMITS, &mut { glitch }, i64::MIN);
-    if let Some(until) = g.claim_renewal(true) {
+    if let Some(until) = g.start_renewal(true) {
         assert!(until < T0 + KEEP_AHEAD_MS + 2 * LIMITS.reservation_ms);
         g.renewal_done(until, 0);
     }

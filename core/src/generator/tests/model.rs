@@ -54,7 +54,7 @@ impl Renewer {
             Step::Call { .. } => unreachable!("calls are the model's"),
             Step::Claim => {
                 if self.claimed.is_none() {
-                    self.claimed = g.claim_renewal(true);
+                    self.claimed = g.start_renewal(true);
                 }
             }
             Step::Finish { took_ms } => {
@@ -293,7 +293,7 @@ proptest! {
                             issued.check(id, g.reserved_until()).map_err(TestCaseError::fail)?;
                         }
                         if wake_renewer && renewer.claimed.is_none() {
-                            renewer.claimed = g.claim_renewal(true);
+                            renewer.claimed = g.start_renewal(true);
                         }
                     }
                 }
@@ -315,7 +315,7 @@ proptest! {
 fn the_fast_path_answers_the_common_case_and_declines_the_rest() {
     let mut g = Generator::new();
     let first = id(&mut g, T0);
-    g.claim_renewal(true);
+    g.start_renewal(true);
     g.renewal_done(T0 + 10_000, 0);
     let (time, seq) = g.next_one(&L, NODE, T0, &LIMITS).expect("the same tick");
     let second = L.pack(Parts {
@@ -353,7 +353,7 @@ fn the_fast_path_answers_the_common_case_and_declines_the_rest() {
     let mut g = Generator::new();
     g.allocate(&tiny, NODE, &mut Clocks::at(T0), &LIMITS, 1)
         .unwrap(); // awaits a reservation
-    g.claim_renewal(true);
+    g.start_renewal(true);
     g.renewal_done(T0 + 10_000, 0);
     g.allocate(&tiny, NODE, &mut Clocks::at(T0), &LIMITS, 1)
         .unwrap(); // sequence 0
@@ -424,7 +424,7 @@ proptest! {
         let first_wake = L.wake_seq().unwrap();
         // The renewer's write: to disk, then reported.
         let write = |g: &mut Generator, on_disk: &mut i64| {
-            if let Some(until) = g.claim_renewal(true) {
+            if let Some(until) = g.start_renewal(true) {
                 *on_disk = (*on_disk).max(until);
                 g.renewal_done(until, 0);
             }
@@ -458,7 +458,7 @@ proptest! {
                         let due = g.keep_ahead(&L, &LIMITS, &mut Clocks::at(now), i64::MIN);
                         if last_call.is_none_or(|at| now - at > KEEP_AHEAD_MS + L.unit_ms) {
                             prop_assert!(!due, "a renewal due {} ms after the last call", quiet_for);
-                            prop_assert_eq!(g.claim_renewal(true), None);
+                            prop_assert_eq!(g.start_renewal(true), None);
                         }
                         write(&mut g, &mut on_disk);
                         prop_assert!(on_disk <= bound(latest_call).max(T0));

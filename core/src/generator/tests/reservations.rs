@@ -179,7 +179,7 @@ fn reservations_reach_four_times_a_slow_renewal_up_to_ten_times_the_setting_and_
     let mut renew = |took_ms| {
         tick += 1_000;
         g.reservation.want(&L, tick);
-        let until = g.claim_renewal(true).expect("a renewal is due");
+        let until = g.start_renewal(true).expect("a renewal is due");
         g.renewal_done(until, took_ms);
         g.effective_reservation_ms(&LIMITS)
     };
@@ -236,7 +236,7 @@ fn between_calls_the_reservation_is_kept_ahead_of_the_clock_for_a_minute() {
     let last = g.reserved_until();
     let quiet = T0 + 30_000 + KEEP_AHEAD_MS + 1;
     assert!(!g.keep_ahead(&L, &LIMITS, &mut Clocks::at(quiet), i64::MIN));
-    assert_eq!(g.claim_renewal(true), None);
+    assert_eq!(g.start_renewal(true), None);
     assert_eq!(g.reserved_until(), last);
 }
 
@@ -308,7 +308,7 @@ fn a_server_that_never_issued_or_was_down_long_reserves_nothing_at_start() {
     // Never issued an ID (no state file): the renewer's start asks for nothing.
     let mut fresh = Generator::new();
     assert!(!fresh.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0), T0));
-    assert_eq!(fresh.claim_renewal(true), None);
+    assert_eq!(fresh.start_renewal(true), None);
     // Its last reservation an hour old (a cold start, or a clock an hour ahead): nothing either;
     // the first call waits for one write.
     let mut cold = Generator::resume(T0 - HOUR);
@@ -316,7 +316,7 @@ fn a_server_that_never_issued_or_was_down_long_reserves_nothing_at_start() {
     // A clock 10 years ahead at start: nothing.
     let mut ahead = Generator::resume(T0);
     assert!(!ahead.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0 + 10 * YEAR), T0 + 10 * YEAR));
-    assert_eq!(ahead.claim_renewal(true), None);
+    assert_eq!(ahead.start_renewal(true), None);
 }
 
 #[test]
@@ -338,9 +338,9 @@ fn a_failed_renewal_fails_the_calls_waiting_for_it_and_the_next_call_asks_again(
             failures: 0
         }
     );
-    let until = g.claim_renewal(true).unwrap();
+    let until = g.start_renewal(true).unwrap();
     assert_eq!(until, T0 + 1_000);
-    assert_eq!(g.claim_renewal(true), None, "one renewer at a time");
+    assert_eq!(g.start_renewal(true), None, "one renewer at a time");
     g.renewal_failed();
     assert_eq!(g.reserved_until(), i64::MIN);
     assert_eq!(g.stats().issued, 0);
@@ -352,7 +352,7 @@ fn a_failed_renewal_fails_the_calls_waiting_for_it_and_the_next_call_asks_again(
             failures: 1
         }
     );
-    let until = g.claim_renewal(true).unwrap();
+    let until = g.start_renewal(true).unwrap();
     g.renewal_done(until, 0);
     assert!(matches!(
         g.allocate(&L, NODE, &mut clock, &LIMITS, 1).unwrap(),
@@ -365,12 +365,12 @@ fn an_abandoned_renewal_is_taken_up_by_the_next_renewer() {
     let mut g = Generator::new();
     g.allocate(&L, NODE, &mut Clocks::at(T0), &LIMITS, 1)
         .unwrap();
-    let until = g.claim_renewal(true).unwrap();
+    let until = g.start_renewal(true).unwrap();
     assert!(g.renewing());
     // The renewer exits before reporting; its successor releases the claim and takes it up.
     g.renewer_started();
     assert!(!g.renewing());
-    assert_eq!(g.claim_renewal(true), Some(until));
+    assert_eq!(g.start_renewal(true), Some(until));
 }
 
 #[test]
@@ -379,11 +379,11 @@ fn a_renewer_that_starts_leaves_a_backends_claim_to_that_backend() {
     g.allocate(&L, NODE, &mut Clocks::at(T0), &LIMITS, 1)
         .unwrap();
     // No renewer runs: a backend claims the renewal and writes it. A renewer starts meanwhile.
-    let until = g.claim_renewal(false).unwrap();
+    let until = g.start_renewal(false).unwrap();
     g.renewer_started();
     assert!(g.renewing(), "the backend's claim was released under it");
     assert_eq!(
-        g.claim_renewal(true),
+        g.start_renewal(true),
         None,
         "a second writer at the same time"
     );
@@ -397,15 +397,15 @@ fn a_rewrite_waits_for_a_running_renewal_and_raises_nothing() {
     // A stand-in is writing a renewal: no rewrite meanwhile.
     let wanted = g.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0 + 900), T0);
     assert!(wanted);
-    let claimed = g.claim_renewal(false).expect("a due renewal");
-    assert_eq!(g.claim_rewrite(), None);
+    let claimed = g.start_renewal(false).expect("a due renewal");
+    assert_eq!(g.start_rewrite(), None);
     g.renewal_done(claimed, 3);
     // Then the renewer may rewrite the reservation as it is; nobody else may write meanwhile.
     let durable = g.reserved_until();
-    assert_eq!(g.claim_rewrite(), Some(durable));
+    assert_eq!(g.start_rewrite(), Some(durable));
     assert!(g.renewing());
-    assert_eq!(g.claim_renewal(false), None);
-    assert_eq!(g.claim_rewrite(), None);
+    assert_eq!(g.start_renewal(false), None);
+    assert_eq!(g.start_rewrite(), None);
     g.renewal_done(durable, 1);
     assert_eq!(g.reserved_until(), durable);
     assert!(!g.renewing());
@@ -453,7 +453,7 @@ fn the_first_calls_after_a_quiet_spell_are_issued_at_once_in_the_wake_range() {
     // Not past the reservation asked for (a second ahead): that call waits.
     assert_eq!(call_unwritten(&mut g, at + 1_000, &LIMITS), None);
     // Once it is written, IDs are covered and the whole sequence field is used again.
-    let until = g.claim_renewal(true).unwrap();
+    let until = g.start_renewal(true).unwrap();
     g.renewal_done(until, 20);
     assert!(!g.waking() && g.reserved_until() > at + 1_000);
     let (d, _) = call_unwritten(&mut g, at + 4, &LIMITS).unwrap();
@@ -486,7 +486,7 @@ fn no_wake_under_calls_past_an_hour_of_quiet_past_the_ceiling_or_after_a_failed_
     // The wake's write failed: the calls after it wait (and fail) like any other.
     let (mut g, _) = quiet_after_one_id();
     assert!(wake_at(&mut g, T0 + 120_000, &LIMITS).is_some());
-    g.claim_renewal(true).unwrap();
+    g.start_renewal(true).unwrap();
     g.renewal_failed();
     assert!(!g.waking());
     assert_eq!(wake_at(&mut g, T0 + 120_001, &LIMITS), None);

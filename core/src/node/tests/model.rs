@@ -867,7 +867,7 @@ impl contact::Host for Host<'_> {
     fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failed> {
         // A claim's floor may raise the reservation past a released mark: the new claim's
         // mark covers it, whether or not it commits.
-        let intent = self.m.issuer.claimed(taken, fenced);
+        let intent = self.m.issuer.intend(taken, fenced);
         self.m.released = None;
         self.m.write(&intent);
         Ok(())
