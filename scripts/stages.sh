@@ -67,6 +67,8 @@ stage_lint() {
     shellcheck --external-sources "${scripts[@]}" || rc=1
     say "links of the Markdown files (scripts/check-links)"
     "$ROOT/scripts/check-links" || rc=1
+    say "code names of the Markdown files (scripts/check-names)"
+    "$ROOT/scripts/check-names" || rc=1
     return "$rc"
 }
 
