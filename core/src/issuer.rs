@@ -24,7 +24,7 @@ use crate::error::Error;
 use crate::generator::{Allocation, Generator, Limits};
 use crate::layout::Layout;
 use crate::node::holder::{Held, HolderState};
-use crate::node::{Durable, Holding, Node, RegistryStatus, Released, Start, Taken};
+use crate::node::{Claim, Durable, Holding, Node, RegistryStatus, Release, Start};
 use crate::registry::{Identity, Lease, Refusal};
 use crate::state_file::History;
 use crate::wal_record::Record;
@@ -283,7 +283,7 @@ impl Issuer {
     }
 
     /// The registry decided a claim for this server (`Node::intend`): its intent.
-    pub fn intend(&mut self, taken: &Taken, fenced: bool) -> Durable {
+    pub fn intend(&mut self, taken: &Claim, fenced: bool) -> Durable {
         self.node.intend(&mut self.generator, taken, fenced)
     }
 
@@ -324,7 +324,7 @@ impl Issuer {
     }
 
     /// The renewer stops holding a fenced claim (`Node::release`).
-    pub fn release(&mut self) -> Option<Released> {
+    pub fn release(&mut self) -> Option<Release> {
         self.node.release(&self.generator)
     }
 

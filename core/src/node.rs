@@ -23,8 +23,8 @@ pub mod contact;
 pub mod holder;
 
 use crate::generator::Generator;
-use crate::registry::table::Decided;
-use crate::registry::{Claimant, Identity, Lease, Refusal, Wanted};
+use crate::registry::table::Grant;
+use crate::registry::{Claimant, Identity, Lease, Refusal, Want};
 use crate::state_file::{self, History, Reservation};
 use crate::wal_record::Record;
 
@@ -135,7 +135,7 @@ pub struct Durable {
 /// A claim the registry decided for this server (not committed there yet when
 /// [`Node::intend`] is first applied to a copy, to write its intent).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Taken {
+pub struct Claim {
     pub node: u32,
     pub identity: Identity,
     /// Issue only above this (Unix ms; `i64::MIN`: nothing owed).
@@ -144,11 +144,11 @@ pub struct Taken {
     pub lease: Lease,
 }
 
-impl Taken {
+impl Claim {
     /// The claim `decided` as the server's identity takes it, with the lease a claim sent at
     /// monotonic `sent_mono` gets.
-    pub fn of(decided: &Decided, sent_mono: i64, lease_ms: i64) -> Taken {
-        Taken {
+    pub fn of(decided: &Grant, sent_mono: i64, lease_ms: i64) -> Claim {
+        Claim {
             node: decided.node,
             identity: decided.identity,
             floor: decided.floor,
@@ -160,7 +160,7 @@ impl Taken {
 /// What a fenced holder that stops leaves in the registry ([`Node::release`]): its claim, and
 /// the mark (Unix ms) that now bounds every ID made under the id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Released {
+pub struct Release {
     pub node: u32,
     pub claim: Identity,
     pub mark: i64,
@@ -323,9 +323,9 @@ impl Node {
         let fresh = self.started_as_standby && fresh_on_promotion && configured.is_none();
         let recorded = if fresh { None } else { inherited };
         let wanted = match (configured, recorded) {
-            (Some(node), _) => Wanted::Configured(node),
-            (None, Some(node)) => Wanted::Pinned(node),
-            (None, None) => Wanted::Any,
+            (Some(node), _) => Want::Configured(node),
+            (None, Some(node)) => Want::Pinned(node),
+            (None, None) => Want::Any,
         };
         let claimant = Claimant {
             identity: self.claim.filter(|_| !fresh),
@@ -349,7 +349,7 @@ impl Node {
     /// it until it is pinned: [`Refusing::AwaitingClaim`] until [`Node::publish`] says
     /// otherwise. Returns what the state file must say: written before the registry commits
     /// the claim (its intent), and again with the WAL record before the first ID (the pin).
-    pub fn intend(&mut self, generator: &mut Generator, taken: &Taken, fenced: bool) -> Durable {
+    pub fn intend(&mut self, generator: &mut Generator, taken: &Claim, fenced: bool) -> Durable {
         self.switch_to(taken.node, generator.reserved_until());
         generator.observe_reservation(taken.floor);
         self.claim = Some(taken.identity);
@@ -422,7 +422,7 @@ impl Node {
     /// server's token may hold that very claim, the registry having committed it for the copy
     /// (the same token, the row's next generation), and its mark is the copy's (found by the
     /// seeded simulation: the mark lowered under the copy's IDs, then taken above it).
-    pub fn release(&mut self, generator: &Generator) -> Option<Released> {
+    pub fn release(&mut self, generator: &Generator) -> Option<Release> {
         let claim = self.claim?;
         if !matches!(self.refusing, Refusing::Nothing | Refusing::LeaseExpired) {
             return None;
@@ -434,7 +434,7 @@ impl Node {
             return None;
         }
         self.ceiling = self.ceiling.min(mark);
-        Some(Released {
+        Some(Release {
             node: self.id,
             claim,
             mark,

@@ -26,7 +26,7 @@ pub mod table;
 
 /// What a server wants to claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wanted {
+pub enum Want {
     /// `pg_snowflake.node_id` is set: that id, or nothing.
     Configured(u32),
     /// Assigned before and pinned in the state file: that id if it is still this server's,
@@ -41,7 +41,7 @@ pub enum Wanted {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claimant {
     pub identity: Option<Identity>,
-    pub wanted: Wanted,
+    pub wanted: Want,
     /// The end of its durable reservation (Unix ms; `i64::MIN`: none): its own IDs reach
     /// that far already.
     pub reserved: i64,
@@ -207,10 +207,10 @@ pub fn vouched(claimant: &Claimant, known: bool) -> Result<(), Refusal> {
 /// The registry records each as retired at the history's end: handed out again only once its
 /// clock is past that, and above it. A history that counts every node id (a 0.3.0 file, or one
 /// that named more than it holds) can only give the ids it names.
-pub fn used_before(named: &[u32], wanted: Wanted) -> Vec<u32> {
+pub fn used_before(named: &[u32], wanted: Want) -> Vec<u32> {
     let claimed = match wanted {
-        Wanted::Configured(node) | Wanted::Pinned(node) => Some(node),
-        Wanted::Any => None,
+        Want::Configured(node) | Want::Pinned(node) => Some(node),
+        Want::Any => None,
     };
     named
         .iter()
@@ -251,7 +251,7 @@ pub enum Decision {
 
 /// The registry's clock and the bounds a claim is judged by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Judged {
+pub struct Bounds {
     /// The registry's time (Unix ms).
     pub now: i64,
     /// The clock margin (`pg_snowflake.max_clock_skew_ms`): a retired id is handed out again
@@ -262,7 +262,7 @@ pub struct Judged {
     pub lease_ms: i64,
 }
 
-impl Judged {
+impl Bounds {
     /// The furthest a high-water mark may lead the registry's clock (Unix ms), or, for the
     /// holder's own restart, its own reservation (`own_reserved`): a mark that leads by its
     /// own lead (crashes in quick succession each resume a lease past the last) is its own,
@@ -278,7 +278,7 @@ impl Judged {
 
 /// Decides a claim of `row`'s node id (or of an id without a row, `row == None`, numbered
 /// `node`), at the registry's time `at.now`.
-pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Judged) -> Decision {
+pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) -> Decision {
     let outcome = match row {
         None => Ok((i64::MIN, 1, false)),
         Some(row) => judge(claimant, row, at),
@@ -295,7 +295,7 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Judged) ->
             node,
             refusal: Refusal::OpenSession,
         },
-        (Err(refusal), Wanted::Configured(_)) => Decision::Refuse { node, refusal },
+        (Err(refusal), Want::Configured(_)) => Decision::Refuse { node, refusal },
         (Err(refusal), _) => Decision::Fresh {
             not: Some((node, refusal)),
         },
@@ -304,7 +304,7 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Judged) ->
 
 /// Whether `claimant` may take `row`'s id: its floor, generation and whether it is a
 /// recycled one, or why not.
-fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool), Refusal> {
+fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<(i64, i64, bool), Refusal> {
     let now = at.now;
     let next = row.holder.generation.saturating_add(1);
     let same_token = claimant
@@ -326,7 +326,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Judged) -> Result<(i64, i64, bool)
         // the registry's to assign: given a fresh id, as after any loss, not the one the
         // operator retired (audit 3: it took it straight back, undoing the retirement). A
         // configured one takes it back once it is free, as it would another's.
-        if same_token && matches!(claimant.wanted, Wanted::Pinned(_)) {
+        if same_token && matches!(claimant.wanted, Want::Pinned(_)) {
             return Err(Refusal::RetiredUntil { until });
         }
         return if now > until {
@@ -408,7 +408,7 @@ pub fn beat(ours: bool, locked: bool) -> Beat {
 }
 
 /// Whether an id without a row, or with `row`, is free to hand out as a fresh id at `at.now`.
-pub fn is_free(row: Option<&Row>, at: &Judged) -> bool {
+pub fn is_free(row: Option<&Row>, at: &Bounds) -> bool {
     row.is_none_or(|row| row.retired && at.now > row.high_water.saturating_add(at.margin_ms))
 }
 

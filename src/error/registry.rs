@@ -40,7 +40,7 @@ pub enum RegistryError {
     /// A registry function on a server without `pg_snowflake.registry`.
     NotConfigured,
     /// LOG: the node id claimed.
-    Claimed {
+    ClaimOutcome {
         node: u32,
         generation: i64,
         floor: Option<i64>,
@@ -64,7 +64,7 @@ pub enum RegistryError {
     },
     /// LOG: the renewer exited (shutdown, or its own restart) and left `node`'s fenced mark at
     /// its durable reservation `mark` (Unix ms).
-    Released { node: u32, mark: i64 },
+    Release { node: u32, mark: i64 },
     /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
     RetireLive { node: u32, holder: String },
     /// `snowflake_registry_retire` of an id whose holder's lease runs until `until` (Unix ms).
@@ -356,7 +356,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
             "Set pg_snowflake.registry in postgresql.conf to a connection string of the registry \
              database and restart the server.",
         ),
-        Claimed {
+        ClaimOutcome {
             node,
             generation,
             floor,
@@ -403,7 +403,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
              pointed here by mistake), delete the row from snowflake_nodes on the registry; \
              otherwise give that server a registry of its own.",
         ),
-        Released { node, mark } => message(
+        Release { node, mark } => message(
             ERRCODE_SUCCESSFUL_COMPLETION,
             format!("pg_snowflake released its claim of node id {node}"),
             Some(format!(

@@ -124,12 +124,12 @@ fn variant(error: &SnowflakeError) -> usize {
             R::Unreachable { .. } => 48,
             R::Failed { .. } => 49,
             R::NotConfigured => 50,
-            R::Claimed { .. } => 51,
+            R::ClaimOutcome { .. } => 51,
             R::RetireLive { .. } => 52,
             R::NoSuchNode { .. } => 53,
             R::RetireLeaseRuns { .. } => 56,
             R::Retired { .. } => 55,
-            R::Released { .. } => 57,
+            R::Release { .. } => 57,
             R::OtherLayout { .. } => 58,
             R::StrayLayout { .. } => 59,
         },
@@ -333,13 +333,13 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             cause: "permission denied".into(),
         },
         RegistryError::NotConfigured,
-        RegistryError::Claimed {
+        RegistryError::ClaimOutcome {
             node: 3,
             generation: 2,
             floor: Some(1_800_000_000_000),
             how: "restart",
         },
-        RegistryError::Claimed {
+        RegistryError::ClaimOutcome {
             node: 3,
             generation: 1,
             floor: None,
@@ -366,7 +366,7 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             mine: "41 bits of 1 ms since 2024-01-01 00:00:00+00 | 12 bits node | 10 bits sequence"
                 .into(),
         },
-        RegistryError::Released {
+        RegistryError::Release {
             node: 3,
             mark: 1_800_000_000_000,
         },

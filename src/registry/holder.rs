@@ -20,7 +20,7 @@ use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::contact::{self, Contact};
 use snowflake_core::node::holder::HolderState;
-use snowflake_core::node::{Node, Taken};
+use snowflake_core::node::{Claim, Node};
 use snowflake_core::registry::table::{self, Retirement};
 use snowflake_core::registry::{self, Lease};
 use snowflake_core::retry::LogThrottle;
@@ -191,7 +191,7 @@ impl Holder {
                 });
                 self.next_contact = SystemClock.monotonic();
             }
-            Contact::Taken {
+            Contact::Granted {
                 decided,
                 taken,
                 retired,
@@ -199,7 +199,7 @@ impl Holder {
                 shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
                     issuer.taken(taken.lease.ends_at);
                 });
-                SnowflakeError::from(RegistryError::Claimed {
+                SnowflakeError::from(RegistryError::ClaimOutcome {
                     node: taken.node,
                     generation: taken.identity.generation,
                     floor: (taken.floor > i64::MIN).then_some(taken.floor),
@@ -299,7 +299,7 @@ pub fn release_on_exit() {
             )
         });
         match outcome {
-            Ok(true) => SnowflakeError::from(RegistryError::Released {
+            Ok(true) => SnowflakeError::from(RegistryError::Release {
                 node: released.node,
                 mark: released.mark,
             })
@@ -382,7 +382,7 @@ impl contact::Host for Server {
         }
     }
 
-    fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failure> {
+    fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failure> {
         let durable = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
             issuer.intend(taken, fenced)
         });

@@ -43,7 +43,7 @@ fn member(ceiling: i64, fenced: bool, reserved: i64) -> Issuer {
         ceiling,
     };
     issuer.intend(
-        &Taken {
+        &Claim {
             node: 7,
             identity: Identity {
                 token: 1,

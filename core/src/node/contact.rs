@@ -8,8 +8,8 @@
 //! reads from the [`Contact`] returned.
 
 use super::holder::HolderState;
-use super::{Node, Taken};
-use crate::registry::table::{self, Claimed, Decided, Heartbeat, Request, Retirement, Table};
+use super::{Claim, Node};
+use crate::registry::table::{self, ClaimOutcome, Grant, Heartbeat, Request, Retirement, Table};
 use crate::registry::{self, Lease, Refusal};
 
 /// The settings one contact runs under.
@@ -62,7 +62,7 @@ pub trait Host {
     fn stop_writing(&mut self);
     /// Applies [`Node::intend`] for `taken` and writes the `Durable` it returns to the state
     /// file, as the writer: the claim's intent, before the registry commits it.
-    fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Self::Failure>;
+    fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Self::Failure>;
     /// Applies [`Node::lease_renewed`] for `lease`.
     fn lease_renewed(&mut self, lease: &Lease, fenced: bool);
     /// Applies [`Node::disown`] (the registry found this server a copy of the live holder of
@@ -94,9 +94,9 @@ pub enum Contact<F> {
     /// The id `node` was taken over (by `holder`; `None`: retired).
     Lost { node: u32, holder: Option<String> },
     /// A claim the registry granted; the id given up for it, if its retirement was tried.
-    Taken {
-        decided: Decided,
-        taken: Taken,
+    Granted {
+        decided: Grant,
+        taken: Claim,
         retired: Option<(u32, Result<Retirement, F>)>,
     },
     /// A claim the registry refused.
@@ -239,34 +239,34 @@ where
     }
     let claimed = table::claim(table, &claimant, &request, |decided| {
         host.intend(
-            &Taken::of(decided, sent_mono, settings.lease_ms),
+            &Claim::of(decided, sent_mono, settings.lease_ms),
             settings.fenced,
         )
     });
     // Found to be a copy of its claim's live holder: the claim is not this server's, and no
     // later claim of it may pass for the holder's restart (audit 3, H2: a refused copy took
     // the id in the second its holder's renewer restarted, and locked the holder out).
-    if let Ok(Claimed::Refused { why, .. }) = &claimed {
+    if let Ok(ClaimOutcome::Refused { why, .. }) = &claimed {
         if why.found_a_copy() {
             host.disown();
         }
     }
     host.stop_writing();
     Ok(match claimed? {
-        Claimed::Taken(decided) => {
-            let taken = Taken::of(&decided, sent_mono, settings.lease_ms);
+        ClaimOutcome::Granted(decided) => {
+            let taken = Claim::of(&decided, sent_mono, settings.lease_ms);
             holder.taken(taken.node, taken.identity, taken.lease);
             if let Some(old) = given_up.filter(|&old| old != taken.node) {
                 holder.retire_pending = Some(old);
             }
             let retired = retire_given_up(table, host, holder);
-            Contact::Taken {
+            Contact::Granted {
                 decided,
                 taken,
                 retired,
             }
         }
-        Claimed::Refused {
+        ClaimOutcome::Refused {
             node,
             why,
             holder: by,
@@ -285,7 +285,7 @@ where
                 layout: request.layout,
             }
         }
-        Claimed::NoFreeId => {
+        ClaimOutcome::NoFreeId => {
             holder.refused();
             Contact::NoFreeId {
                 max: request.max_node,

@@ -232,7 +232,7 @@ fn a_claim_switches_the_node_id_raises_the_floor_and_awaits_its_pin() {
     let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
     let mut node = Node::start(&found, ASSIGNED, true).node;
     let mut generator = Generator::resume(T0);
-    let taken = Taken {
+    let taken = Claim {
         node: 9,
         identity: Identity {
             token: 0xbeef,
@@ -253,7 +253,7 @@ fn a_claim_switches_the_node_id_raises_the_floor_and_awaits_its_pin() {
 
 #[test]
 fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
-    let taken = Taken {
+    let taken = Claim {
         node: 4,
         identity: TOKEN,
         floor: T0 + 500,
@@ -315,7 +315,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
         (
             Claimant {
                 identity: Some(TOKEN),
-                wanted: Wanted::Pinned(2),
+                wanted: Want::Pinned(2),
                 reserved: T0,
                 history_lost: false,
                 patient: true,
@@ -325,7 +325,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
     );
     assert_eq!(
         node.claimant(Some(7), false, T0, true).0.wanted,
-        Wanted::Configured(7)
+        Want::Configured(7)
     );
     // A promoted standby told to take a fresh id gives up its primary's.
     let standby = Node::start(&found, ASSIGNED, true).node;
@@ -334,7 +334,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
         (
             Claimant {
                 identity: None,
-                wanted: Wanted::Any,
+                wanted: Want::Any,
                 reserved: T0,
                 history_lost: false,
                 patient: true,
@@ -354,10 +354,10 @@ fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
     assert!(claimant.history_lost);
     assert_eq!(
         (claimant.wanted, claimant.identity, recorded),
-        (Wanted::Any, None, None)
+        (Want::Any, None, None)
     );
     let mut generator = Generator::resume(i64::MIN);
-    let taken = Taken {
+    let taken = Claim {
         node: 4,
         identity: TOKEN,
         floor: i64::MIN,
@@ -484,7 +484,7 @@ fn the_holder_waits_for_a_session_under_its_own_label_for_two_leases() {
 #[test]
 fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
     let lease = Lease::granted(0, T0 + 30_000, 30_000);
-    let taken = Taken {
+    let taken = Claim {
         node: 4,
         identity: TOKEN,
         floor: T0,
@@ -520,7 +520,7 @@ fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
 /// taken for the holder's restart. Its state file says so too.
 #[test]
 fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart() {
-    use crate::registry::{decide, Decision, Judged, Refusal, Row};
+    use crate::registry::{decide, Bounds, Decision, Refusal, Row};
     let configured = Settings {
         configured: Some(7),
         registry: true,
@@ -528,7 +528,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
     let found = Found::Reservation(reservation(T0, Some(7), Some(TOKEN)));
     let mut copy = Node::start(&found, configured, false).node;
     let generator = Generator::resume(T0);
-    let at = Judged {
+    let at = Bounds {
         now: T0 + 1_000,
         margin_ms: 2_000,
         lease_ms: 30_000,

@@ -7,8 +7,8 @@
 //! procedure that ships.
 
 use super::{
-    beat, check_layout, decide, is_free, may_retire, vouched, Beat, Claimant, Decision, Identity,
-    Judged, LayoutRows, Refusal, Row, Unretirable, Wanted,
+    beat, check_layout, decide, is_free, may_retire, vouched, Beat, Bounds, Claimant, Decision,
+    Identity, LayoutRows, Refusal, Row, Unretirable, Want,
 };
 
 /// How many free ids a claim of any id tries, lowest first, before it says none is free.
@@ -74,7 +74,7 @@ pub struct RowRead {
 
 /// A claim the registry decided to grant (committed once [`claim`] returns it).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Decided {
+pub struct Grant {
     pub node: u32,
     pub identity: Identity,
     pub floor: i64,
@@ -88,8 +88,8 @@ pub struct Decided {
 
 /// How a claim ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Claimed {
-    Taken(Decided),
+pub enum ClaimOutcome {
+    Granted(Grant),
     Refused {
         node: u32,
         why: Refusal,
@@ -200,11 +200,11 @@ pub fn claim<T: Table>(
     table: &mut T,
     claimant: &Claimant,
     request: &Request,
-    intent: impl FnOnce(&Decided) -> Result<(), T::Failure>,
-) -> Result<Claimed, T::Failure> {
+    intent: impl FnOnce(&Grant) -> Result<(), T::Failure>,
+) -> Result<ClaimOutcome, T::Failure> {
     table.begin(idle_limit_ms(request.lease_ms))?;
     let claimed = decide_claim(table, claimant, request).and_then(|claimed| {
-        if let Claimed::Taken(decided) = &claimed {
+        if let ClaimOutcome::Granted(decided) = &claimed {
             intent(decided)?;
         }
         Ok(claimed)
@@ -228,8 +228,8 @@ fn decide_claim<T: Table>(
     table: &mut T,
     claimant: &Claimant,
     request: &Request,
-) -> Result<Claimed, T::Failure> {
-    let at = Judged {
+) -> Result<ClaimOutcome, T::Failure> {
+    let at = Bounds {
         now: table.clock()?,
         margin_ms: request.margin_ms,
         lease_ms: request.lease_ms,
@@ -240,7 +240,7 @@ fn decide_claim<T: Table>(
     let stray = match check_layout(&layouts, &request.layout) {
         Ok(stray) => stray.map(|s| (s.first_node, s.layout.clone())),
         Err(fleet) => {
-            return Ok(Claimed::Refused {
+            return Ok(ClaimOutcome::Refused {
                 node: fleet.first_node,
                 why: Refusal::OtherLayout,
                 holder: fleet.layout.clone(),
@@ -249,7 +249,7 @@ fn decide_claim<T: Table>(
         }
     };
     let mut claimed = decide_id(table, claimant, request, &at)?;
-    if let Claimed::Taken(decided) = &mut claimed {
+    if let ClaimOutcome::Granted(decided) = &mut claimed {
         decided.stray = stray;
     }
     Ok(claimed)
@@ -262,11 +262,11 @@ fn decide_id<T: Table>(
     table: &mut T,
     claimant: &Claimant,
     request: &Request,
-    at: &Judged,
-) -> Result<Claimed, T::Failure> {
+    at: &Bounds,
+) -> Result<ClaimOutcome, T::Failure> {
     if claimant.history_lost {
         if let Err(why) = vouched(claimant, table.cluster_known(request.system)?) {
-            return Ok(Claimed::Refused {
+            return Ok(ClaimOutcome::Refused {
                 // No id was judged: the refusal names none.
                 node: 0,
                 why,
@@ -288,7 +288,7 @@ fn decide_id<T: Table>(
     // The id it wanted by name and gave way on: its last choice as a fresh one (its own retired
     // id, free again: the operator retired it, so any other free id comes first).
     let mut given_way = None;
-    if let Wanted::Configured(node) | Wanted::Pinned(node) = claimant.wanted {
+    if let Want::Configured(node) | Want::Pinned(node) = claimant.wanted {
         let found = read_locked(table, node)?;
         let row = found.as_ref().map(|f| Row {
             same_label: f.label == request.label,
@@ -316,7 +316,7 @@ fn decide_id<T: Table>(
             Decision::Refuse { node, refusal } => {
                 table.unlock(node)?;
                 let (holder, last_seen) = found.map(|f| (f.label, f.last_seen)).unwrap_or_default();
-                return Ok(Claimed::Refused {
+                return Ok(ClaimOutcome::Refused {
                     node,
                     why: refusal,
                     holder,
@@ -357,7 +357,7 @@ fn decide_id<T: Table>(
             None => return take(table, request, node, request.new_token, 1, i64::MIN, how),
         }
     }
-    Ok(Claimed::NoFreeId)
+    Ok(ClaimOutcome::NoFreeId)
 }
 
 /// `node`'s row with its advisory lock tried first (`connected`: another session holds it).
@@ -379,13 +379,13 @@ fn take<T: Table>(
     generation: i64,
     floor: i64,
     how: &'static str,
-) -> Result<Claimed, T::Failure> {
+) -> Result<ClaimOutcome, T::Failure> {
     let mark = request
         .high_water
         .max(floor.saturating_add(request.ahead_of_floor_ms));
     let identity = Identity { token, generation };
     table.write_claim(node, identity, mark, request)?;
-    Ok(Claimed::Taken(Decided {
+    Ok(ClaimOutcome::Granted(Grant {
         node,
         identity,
         floor,

@@ -10,7 +10,7 @@ const OTHER: Identity = Identity {
 };
 const NOW: i64 = 1_800_000_000_000;
 const MARGIN: i64 = 5_000;
-const AT: Judged = Judged {
+const AT: Bounds = Bounds {
     now: NOW,
     margin_ms: MARGIN,
     lease_ms: 30_000,
@@ -28,7 +28,7 @@ fn row(holder: Identity) -> Row {
     }
 }
 
-fn claimant(identity: Option<Identity>, wanted: Wanted) -> Claimant {
+fn claimant(identity: Option<Identity>, wanted: Want) -> Claimant {
     Claimant {
         identity,
         wanted,
@@ -40,7 +40,7 @@ fn claimant(identity: Option<Identity>, wanted: Wanted) -> Claimant {
 
 /// This server's token at `generation`, configured with id 7.
 fn mine_at(generation: i64) -> Claimant {
-    claimant(Some(Identity { generation, ..MINE }), Wanted::Configured(7))
+    claimant(Some(Identity { generation, ..MINE }), Want::Configured(7))
 }
 
 /// `holder`'s row, its lease run out.
@@ -62,13 +62,13 @@ fn take(floor: i64, generation: i64, recycled: bool) -> Decision {
 
 #[test]
 fn an_id_nobody_had_is_taken_with_nothing_owed() {
-    let me = claimant(None, Wanted::Configured(7));
+    let me = claimant(None, Want::Configured(7));
     assert_eq!(decide(&me, 7, None, &AT), take(i64::MIN, 1, false));
 }
 
 #[test]
 fn a_restart_continues_its_own_id_above_the_high_water_mark() {
-    let me = claimant(Some(MINE), Wanted::Configured(7));
+    let me = claimant(Some(MINE), Want::Configured(7));
     let row = row(MINE);
     assert_eq!(decide(&me, 7, Some(&row), &AT), take(NOW - 1_000, 5, false));
 }
@@ -80,7 +80,7 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
         same_label: false,
         ..row(MINE)
     };
-    let configured = claimant(Some(MINE), Wanted::Configured(7));
+    let configured = claimant(Some(MINE), Want::Configured(7));
     assert_eq!(
         decide(&configured, 7, Some(&row), &AT),
         Decision::Refuse {
@@ -88,7 +88,7 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
             refusal: Refusal::CopyOfLiveHolder
         }
     );
-    let pinned = claimant(Some(MINE), Wanted::Pinned(7));
+    let pinned = claimant(Some(MINE), Want::Pinned(7));
     assert_eq!(
         decide(&pinned, 7, Some(&row), &AT),
         Decision::Fresh {
@@ -112,7 +112,7 @@ fn an_older_copy_is_stale_even_when_the_holder_is_gone() {
 
 #[test]
 fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
-    let me = claimant(Some(MINE), Wanted::Configured(7));
+    let me = claimant(Some(MINE), Want::Configured(7));
     let live = row(OTHER);
     assert_eq!(
         decide(&me, 7, Some(&live), &AT),
@@ -142,7 +142,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
         decide(&me, 7, Some(&expired), &AT),
         take(NOW - 1_000, 10, false)
     );
-    let newcomer = claimant(None, Wanted::Configured(7));
+    let newcomer = claimant(None, Want::Configured(7));
     assert_eq!(
         decide(&newcomer, 7, Some(&expired), &AT),
         take(NOW - 1_000, 10, false)
@@ -151,7 +151,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
 
 #[test]
 fn a_retired_id_comes_back_only_past_its_mark_and_the_margin() {
-    let me = claimant(None, Wanted::Configured(7));
+    let me = claimant(None, Want::Configured(7));
     let mut retired = Row {
         retired: true,
         high_water: NOW - MARGIN,
@@ -185,12 +185,12 @@ fn the_old_holder_of_a_retired_id_is_given_a_fresh_one_when_its_id_is_assigned()
         ..row(MINE)
     };
     assert!(is_free(Some(&retired), &AT));
-    let assigned = claimant(Some(MINE), Wanted::Pinned(7));
+    let assigned = claimant(Some(MINE), Want::Pinned(7));
     assert!(matches!(
         decide(&assigned, 7, Some(&retired), &AT),
         Decision::Fresh { .. }
     ));
-    let configured = claimant(Some(MINE), Wanted::Configured(7));
+    let configured = claimant(Some(MINE), Want::Configured(7));
     assert_eq!(
         decide(&configured, 7, Some(&retired), &AT),
         take(NOW - MARGIN - 1, 5, true)
@@ -251,12 +251,12 @@ fn a_mark_far_ahead_of_the_registrys_clock_is_refused_as_a_clock_fault() {
         mark: NOW + year,
         now: NOW,
     };
-    let configured = claimant(None, Wanted::Configured(7));
+    let configured = claimant(None, Want::Configured(7));
     assert_eq!(
         decide(&configured, 7, Some(&ahead), &AT),
         Decision::Refuse { node: 7, refusal }
     );
-    let pinned = claimant(Some(OTHER), Wanted::Pinned(7));
+    let pinned = claimant(Some(OTHER), Want::Pinned(7));
     assert_eq!(
         decide(&pinned, 7, Some(&ahead), &AT),
         Decision::Fresh {
@@ -306,7 +306,7 @@ fn a_mark_ahead_by_the_holders_own_lead_is_its_own_restarts() {
         // Another server, however far its own reservation reaches.
         Claimant {
             reserved: NOW + lead,
-            ..claimant(Some(OTHER), Wanted::Configured(7))
+            ..claimant(Some(OTHER), Want::Configured(7))
         },
     ] {
         assert_eq!(
@@ -355,10 +355,10 @@ fn a_registry_named_with_its_standbys_is_tried_one_host_at_a_time() {
 
 #[test]
 fn the_node_ids_used_before_are_recorded_all_but_the_one_claimed_by_name() {
-    assert_eq!(used_before(&[3, 4], Wanted::Any), vec![3, 4]);
-    assert_eq!(used_before(&[3, 4], Wanted::Configured(3)), vec![4]);
-    assert_eq!(used_before(&[3, 4], Wanted::Pinned(4)), vec![3]);
-    assert_eq!(used_before(&[], Wanted::Any), Vec::<u32>::new());
+    assert_eq!(used_before(&[3, 4], Want::Any), vec![3, 4]);
+    assert_eq!(used_before(&[3, 4], Want::Configured(3)), vec![4]);
+    assert_eq!(used_before(&[3, 4], Want::Pinned(4)), vec![3]);
+    assert_eq!(used_before(&[], Want::Any), Vec::<u32>::new());
 }
 
 #[test]
@@ -425,7 +425,7 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
         patient: false,
         ..claimant(Some(MINE), wanted)
     };
-    for wanted in [Wanted::Configured(7), Wanted::Pinned(7)] {
+    for wanted in [Want::Configured(7), Want::Pinned(7)] {
         assert_eq!(
             decide(&patient(wanted), 7, Some(&open), &AT),
             Decision::Refuse {
@@ -435,14 +435,14 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
         );
     }
     assert_eq!(
-        decide(&impatient(Wanted::Configured(7)), 7, Some(&open), &AT),
+        decide(&impatient(Want::Configured(7)), 7, Some(&open), &AT),
         Decision::Refuse {
             node: 7,
             refusal: Refusal::CopyOfLiveHolder
         }
     );
     assert_eq!(
-        decide(&impatient(Wanted::Pinned(7)), 7, Some(&open), &AT),
+        decide(&impatient(Want::Pinned(7)), 7, Some(&open), &AT),
         Decision::Fresh {
             not: Some((7, Refusal::CopyOfLiveHolder))
         }
@@ -453,19 +453,14 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
         ..open
     };
     assert_eq!(
-        decide(&patient(Wanted::Pinned(7)), 7, Some(&elsewhere), &AT),
+        decide(&patient(Want::Pinned(7)), 7, Some(&elsewhere), &AT),
         Decision::Fresh {
             not: Some((7, Refusal::CopyOfLiveHolder))
         }
     );
     // Another server's session under the same label (a label is no identity either way).
     assert_eq!(
-        decide(
-            &claimant(Some(OTHER), Wanted::Pinned(7)),
-            7,
-            Some(&open),
-            &AT
-        ),
+        decide(&claimant(Some(OTHER), Want::Pinned(7)), 7, Some(&open), &AT),
         Decision::Fresh {
             not: Some((7, Refusal::HeldByAnother { connected: true }))
         }
@@ -476,7 +471,7 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
         ..open
     };
     assert!(matches!(
-        decide(&impatient(Wanted::Pinned(7)), 7, Some(&ended), &AT),
+        decide(&impatient(Want::Pinned(7)), 7, Some(&ended), &AT),
         Decision::Take { node: 7, .. }
     ));
 }
@@ -538,11 +533,11 @@ fn a_token_is_written_as_32_lowercase_hex_digits_and_read_only_from_such() {
 fn a_lost_history_is_vouched_for_only_by_a_registry_that_has_seen_the_cluster() {
     let lost = Claimant {
         history_lost: true,
-        ..claimant(None, Wanted::Any)
+        ..claimant(None, Want::Any)
     };
     assert_eq!(vouched(&lost, false), Err(Refusal::HistoryLost));
     assert_eq!(vouched(&lost, true), Ok(()));
-    let known = claimant(None, Wanted::Any);
+    let known = claimant(None, Want::Any);
     assert_eq!(vouched(&known, false), Ok(()));
     assert_eq!(vouched(&known, true), Ok(()));
 }

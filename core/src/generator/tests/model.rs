@@ -12,7 +12,7 @@ enum Step {
         jump: i64,
         want: u64,
     },
-    Claim,
+    StartRenewal,
     /// The claimed renewal is reported done, as written in `took_ms`.
     Finish {
         took_ms: i64,
@@ -25,7 +25,7 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         6 => (-3_000i64..400, prop_oneof![Just(1u64), 1u64..5_000_000])
             .prop_map(|(jump, want)| Step::Call { jump, want }),
-        2 => Just(Step::Claim),
+        2 => Just(Step::StartRenewal),
         2 => prop_oneof![Just(0i64), 0i64..30_000].prop_map(|took_ms| Step::Finish { took_ms }),
         1 => Just(Step::Fail),
         1 => Just(Step::Crash),
@@ -52,7 +52,7 @@ impl Renewer {
     fn act(&mut self, g: &mut Generator, step: Step) {
         match step {
             Step::Call { .. } => unreachable!("calls are the model's"),
-            Step::Claim => {
+            Step::StartRenewal => {
                 if self.claimed.is_none() {
                     self.claimed = g.start_renewal(true);
                 }
@@ -239,7 +239,7 @@ fn fast_path_step() -> impl Strategy<Value = Step> {
         8 => (prop_oneof![6 => -2i64..3, 1 => -20_000i64..40_000], Just(1u64))
             .prop_map(|(jump, want)| Step::Call { jump, want }),
         1 => (0i64..3, 2u64..50_000).prop_map(|(jump, want)| Step::Call { jump, want }),
-        2 => Just(Step::Claim),
+        2 => Just(Step::StartRenewal),
         2 => prop_oneof![Just(0i64), 0i64..30_000].prop_map(|took_ms| Step::Finish { took_ms }),
         1 => Just(Step::Fail),
         1 => Just(Step::Crash),

@@ -19,7 +19,7 @@ use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::HolderState;
 use crate::registry::table::{self, Request, RowRead, Table};
-use crate::registry::{Judged, LayoutRows, Row};
+use crate::registry::{Bounds, LayoutRows, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -864,7 +864,7 @@ impl contact::Host for Host<'_> {
 
     fn stop_writing(&mut self) {}
 
-    fn intend(&mut self, taken: &Taken, fenced: bool) -> Result<(), Failed> {
+    fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failed> {
         // A claim's floor may raise the reservation past a released mark: the new claim's
         // mark covers it, whether or not it commits.
         let intent = self.m.issuer.intend(taken, fenced);
@@ -993,11 +993,11 @@ impl Fleet {
             Ok(contact::Contact::Refused { why, .. }) => {
                 m.refused_for_layout = *why == Refusal::OtherLayout;
             }
-            Ok(contact::Contact::Taken { .. }) => m.refused_for_layout = false,
+            Ok(contact::Contact::Granted { .. }) => m.refused_for_layout = false,
             _ => {}
         }
         // As `Holder::show`: what a taken claim's lease is, for a successor to resume.
-        if let Ok(contact::Contact::Taken { taken, .. }) = &contacted {
+        if let Ok(contact::Contact::Granted { taken, .. }) = &contacted {
             m.issuer.taken(taken.lease.ends_at);
         }
         if let Some(old) = m.holder.retire_pending {
@@ -1243,7 +1243,7 @@ fn run_fleet(
             fleet.call(s, 10)?;
         }
     }
-    let at = Judged {
+    let at = Bounds {
         now: fleet.now + fleet.registry.skew,
         margin_ms: MARGIN,
         lease_ms: LEASE,
