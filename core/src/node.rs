@@ -400,13 +400,18 @@ impl Node {
     /// lost. `None` after a start, a loss, a refusal or a promotion: then it claims.
     pub fn resumable(&self, lease: Lease) -> Option<holder::Held> {
         let claim = self.claim?;
-        let held = matches!(self.refusing, Refusing::Nothing | Refusing::LeaseExpired);
-        (held && !self.started_as_standby).then_some(holder::Held {
+        (self.seen_to_hold() && !self.started_as_standby).then_some(holder::Held {
             node: self.id,
             identity: claim,
             lease,
             pinned: true,
         })
+    }
+
+    /// The claim was published as held (committed and pinned): IDs are made under it, or were
+    /// until its fenced lease ran out. Not after an intent alone, a loss or a refusal.
+    fn seen_to_hold(&self) -> bool {
+        matches!(self.refusing, Refusing::Nothing | Refusing::LeaseExpired)
     }
 
     /// The renewer stops (the server shuts down, or the renewer restarts) while holding a
@@ -424,7 +429,7 @@ impl Node {
     /// seeded simulation: the mark lowered under the copy's IDs, then taken above it).
     pub fn release(&mut self, generator: &Generator) -> Option<Release> {
         let claim = self.claim?;
-        if !matches!(self.refusing, Refusing::Nothing | Refusing::LeaseExpired) {
+        if !self.seen_to_hold() {
             return None;
         }
         // Above the IDs of a wake too, issued ahead of their reservation (audit 3, H6: the
