@@ -31,6 +31,46 @@ PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman 
     libpq-dev sudo faketime python3-pip shellcheck nftables prometheus-postgres-exporter
     prometheus)
 
+# Rust. pgrx 0.19.3 needs rustc 1.96 or later (its `rust-version`). Where the machine's own
+# toolchain (rustup's, first on PATH) is older or missing, Debian 12's `rustc-web`, `cargo-web`
+# and `rust-web-clippy` (1.96, in /usr/bin) are used: use_rust, run whenever this file is
+# sourced, puts links to those five tools (not the whole of /usr/bin, which would shadow
+# other tools on PATH) first on PATH for the script and everything it runs; `./dev setup`
+# installs the packages when no toolchain is recent enough. rustfmt stays the machine's.
+PGSF_RUST_MIN=1.96
+PGSF_RUST_WEB_PACKAGES=(rustc-web cargo-web rust-web-clippy)
+PGSF_RUST_WEB_BIN=$PGSF_ROOT/target/debian-rust/bin
+
+# The version (1.96.0) of the rustc $1, or nothing.
+rust_version() { "$1" --version 2>/dev/null | awk '{ print $2 }'; }
+
+# Whether version $1 is at least $2.
+version_at_least() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$2" ]; }
+
+# Whether the rustc on PATH is at least PGSF_RUST_MIN.
+rust_recent_enough() {
+    local version
+    version=$(rust_version rustc)
+    [ -n "$version" ] && version_at_least "$version" "$PGSF_RUST_MIN"
+}
+
+# Makes a rustc of at least PGSF_RUST_MIN the one on PATH: the machine's own, or else Debian's
+# in /usr/bin (through PGSF_RUST_WEB_BIN; PGSF_RUST_OWN is then the version of the machine's
+# own, or empty). Returns 1 when there is none.
+use_rust() {
+    rust_recent_enough && return 0
+    local version tool
+    PGSF_RUST_OWN=$(rust_version rustc)
+    version=$(rust_version /usr/bin/rustc)
+    [ -n "$version" ] && version_at_least "$version" "$PGSF_RUST_MIN" || return 1
+    mkdir -p "$PGSF_RUST_WEB_BIN" 2>/dev/null || return 1
+    for tool in rustc rustdoc cargo cargo-clippy clippy-driver; do
+        [ ! -e "/usr/bin/$tool" ] || ln -sfn "/usr/bin/$tool" "$PGSF_RUST_WEB_BIN/$tool"
+    done
+    PATH="$PGSF_RUST_WEB_BIN:$PATH"
+    export PATH
+}
+
 # Prints the calling script's header comment (its usage) and exits 2.
 usage() {
     awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
@@ -261,3 +301,5 @@ copy_base_scripts() {
 # ./dev package uses for every major.
 debian_pkglibdir() { echo "/usr/lib/postgresql/$1/lib"; }
 debian_extensiondir() { echo "/usr/share/postgresql/$1/extension"; }
+
+use_rust || true

@@ -19,41 +19,65 @@ pub mod unguarded {
         pub fn LWLockAcquire(lock: *mut LWLock, mode: LWLockMode::Type) -> bool;
         /// Raises only for a lock not held.
         pub fn LWLockRelease(lock: *mut LWLock);
+    }
+
+    // Postgres' own signal handlers. Their parameters are `SIGNAL_ARGS`: `int` up to 18,
+    // `(int, const pg_signal_info *)` from 19 on.
+    #[cfg(not(feature = "pg19"))]
+    unsafe extern "C-unwind" {
         /// Postgres' SIGTERM handler for backends: sets ProcDiePending and the latch.
         pub fn die(postgres_signal_arg: c_int);
         /// Postgres' SIGHUP handler for auxiliary processes: sets ConfigReloadPending and the
         /// latch.
         pub fn SignalHandlerForConfigReload(postgres_signal_arg: c_int);
     }
+    #[cfg(feature = "pg19")]
+    unsafe extern "C-unwind" {
+        /// Postgres' SIGTERM handler for backends: sets ProcDiePending and the latch.
+        pub fn die(postgres_signal_arg: c_int, pg_siginfo: *const pgrx::pg_sys::pg_signal_info);
+        /// Postgres' SIGHUP handler for auxiliary processes: sets ConfigReloadPending and the
+        /// latch.
+        pub fn SignalHandlerForConfigReload(
+            postgres_signal_arg: c_int,
+            pg_siginfo: *const pgrx::pg_sys::pg_signal_info,
+        );
+    }
 }
+
+/// A Postgres signal handler (`pqsigfunc`): `SIGNAL_ARGS` is `int` up to 18,
+/// `(int, const pg_signal_info *)` from 19 on.
+#[cfg(not(feature = "pg19"))]
+pub type SignalHandler = unsafe extern "C-unwind" fn(c_int);
+#[cfg(feature = "pg19")]
+pub type SignalHandler = unsafe extern "C-unwind" fn(c_int, *const pg_sys::pg_signal_info);
 
 /// Installs `handler` for `signal`; `pqsignal` is named `pqsignal_be` in the server from
 /// PostgreSQL 18 on.
-pub fn set_signal_handler(signal: u32, handler: unsafe extern "C-unwind" fn(c_int)) {
+pub fn set_signal_handler(signal: u32, handler: SignalHandler) {
     // SAFETY: a valid signal number and handler, installed before signals are unblocked.
     unsafe {
-        #[cfg(not(feature = "pg18"))]
+        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
         pg_sys::pqsignal(signal as c_int, Some(handler));
-        #[cfg(feature = "pg18")]
+        #[cfg(any(feature = "pg18", feature = "pg19"))]
         pg_sys::pqsignal_be(signal as c_int, Some(handler));
     }
 }
 
 /// Hands `payload` to the WAL insertion in progress. `XLogRegisterData` takes `(char *, int)`
-/// in 15, `(char *, uint32)` in 16 and 17, `(const void *, uint32)` in 18.
+/// in 15, `(char *, uint32)` in 16 and 17, `(const void *, uint32)` in 18 and 19.
 ///
 /// # Safety
 /// Between `XLogBeginInsert` and `XLogInsert`; `payload` outlives the `XLogInsert`.
 pub unsafe fn xlog_register_data(payload: &mut [u8]) {
     // `as _`: the length's type is the major's, int or uint32; a record's length fits either.
-    #[cfg(not(feature = "pg18"))]
+    #[cfg(not(any(feature = "pg18", feature = "pg19")))]
     unsafe {
         pg_sys::XLogRegisterData(
             payload.as_mut_ptr().cast::<std::ffi::c_char>(),
             payload.len() as _,
         )
     };
-    #[cfg(feature = "pg18")]
+    #[cfg(any(feature = "pg18", feature = "pg19"))]
     unsafe {
         pg_sys::XLogRegisterData(payload.as_ptr().cast(), payload.len() as u32)
     };
