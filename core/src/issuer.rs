@@ -23,7 +23,7 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::generator::{Allocation, Generator, Limits};
 use crate::layout::Layout;
-use crate::node::holder::{Held, HolderState};
+use crate::node::holder::{GivenUp, Held, HolderState};
 use crate::node::{Claim, Durable, Holding, Node, RegistryStatus, Release, Start};
 use crate::registry::{Identity, Lease, Refusal};
 use crate::state_file::History;
@@ -46,10 +46,10 @@ pub struct Issuer {
     /// The process whose turn it is (0: none), so that a turn is ended if its process exits
     /// without ending it.
     writer_pid: i32,
-    /// The node id a promoted standby gave up for a fresh one, still to be retired
+    /// The claim a promoted standby gave up for a fresh id, still to be retired
     /// (`HolderState::retire_pending`), kept here so that a renewer's restart goes on trying
     /// (audit 3, R-a: it was forgotten, and the id never retired).
-    retire_pending: Option<u32>,
+    retire_pending: Option<GivenUp>,
 }
 
 /// Why a turn failed.
@@ -319,8 +319,8 @@ impl Issuer {
     }
 
     /// The retirement a contact left pending (`HolderState::retire_pending`).
-    pub fn retirement_pending(&mut self, node: Option<u32>) {
-        self.retire_pending = node;
+    pub fn retirement_pending(&mut self, given_up: Option<GivenUp>) {
+        self.retire_pending = given_up;
     }
 
     /// The renewer stops holding a fenced claim (`Node::release`).

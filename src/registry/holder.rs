@@ -19,7 +19,7 @@ use crate::shmem::Handle;
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::contact::{self, Contact};
-use snowflake_core::node::holder::HolderState;
+use snowflake_core::node::holder::{GivenUp, HolderState};
 use snowflake_core::node::{Claim, Node};
 use snowflake_core::registry::table::{self, Retirement};
 use snowflake_core::registry::{self, Lease};
@@ -320,14 +320,17 @@ pub fn release_on_exit() {
 
 /// Says how the retirement of the node id a promoted standby gave up for a fresh one went
 /// (`node::contact` tries it once the primary is gone): retired, or kept by a primary still
-/// connected, or failed; nothing while its lease runs (tried again) or when it has no live row.
+/// connected, or failed; nothing while its lease runs (tried again), when it has no live row,
+/// or once the id was claimed again (its new holder's).
 fn report_retired(retired: Option<(u32, Result<Retirement, Failure>)>) {
     let Some((node, retired)) = retired else {
         return;
     };
     let outcome = match retired {
         Ok(Retirement::Retired { high_water }) => RegistryError::Retired { node, high_water },
-        Ok(Retirement::LeaseRuns { .. } | Retirement::NoLiveRow) => return,
+        Ok(
+            Retirement::LeaseRuns { .. } | Retirement::NoLiveRow | Retirement::ClaimedAgain { .. },
+        ) => return,
         Ok(Retirement::Connected { holder }) => RegistryError::RetireLive { node, holder },
         Err(failure) => RegistryError::Failed {
             action: "retire the primary's node id in the pg_snowflake registry",
@@ -405,9 +408,9 @@ impl contact::Host for Server {
         });
     }
 
-    fn retirement_pending(&mut self, node: Option<u32>) {
+    fn retirement_pending(&mut self, given_up: Option<GivenUp>) {
         self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.retirement_pending(node);
+            issuer.retirement_pending(given_up);
         });
     }
 

@@ -125,7 +125,10 @@ fn snowflake_registry_retire(node_id: i32) -> Option<TimestampWithTimeZone> {
         .or_report();
     let refused = match retired {
         Retirement::Retired { high_water } => return high_water.and_then(timestamptz_checked),
-        Retirement::Connected { holder } => RegistryError::RetireLive { node, holder },
+        // An operator's retirement names no claim: never `ClaimedAgain`, whose holder is live.
+        Retirement::Connected { holder } | Retirement::ClaimedAgain { holder } => {
+            RegistryError::RetireLive { node, holder }
+        }
         Retirement::LeaseRuns { holder, until } => RegistryError::RetireLeaseRuns {
             node,
             holder,

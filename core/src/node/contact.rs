@@ -7,7 +7,7 @@
 //! contact that ships. What the extension then says (logs, the registry status it shows) it
 //! reads from the [`Contact`] returned.
 
-use super::holder::HolderState;
+use super::holder::{GivenUp, HolderState};
 use super::{Claim, Node};
 use crate::registry::table::{self, ClaimOutcome, Grant, Heartbeat, Request, Retirement, Table};
 use crate::registry::{self, Lease, Refusal};
@@ -71,7 +71,7 @@ pub trait Host {
     fn disown(&mut self);
     /// Keeps the retirement left pending (`HolderState::retire_pending`) where a restarted
     /// renewer finds it (`Issuer::retirement_pending`).
-    fn retirement_pending(&mut self, node: Option<u32>);
+    fn retirement_pending(&mut self, given_up: Option<GivenUp>);
     /// How this server is named to the registry.
     fn names(&mut self) -> Names;
     /// A new owner token (128 random bits).
@@ -209,10 +209,13 @@ where
         at.reserved,
         holder.patient(sent_mono, settings.lease_ms),
     );
-    // A promoted standby claiming a fresh id gives up the one it inherited.
+    // A promoted standby claiming a fresh id gives up the claim it inherited.
     let given_up = node
         .claim
-        .map(|_| node.id)
+        .map(|claim| GivenUp {
+            node: node.id,
+            claim,
+        })
         .filter(|_| claimant.identity.is_none());
     let names = host.names();
     let request = Request {
@@ -256,7 +259,7 @@ where
         ClaimOutcome::Granted(decided) => {
             let taken = Claim::of(&decided, sent_mono, settings.lease_ms);
             holder.taken(taken.node, taken.identity, taken.lease);
-            if let Some(old) = given_up.filter(|&old| old != taken.node) {
+            if let Some(old) = given_up.filter(|old| old.node != taken.node) {
                 holder.retire_pending = Some(old);
             }
             let retired = retire_given_up(table, host, holder);
@@ -294,9 +297,10 @@ where
     })
 }
 
-/// Retires the id a promoted standby gave up for a fresh one, once its primary is gone; kept
+/// Retires the claim a promoted standby gave up for a fresh id, once its primary is gone; kept
 /// pending while its lease still runs (tried again at the next heartbeat, by this renewer or
-/// the next: `host` keeps it).
+/// the next: `host` keeps it); ended when the id has been claimed again since (it is the new
+/// holder's).
 fn retire_given_up<T, H>(
     table: &mut T,
     host: &mut H,
@@ -307,14 +311,15 @@ where
     H: Host<Failure = T::Failure>,
 {
     let old = holder.retire_pending?;
-    let retired = table::retire(table, old);
-    // Given up only once done, or once no live row is left: a lease still running, a primary
-    // still connected, or an exchange that failed, is tried again.
+    let retired = table::retire_claim(table, old.node, old.claim);
+    // Given up only once done, once no live row is left, or once the id is claimed again: a
+    // lease still running, a primary still connected, or an exchange that failed, is tried
+    // again.
     let again = !matches!(
         retired,
-        Ok(Retirement::Retired { .. } | Retirement::NoLiveRow)
+        Ok(Retirement::Retired { .. } | Retirement::NoLiveRow | Retirement::ClaimedAgain { .. })
     );
     holder.retire_pending = again.then_some(old);
     host.retirement_pending(holder.retire_pending);
-    Some((old, retired))
+    Some((old.node, retired))
 }

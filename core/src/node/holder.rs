@@ -33,12 +33,21 @@ pub struct HolderState {
     /// The last heartbeat found the id taken over; the next contact claims again, on a session
     /// of its own.
     pub lost: bool,
-    /// The node id a promoted standby gave up for a fresh one: retired once its old holder's
-    /// lease has run out (tried at each heartbeat).
-    pub retire_pending: Option<u32>,
+    /// The claim a promoted standby gave up for a fresh id: retired once its old holder's
+    /// lease has run out (tried at each heartbeat), unless the id is claimed again first.
+    pub retire_pending: Option<GivenUp>,
     /// Since when (monotonic ms) its claims have been refused because a session under its own
     /// label holds the id (`Refusal::OpenSession`): its own from before a restart, or a copy's.
     pub waiting_since: Option<i64>,
+}
+
+/// The claim of a node id a promoted standby inherited from its primary and gave up for a
+/// fresh id: its retirement is that claim's, not the id's (another server may claim the id
+/// once the primary's lease has run out, and it is then that server's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GivenUp {
+    pub node: u32,
+    pub claim: Identity,
 }
 
 impl Default for HolderState {

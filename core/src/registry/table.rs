@@ -121,6 +121,9 @@ pub enum Retirement {
     /// Not retired: its holder's (this label) lease runs until then (Unix ms), it may still
     /// make IDs.
     LeaseRuns { holder: String, until: i64 },
+    /// Not retired: the claim to retire ([`retire_claim`]) is over, the id claimed again since
+    /// by this label's server, whose id it now is.
+    ClaimedAgain { holder: String },
 }
 
 /// The registry's table as seen from one session of the registry's server: each method one
@@ -433,8 +436,27 @@ pub fn release<T: Table>(
 /// Retires `node` once its holder is gone ([`may_retire`]), in one transaction under the
 /// table's lock.
 pub fn retire<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failure> {
+    retire_in_transaction(table, node, None)
+}
+
+/// Retires `node` as [`retire`] does, if its row still names `claim`: a promoted standby's
+/// retirement of the claim it gave up (`node::contact`), which ends once the id is claimed
+/// again ([`Retirement::ClaimedAgain`]).
+pub fn retire_claim<T: Table>(
+    table: &mut T,
+    node: u32,
+    claim: Identity,
+) -> Result<Retirement, T::Failure> {
+    retire_in_transaction(table, node, Some(claim))
+}
+
+fn retire_in_transaction<T: Table>(
+    table: &mut T,
+    node: u32,
+    claim: Option<Identity>,
+) -> Result<Retirement, T::Failure> {
     table.begin(RETIRE_IDLE_LIMIT_MS)?;
-    match retire_in_transaction(table, node) {
+    match retire_decided(table, node, claim) {
         Ok(retired @ Retirement::Retired { .. }) => table.commit().map(|_| retired),
         Ok(other) => {
             table.rollback();
@@ -447,12 +469,21 @@ pub fn retire<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failu
     }
 }
 
-fn retire_in_transaction<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failure> {
+fn retire_decided<T: Table>(
+    table: &mut T,
+    node: u32,
+    claim: Option<Identity>,
+) -> Result<Retirement, T::Failure> {
     let now = table.clock()?;
     let found = read_locked(table, node)?;
     table.unlock(node)?;
     let row = found.as_ref().map(|f| f.row);
     let holder = found.map(|f| f.label).unwrap_or_default();
+    if let (Some(claim), Some(row)) = (claim, row) {
+        if !row.retired && row.holder != claim {
+            return Ok(Retirement::ClaimedAgain { holder });
+        }
+    }
     match may_retire(row.as_ref(), now) {
         Err(Unretirable::NoLiveRow) => Ok(Retirement::NoLiveRow),
         Err(Unretirable::Connected) => Ok(Retirement::Connected { holder }),

@@ -17,8 +17,8 @@ use crate::generator::{Allocation, Limits};
 use crate::issuer::{Issuer, Renewal};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
-use crate::node::holder::HolderState;
-use crate::registry::table::{self, Request, RowRead, Table};
+use crate::node::holder::{GivenUp, HolderState};
+use crate::registry::table::{self, Request, Retirement, RowRead, Table};
 use crate::registry::{Bounds, LayoutRows, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -770,6 +770,9 @@ struct Member {
     refused_for_layout: bool,
     /// `pg_snowflake.fresh_node_id_on_promotion` ([`Act::Failover`]).
     fresh_on_promotion: bool,
+    /// The claim a promoted standby started under, its primary's ([`Act::Failover`]): the
+    /// only claim its contacts may retire.
+    inherited: Option<Identity>,
 }
 
 impl Member {
@@ -806,6 +809,7 @@ impl Member {
             layout,
             refused_for_layout: false,
             fresh_on_promotion: false,
+            inherited: None,
         }
     }
 
@@ -820,6 +824,7 @@ impl Member {
         m.offset = self.offset;
         m.label = self.label.clone();
         m.crashes = self.crashes;
+        m.inherited = self.inherited;
         m
     }
 
@@ -884,8 +889,8 @@ impl contact::Host for Host<'_> {
         }
     }
 
-    fn retirement_pending(&mut self, node: Option<u32>) {
-        self.m.issuer.retirement_pending(node);
+    fn retirement_pending(&mut self, given_up: Option<GivenUp>) {
+        self.m.issuer.retirement_pending(given_up);
     }
 
     fn names(&mut self) -> contact::Names {
@@ -916,11 +921,39 @@ struct Fleet {
     /// Copies made so far, each with tokens of its own.
     copies: u128,
     /// The node ids promoted standbys gave up for fresh ones, to be retired: by which data
-    /// directory ([`Member::range`]), after how many of its restarts.
-    given_up: BTreeMap<u32, (u128, i64)>,
+    /// directory ([`Member::range`]), after how many of its restarts, and the claim given up.
+    given_up: BTreeMap<u32, (u128, i64, Identity)>,
 }
 
 impl Fleet {
+    /// A fleet of servers with these configured node ids, none of which has claimed yet.
+    fn new(configured: &[Option<u32>], fenced: bool) -> Fleet {
+        let members = configured
+            .iter()
+            .enumerate()
+            .map(|(i, &configured)| {
+                let settings = Settings {
+                    configured,
+                    registry: true,
+                };
+                Member::start(settings, None, i, 0)
+            })
+            .collect();
+        Fleet {
+            now: T0,
+            fenced,
+            registry: Registry {
+                up: true,
+                ..Registry::default()
+            },
+            members,
+            issued: HashMap::new(),
+            gone: vec![],
+            copies: 0,
+            given_up: BTreeMap::new(),
+        }
+    }
+
     /// Server `s`'s process is gone: its registry session, if any, lives on until the registry
     /// notices (an `Act::Notice`, or keepalives a lease later).
     fn session_gone(&mut self, s: usize) {
@@ -943,15 +976,17 @@ impl Fleet {
 
     /// A turn's contact (`node::contact`, as `registry/holder.rs` runs it), on the member's
     /// session, made anew when it has none.
-    fn contact(&mut self, s: usize, commit: Commit) {
+    fn contact(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
         let (now, fenced) = (self.now, self.fenced);
         if !self.registry.up || !self.members[s].link {
             // The exchange times out and the server drops its session; the registry's end of
             // it lives on until its keepalives find the server gone.
             self.session_gone(s);
-            return;
+            return Ok(());
         }
         let registry = &mut self.registry;
+        let holders: BTreeMap<u32, Identity> =
+            registry.rows.iter().map(|(&n, r)| (n, r.holder)).collect();
         let m = &mut self.members[s];
         m.reached_at = now;
         // As the extension's `Holder::contact`: the skew the contact reads stays until the next
@@ -962,7 +997,7 @@ impl Fleet {
             // fails, and the next turn connects anew.
             Some(session) if !registry.open.contains(&session) => {
                 m.session = None;
-                return;
+                return Ok(());
             }
             Some(session) => session,
             None => {
@@ -989,6 +1024,25 @@ impl Fleet {
             &settings,
         );
         m.holder = holder;
+        // A contact retires only the claim its server gave up on a promotion, never a claim
+        // made of the id since.
+        if let Ok(
+            contact::Contact::Granted { retired, .. } | contact::Contact::Renewed { retired, .. },
+        ) = &contacted
+        {
+            if let Some((node, Ok(Retirement::Retired { .. }))) = retired {
+                let under = holders.get(node).copied();
+                prop_assert!(
+                    under == m.inherited,
+                    "member {} retired node id {} under a claim it did not give up ({:?}, not \
+                     {:?})",
+                    s,
+                    node,
+                    under,
+                    m.inherited
+                );
+            }
+        }
         match &contacted {
             Ok(contact::Contact::Refused { why, .. }) => {
                 m.refused_for_layout = *why == Refusal::OtherLayout;
@@ -1001,12 +1055,14 @@ impl Fleet {
             m.issuer.taken(taken.lease.ends_at);
         }
         if let Some(old) = m.holder.retire_pending {
-            self.given_up.insert(old, (m.range, m.crashes));
+            self.given_up
+                .insert(old.node, (m.range, m.crashes, old.claim));
         }
         if contacted.is_err() || !m.holder.keeps_session() {
             registry.end_session(session);
             m.session = None;
         }
+        Ok(())
     }
 
     /// `renewer.rs`'s exit: a fenced claim's mark comes down to the durable reservation where
@@ -1041,8 +1097,8 @@ impl Fleet {
         m.holder = m.issuer.renewer_restarted(!fenced);
     }
 
-    fn turn(&mut self, s: usize, commit: Commit) {
-        self.contact(s, commit);
+    fn turn(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
+        self.contact(s, commit)?;
         let now = self.now;
         let fenced = self.fenced;
         let m = &mut self.members[s];
@@ -1054,6 +1110,7 @@ impl Fleet {
             m.holder.pinned();
         }
         m.issuer.publish(m.holder.holding(), m.skewed, fenced, now);
+        Ok(())
     }
 
     fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {
@@ -1196,30 +1253,7 @@ fn run_fleet(
     fenced: bool,
     acts: Vec<Act>,
 ) -> Result<(), TestCaseError> {
-    let members = configured
-        .iter()
-        .enumerate()
-        .map(|(i, &configured)| {
-            let settings = Settings {
-                configured,
-                registry: true,
-            };
-            Member::start(settings, None, i, 0)
-        })
-        .collect();
-    let mut fleet = Fleet {
-        now: T0,
-        fenced,
-        registry: Registry {
-            up: true,
-            ..Registry::default()
-        },
-        members,
-        issued: HashMap::new(),
-        gone: vec![],
-        copies: 0,
-        given_up: BTreeMap::new(),
-    };
+    let mut fleet = Fleet::new(configured, fenced);
     for act in acts {
         fleet.act(act)?;
         fleet.keepalives();
@@ -1239,7 +1273,7 @@ fn run_fleet(
         fleet.registry.end_sessions_but(&live);
         fleet.now += LEASE / 2;
         for s in 0..SERVERS {
-            fleet.turn(s, Commit::Done);
+            fleet.turn(s, Commit::Done)?;
             fleet.call(s, 10)?;
         }
     }
@@ -1256,10 +1290,11 @@ fn run_fleet(
         });
     // An id given up on a promotion is retired at a heartbeat of the server that gave it up
     // once its old holder is gone, whatever the renewer's restarts meanwhile (audit 3, R-a),
-    // unless a member holds it again. (A restart of that server forgets it, with shared
-    // memory, and one that holds no claim any more has no heartbeat: the id then stays `lost`
-    // until an operator retires it, as FLEETS says.)
-    for (&node, &(range, crashes)) in &fleet.given_up {
+    // unless it was claimed again (the row names another claim: its new holder's, whom the
+    // retirement leaves alone) or a member holds it. (A restart of that server forgets it,
+    // with shared memory, and one that holds no claim any more has no heartbeat: the id then
+    // stays `lost` until an operator retires it, as FLEETS says.)
+    for (&node, &(range, crashes, claim)) in &fleet.given_up {
         let heartbeating = fleet
             .members
             .iter()
@@ -1267,7 +1302,11 @@ fn run_fleet(
         if !heartbeating {
             continue;
         }
-        let retired = fleet.registry.rows.get(&node).is_none_or(|r| r.retired);
+        let retired = fleet
+            .registry
+            .rows
+            .get(&node)
+            .is_none_or(|r| r.retired || r.holder != claim);
         let held = fleet
             .members
             .iter()
@@ -1323,7 +1362,7 @@ impl Fleet {
         match act {
             Act::Wait { ms } => self.now += ms,
             Act::Call { s, want } => self.call(s, want)?,
-            Act::Turn { s, commit } => self.turn(s, commit),
+            Act::Turn { s, commit } => self.turn(s, commit)?,
             Act::Crash { s } => {
                 // Its registry session lives on until the registry notices.
                 self.session_gone(s);
@@ -1440,6 +1479,7 @@ impl Fleet {
                 standby.crashes = primary.crashes;
                 standby.offset = self.members[s].offset;
                 standby.fresh_on_promotion = fresh;
+                standby.inherited = standby.issuer.node().claim;
                 self.members[s] = standby;
                 if self.fenced {
                     self.members[from] = self.members[from].restarted(from);
@@ -1479,6 +1519,110 @@ fn a_standby_promoted_during_its_primarys_wake_never_issues_the_wakes_ids() {
         },
     ];
     run_pair(steps, 0, true).unwrap();
+}
+
+/// A node id a promoted standby gave up, claimed again by another server once the old
+/// primary's lease ran out, is that server's: the standby's pending retirement ends there. It
+/// was kept and retried at every heartbeat, logged as "held by …, which is connected", and
+/// retired the new holder's id the first time that server was cut off past its lease (a
+/// proptest seed of the fleet model, 2026-11-27: "node id 0, given up on a promotion, never
+/// retired").
+#[test]
+fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
+    use Act::*;
+    let mut fleet = Fleet::new(&[Some(0), None, None, None], false);
+    let act = |fleet: &mut Fleet, act: Act| {
+        fleet.act(act).unwrap();
+        fleet.keepalives();
+        fleet.locks_name_their_holders().unwrap();
+    };
+    // Member 2 takes node id 0 (member 0, configured with it, has not claimed yet), fails
+    // over to member 3 with a fresh id: node id 0 is given up while its lease runs.
+    act(
+        &mut fleet,
+        Turn {
+            s: 2,
+            commit: Commit::Done,
+        },
+    );
+    assert_eq!(fleet.registry.rows[&0].by, fleet.members[2].range);
+    act(
+        &mut fleet,
+        Failover {
+            s: 3,
+            from: 2,
+            fresh: true,
+        },
+    );
+    act(
+        &mut fleet,
+        Turn {
+            s: 3,
+            commit: Commit::Done,
+        },
+    );
+    assert!(fleet.members[3].holder.retire_pending.is_some());
+    // The old primary's lease runs out; member 0 claims its configured id.
+    act(&mut fleet, Wait { ms: LEASE + 1 });
+    act(&mut fleet, Notice);
+    act(
+        &mut fleet,
+        Turn {
+            s: 0,
+            commit: Commit::Done,
+        },
+    );
+    assert_eq!(fleet.registry.rows[&0].by, fleet.members[0].range);
+    act(
+        &mut fleet,
+        Turn {
+            s: 3,
+            commit: Commit::Done,
+        },
+    );
+    // Member 0 is cut off past its lease, and member 3 heartbeats meanwhile.
+    act(&mut fleet, Link { s: 0, up: false });
+    act(&mut fleet, Wait { ms: 2 * LEASE });
+    act(&mut fleet, Notice);
+    act(
+        &mut fleet,
+        Turn {
+            s: 3,
+            commit: Commit::Done,
+        },
+    );
+    act(&mut fleet, Wait { ms: LEASE });
+    act(
+        &mut fleet,
+        Turn {
+            s: 3,
+            commit: Commit::Done,
+        },
+    );
+    assert!(
+        !fleet.registry.rows[&0].retired,
+        "node id 0, claimed again by member 0, retired by the standby that gave it up"
+    );
+    assert_eq!(fleet.members[3].holder.retire_pending, None);
+    // Its link back, member 0 goes on under node id 0.
+    act(&mut fleet, Link { s: 0, up: true });
+    act(
+        &mut fleet,
+        Turn {
+            s: 0,
+            commit: Commit::Done,
+        },
+    );
+    act(
+        &mut fleet,
+        Turn {
+            s: 0,
+            commit: Commit::Done,
+        },
+    );
+    assert_eq!(fleet.members[0].issuer.node().id, 0);
+    assert!(fleet.members[0].issuer.issuing());
+    fleet.call(0, 10).unwrap();
 }
 
 mod sim;
