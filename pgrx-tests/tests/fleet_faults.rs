@@ -619,11 +619,13 @@ fn a_slow_disk_in_one_members_claim_never_stops_the_others() {
 /// Audit 3, P2. A fenced holder of node id 11 reaches the registry through a proxy, which then
 /// hangs (frozen: its kernel still acknowledges, as a hung pooler or load balancer does, so
 /// the registry's TCP keepalives are answered), and the holder dies (kill -9). A rival
-/// configured with id 11 is refused while the registry still holds the holder's session, and
-/// the refusal says the holder is still connected; the registry ends that session once it has
+/// configured with id 11, started before, is refused, the refusal saying the holder is still
+/// connected; the registry keeps the dead holder's session (and the id's lock) until it has
 /// sent nothing for two leases (`idle_session_timeout`, set by the holder on its own session),
 /// and the rival takes the id within seconds of that. Before the fix the rival stayed refused
-/// "held by another server" for as long as the proxy hung (the audit watched 42 s).
+/// "held by another server" for as long as the proxy hung (the audit watched 42 s). The rival
+/// starts before the death: started after it, on a busy machine its first claim could come
+/// after the session had ended, and find nothing to be refused by (a rehearsal, 2026-11-27).
 #[test]
 fn a_holder_behind_a_hung_proxy_frees_its_node_id_two_leases_after_its_last_heartbeat() {
     let registry = registry_server("p2registry");
@@ -634,6 +636,19 @@ fn a_holder_behind_a_hung_proxy_frees_its_node_id_two_leases_after_its_last_hear
     );
     holder.execute("SELECT snowflake_registry_create()");
     assert_eq!(claimed_node(&holder), 11);
+    let rival = Server::start(
+        "p2rival",
+        member_config(&registry.conninfo("postgres"), Some(11)),
+    );
+    wait_until(Duration::from_secs(60), "the rival's first refusal", || {
+        rival.log().contains("node id 11 is held by another server")
+    });
+    let refused = log_lines_since(&rival, 0, "node id 11 is held by another server");
+    assert!(
+        refused[0].contains("and still connected to the registry"),
+        "the refusal says the holder is connected: {refused:?}"
+    );
+
     proxy.freeze();
     holder.crash();
     let died = Instant::now();
@@ -641,19 +656,6 @@ fn a_holder_behind_a_hung_proxy_frees_its_node_id_two_leases_after_its_last_hear
         locked_nodes(&registry),
         vec![11],
         "the hung proxy let the death through"
-    );
-
-    let rival = Server::start(
-        "p2rival",
-        member_config(&registry.conninfo("postgres"), Some(11)),
-    );
-    wait_until(Duration::from_secs(10), "the rival's first refusal", || {
-        rival.log().contains("node id 11 is held by another server")
-    });
-    let refused = log_lines_since(&rival, 0, "node id 11 is held by another server");
-    assert!(
-        refused[0].contains("and still connected to the registry"),
-        "the refusal says the holder is connected: {refused:?}"
     );
     let claimed = claimed_within(&rival, Duration::from_secs(30));
     let took = died.elapsed();
