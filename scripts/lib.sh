@@ -13,14 +13,26 @@
 #               $PGSF_PG_CACHE (outside the repository, readable by the postgres user)
 #   15-vanilla  PyPI's build of 15: the old side of the pg_upgrade tests only, since Debian's 15
 #               marks columns with an attribute option vanilla builds reject (see docs/UPGRADING.md)
+#   19          Debian experimental's postgresql-19 (PGSF_PG19_DEB: 19rc1; no released 19.x is
+#               within reach), built for Debian sid's glibc: it lives in a Debian sid root at
+#               $PGSF_SID_ROOT (scripts/sid-root makes it), and whatever builds or runs 19 runs
+#               inside that root (scripts/sid-root run), where its pg_config is Debian's path
 
 PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PGSF_MAJORS=(15 16 17 18)
+PGSF_MAJORS=(15 16 17 18 19)
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
+# The trees that live in the sid root, its place, and the file that marks it (its recipe).
+PGSF_SID_TREES=(19)
+PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
+PGSF_SID_STAMP=etc/pg_snowflake-sid-root
+# The one setting to move 19 on: the Debian version of postgresql-19 the sid root installs (with
+# its headers and libpq). A released 19.x in sid or experimental is its version here.
+PGSF_PG19_DEB=19~rc1-1
 # The pairs of trees, OLD:NEW, that the pg_upgrade and pg_dump tests across majors cross
-# (pgrx-tests/tests/across_majors.rs): each one whenever both its majors are tested.
-PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17)
+# (pgrx-tests/tests/across_majors.rs): each one whenever its new major is tested (the old one is
+# set up for it, as 15-vanilla is).
+PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
 # The trees with pg_partman, for the pg_partman recipe's test (pgrx-tests/tests/partman.rs):
 # Debian packages it for its own 15 only.
 PGSF_PARTMAN_TREES=(15)
@@ -112,19 +124,48 @@ pypi_release() {
 }
 
 is_known_tree() {
-    [ "$1" = 15 ] || pypi_release "$1" >/dev/null
+    [ "$1" = 15 ] || is_sid_tree "$1" || pypi_release "$1" >/dev/null
 }
 
-# The pg_config of tree $1 (whether or not it is there yet).
+# Whether tree $1 lives in the sid root; whether this shell runs inside that root.
+is_sid_tree() {
+    case " ${PGSF_SID_TREES[*]} " in
+    *" $1 "*) return 0 ;;
+    *) return 1 ;;
+    esac
+}
+in_sid_root() { [ -e "/$PGSF_SID_STAMP" ]; }
+
+# Whether tree $1's programs run here: the sid root's trees inside it only, Debian 12's 15 outside
+# it only (the PyPI trees run in both).
+runs_here() {
+    if is_sid_tree "$1"; then in_sid_root; elif [ "$1" = 15 ]; then ! in_sid_root; fi
+}
+
+# The pg_config of tree $1 (whether or not it is there yet); a sid tree's, seen from outside the
+# root, is its path in the root (which only says whether the tree is there: it runs inside).
 pg_config_of() {
     local release
-    if [ "$1" = 15 ]; then
+    if is_sid_tree "$1"; then
+        in_sid_root || printf '%s' "$PGSF_SID_ROOT"
+        echo "/usr/lib/postgresql/$(major_of "$1")/bin/pg_config"
+    elif [ "$1" = 15 ]; then
         echo /usr/lib/postgresql/15/bin/pg_config
     elif release=$(pypi_release "$1"); then
         echo "$PGSF_PG_CACHE/postgresql-${release%% *}/bin/pg_config"
     else
         die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
     fi
+}
+
+# The highest of the majors $@ (in order) whose programs run outside the sid root: the major of
+# the commands that stay on the host (the client recipes).
+highest_host_major() {
+    local major highest=
+    for major in "$@"; do
+        is_sid_tree "$major" || highest=$major
+    done
+    echo "$highest"
 }
 
 # The major version number of tree $1 (15-vanilla → 15).
@@ -165,6 +206,7 @@ use_pg() {
     PG_MAJOR=$(major_of "$1")
     PG_CONFIG=$(pg_config_of "$1")
     [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
+    runs_here "$1" || die "PostgreSQL $1 runs inside the sid root only (scripts/sid-root run)"
     PG_BIN=$("$PG_CONFIG" --bindir)
     export PG_TREE PG_MAJOR PG_CONFIG PG_BIN
 }
@@ -180,17 +222,25 @@ server_env() {
 
 # What the Rust harness (pgrx-tests/src/lib.rs) reads besides PG_CONFIG: the pg_config of every
 # tree, for the tests that cross majors (PGSF_PG_CONFIG_15, PGSF_PG_CONFIG_15_VANILLA, ...: only
-# the trees that are set up), and libfaketime's library for fake clocks (PGSF_LIBFAKETIME, from
-# Debian's faketime, under the machine's multiarch directory).
+# the trees that are set up and run here), Debian's own PostgreSQL here (PGSF_DEBIAN_PG_CONFIG),
+# and libfaketime's library for fake clocks (PGSF_LIBFAKETIME, from Debian's faketime, under the
+# machine's multiarch directory).
 export_test_env() {
     local name var lib
     for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
         var=PGSF_PG_CONFIG_${name//-/_}
         var=${var^^}
-        if [ -x "$(pg_config_of "$name")" ]; then
+        if runs_here "$name" && [ -x "$(pg_config_of "$name")" ]; then
             export "$var=$(pg_config_of "$name")"
         fi
     done
+    # Debian's own PostgreSQL here (the package layout's reference): 15, or the sid root's.
+    if in_sid_root; then
+        PGSF_DEBIAN_PG_CONFIG=$(pg_config_of "${PGSF_SID_TREES[0]}")
+    else
+        PGSF_DEBIAN_PG_CONFIG=$(pg_config_of 15)
+    fi
+    export PGSF_DEBIAN_PG_CONFIG
     for lib in /usr/lib/*/faketime/libfaketime.so.1; do
         if [ -e "$lib" ]; then
             export PGSF_LIBFAKETIME="$lib"
@@ -198,15 +248,25 @@ export_test_env() {
     done
 }
 
-# The pairs of PGSF_UPGRADE_PAIRS_ALL whose old and new majors are both among $@, space-separated
-# (what PGSF_UPGRADE_PAIRS carries to the tests).
+# The pairs of PGSF_UPGRADE_PAIRS_ALL whose new major is among $@, space-separated (what
+# PGSF_UPGRADE_PAIRS carries to the tests).
 upgrade_pairs() {
-    local pair old new list=()
+    local pair new list=()
     for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
-        old=$(major_of "${pair%%:*}") new=$(major_of "${pair##*:}")
-        case " $* " in *" $old "*) ;; *) continue ;; esac
-        case " $* " in *" $new "*) ;; *) continue ;; esac
-        list+=("$pair")
+        new=$(major_of "${pair##*:}")
+        case " $* " in *" $new "*) list+=("$pair") ;; esac
+    done
+    echo "${list[*]}"
+}
+
+# The pairs among $@ (OLD:NEW words) with a tree of the sid root (--sid) or without (--host).
+pairs_with() {
+    local want=$1 pair list=() sid
+    shift
+    for pair in "$@"; do
+        sid=--host
+        if is_sid_tree "${pair%%:*}" || is_sid_tree "${pair##*:}"; then sid=--sid; fi
+        [ "$sid" != "$want" ] || list+=("$pair")
     done
     echo "${list[*]}"
 }

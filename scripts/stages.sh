@@ -8,6 +8,21 @@
 # fails without a failed test (a build error) counts one failure.
 STAGES=()
 
+# Runs stage $1 (with the other arguments) where major $2 lives: inside the sid root for its trees
+# (in_root), here for the others.
+at_home() {
+    if is_sid_tree "$2" && ! in_sid_root; then
+        in_root "$@"
+    else
+        "$@"
+    fi
+}
+
+# Runs stage $1 (with the other arguments) inside the sid root: `./dev _stage` there.
+in_root() {
+    "$ROOT/scripts/sid-root" run "$ROOT/dev" _stage "$@"
+}
+
 # run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
 run_stage() {
     local name=$1 major=$2
@@ -56,9 +71,10 @@ stage_lint() {
     cargo fmt --all -- --check || rc=1
     cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
     for major in "${TEST_MAJORS[@]}"; do
+        # The sid root's majors: a stage of their own (run_tests), after their builds ahead.
+        ! is_sid_tree "$major" || continue
         say "clippy, PostgreSQL $major"
-        cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
-            rc=1
+        stage_clippy "$major" || rc=1
     done
     cargo clippy -p snowflake-it --all-targets -- -D warnings || rc=1
     mapfile -t scripts < <(grep -rlE '^#!/usr/bin/env (ba)?sh|^# shellcheck shell=' \
@@ -69,6 +85,35 @@ stage_lint() {
     "$ROOT/scripts/check-links" || rc=1
     say "code names of the Markdown files (scripts/check-names)"
     "$ROOT/scripts/check-names" || rc=1
+    return "$rc"
+}
+
+# The extension built for major $1, under clippy (a step of stage_lint, run where $1 lives).
+stage_clippy() {
+    cd "$ROOT"
+    cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
+}
+
+# Builds, in the sid root, what the stages of its majors $@ build there: clippy's check, the
+# tests' binaries, the debug and the release build of each major, the debug build of the old
+# side of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
+# idle) beside the other majors' tests; a build that fails here fails again in its stage.
+stage_sid_builds() {
+    cd "$ROOT"
+    local major rc=0 pair
+    cargo test -p snowflake-it --no-run || rc=1
+    for major in "$@"; do
+        use_pg "$major"
+        cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
+            rc=1
+        cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
+        cargo pgrx package --pg-config "$PG_CONFIG" || rc=1
+        for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
+            [ "${pair##*:}" = "$major" ] || continue
+            use_pg "${pair%%:*}"
+            cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
+        done
+    done
     return "$rc"
 }
 
