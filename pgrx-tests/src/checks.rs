@@ -67,6 +67,24 @@ pub fn one<T: for<'a> postgres::types::FromSql<'a>>(client: &mut Client, sql: &s
 }
 
 /// [`one`] of a query that counts (a `bigint`).
+/// The logical replication errors this server's subscriptions met (`pg_stat_subscription_stats`:
+/// apply and sync errors; the sync count is split in two, tables and sequences, from PostgreSQL
+/// 19 on).
+pub fn replication_errors(client: &mut Client) -> i64 {
+    let sync = if crate::paths::pg_major() >= 19 {
+        "sync_table_error_count + sync_seq_error_count"
+    } else {
+        "sync_error_count"
+    };
+    count(
+        client,
+        &format!(
+            "SELECT coalesce(sum(apply_error_count + {sync}), 0)::bigint
+             FROM pg_stat_subscription_stats"
+        ),
+    )
+}
+
 pub fn count(client: &mut Client, sql: &str) -> i64 {
     one(client, sql)
 }

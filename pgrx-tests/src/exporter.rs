@@ -37,6 +37,26 @@ pub struct Exporter {
     log: PathBuf,
 }
 
+/// The exporter's built-in collectors that run by default and are not the tests' to read: the
+/// database's and the background writer's (`bgwriter` up to postgres_exporter 0.14, Debian
+/// 12's 0.11; `stat_bgwriter` since, sid's 0.19 in the sid root), as its `--help` names them.
+fn collectors_off(program: &Path) -> [String; 2] {
+    let help = Command::new(program)
+        .arg("--help")
+        .output()
+        .unwrap_or_else(|e| panic!("{} --help: {e}", program.display()));
+    let help = String::from_utf8_lossy(&help.stdout) + String::from_utf8_lossy(&help.stderr);
+    let bgwriter = if help.contains("--collector.stat_bgwriter") {
+        "stat_bgwriter"
+    } else {
+        "bgwriter"
+    };
+    [
+        "--no-collector.database".to_string(),
+        format!("--no-collector.{bgwriter}"),
+    ]
+}
+
 impl Exporter {
     /// Starts the exporter against `server`'s `postgres` database with the queries file
     /// `queries`, on a free port of 127.0.0.1, and returns once it answers a scrape with
@@ -55,7 +75,7 @@ impl Exporter {
             .arg(format!("--extend.query-path={}", queries.display()))
             // Only the queries file's metrics and the exporter's own: the tests read those.
             .args(["--disable-default-metrics", "--disable-settings-metrics"])
-            .args(["--no-collector.database", "--no-collector.bgwriter"])
+            .args(collectors_off(&program))
             .stdout(Stdio::null())
             .stderr(log_file)
             .spawn()

@@ -42,16 +42,19 @@ pub fn pg_config_value(pg_config: &Path, flag: &str) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
 
-/// The major version of the given pg_config's PostgreSQL (`PostgreSQL 18.6` → 18).
+/// The major version of the given pg_config's PostgreSQL (`PostgreSQL 18.6` → 18, a release
+/// candidate's `PostgreSQL 19rc1` → 19).
 pub fn pg_major_of(pg_config: &Path) -> u32 {
     let version = pg_config_value(pg_config, "--version");
     let version = version.to_string_lossy();
-    version
+    let digits: String = version
         .trim_start_matches("PostgreSQL ")
-        .split(['.', ' '])
-        .next()
-        .and_then(|major| major.parse().ok())
-        .unwrap_or_else(|| panic!("cannot read a major version from {version:?}"))
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("cannot read a major version from {version:?}"))
 }
 
 /// The major version under test.

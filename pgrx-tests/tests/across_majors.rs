@@ -78,11 +78,12 @@ fn old_server_with_ids_as(config: Config) -> (Server, i64) {
     (old, old_max)
 }
 
-/// A new cluster of `tree` for pg_upgrade to fill, configured by `config`, not started.
-fn new_cluster(tree: &str, mut config: Config) -> Server {
+/// A new cluster of `tree` for pg_upgrade to fill from one of `old_tree`, configured by
+/// `config`, not started.
+fn new_cluster(old_tree: &str, tree: &str, mut config: Config) -> Server {
     // initdb turns data checksums on by default from 18 on; pg_upgrade needs the old cluster's
-    // setting (off).
-    if pg_major_of(&pg_config_of(tree)) >= 18 {
+    // setting (off before 18, on from 18).
+    if pg_major_of(&pg_config_of(tree)) >= 18 && pg_major_of(&pg_config_of(old_tree)) < 18 {
         config = config.initdb_arg("--no-data-checksums");
     }
     Server::init("upnew", config)
@@ -90,8 +91,8 @@ fn new_cluster(tree: &str, mut config: Config) -> Server {
 
 /// pg_upgrade from `old` into a fresh server of `tree` whose postgresql.conf already preloads
 /// pg_snowflake with the same node id, running on a clock `clock` away from the real one.
-fn upgraded(old: &Server, tree: &str, clock: &str) -> Server {
-    let new = new_cluster(tree, node_on(tree).fake_clock(clock));
+fn upgraded(old: &Server, old_tree: &str, tree: &str, clock: &str) -> Server {
+    let new = new_cluster(old_tree, tree, node_on(tree).fake_clock(clock));
     let printed = new.upgrade_from(old);
     assert!(
         printed.contains("Upgrade Complete"),
@@ -112,7 +113,7 @@ fn rows_and_max(client: &mut Client) -> (i64, i64) {
 fn pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids(&old_tree);
-        let new = upgraded(&old, &new_tree, "-1h");
+        let new = upgraded(&old, &old_tree, &new_tree, "-1h");
         // The documented step: the old server's state file over the one pg_upgrade left.
         new.as_postgres(&format!(
             "cp {} {}",
@@ -167,7 +168,7 @@ fn pg_upgrade_with_the_state_file_copied_keeps_every_new_id_above_the_old_ones()
 fn pg_upgrade_without_the_state_file_refuses_new_ids_and_says_how_to_fix_it() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids(&old_tree);
-        let new = upgraded(&old, &new_tree, "-1h");
+        let new = upgraded(&old, &old_tree, &new_tree, "-1h");
         new.start_again();
 
         // The old rows are there and decode.
@@ -263,7 +264,7 @@ fn pg_upgrade_from_a_directory_left_with_an_earlier_upgrades_output_leaves_it_un
             "mkdir -p {}/20250101T000000.000/log",
             old.data_file("pg_upgrade_output.d")
         ));
-        let new = upgraded(&old, &new_tree, "-1h");
+        let new = upgraded(&old, &old_tree, &new_tree, "-1h");
         // Still the old server's reservation (pg_upgrade's start of the old cluster may renew it,
         // a server in use less than a minute ago: its `until` may move on), never the marker.
         let after = old.output_as_postgres(&format!("cat {}", old.data_file(STATE)));
@@ -327,7 +328,7 @@ fn pg_upgrade_with_a_registry_refuses_until_the_state_file_is_copied_across_rest
         old.stop();
         // On the registry's clock: a clock off by more than the margin would be refused its
         // claim anyway, which is not what this checks.
-        let new = new_cluster(&new_tree, with_registry(&new_tree));
+        let new = new_cluster(&old_tree, &new_tree, with_registry(&new_tree));
         let printed = new.upgrade_from(&old);
         assert!(
             printed.contains("Upgrade Complete"),
@@ -366,7 +367,7 @@ fn pg_upgrade_with_a_registry_refuses_until_the_state_file_is_copied_across_rest
 fn pg_upgrade_into_a_cluster_started_before_still_refuses_without_the_state_file() {
     for (old_tree, new_tree) in pairs() {
         let (old, old_max) = old_server_with_ids_as(node_on(&old_tree).fake_clock("+1h"));
-        let new = new_cluster(&new_tree, node_on(&new_tree));
+        let new = new_cluster(&old_tree, &new_tree, node_on(&new_tree));
         new.start_again();
         std::thread::sleep(std::time::Duration::from_secs(2));
         assert!(
@@ -423,6 +424,7 @@ fn pg_upgrade_into_a_cluster_that_does_not_preload_the_library_is_refused() {
     for (old_tree, new_tree) in pairs() {
         let (old, _) = old_server_with_ids(&old_tree);
         let new = new_cluster(
+            &old_tree,
             &new_tree,
             Config::default().postgres(pg_config_of(&new_tree)),
         );

@@ -6,7 +6,7 @@
 //! would have used: those collide by the hundred thousand, the snowflake keys not once.
 
 use postgres::Client;
-use snowflake_it::{count, start_cluster, wait_until, Server};
+use snowflake_it::{count, replication_errors, start_cluster, wait_until, Server};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -224,11 +224,7 @@ fn three_shards_merge_through_logical_replication_while_inserting() {
         "the subscriber to catch up",
         || count(&mut client, "SELECT count(*) FROM events") >= TOTAL,
     );
-    let errors = count(
-        &mut client,
-        "SELECT coalesce(sum(apply_error_count + sync_error_count), 0)::bigint
-         FROM pg_stat_subscription_stats",
-    );
+    let errors = replication_errors(&mut client);
     println!(
         "node {HUB} caught up {caught_up:.1?} after the shards stopped; replication errors {errors}"
     );

@@ -7,7 +7,9 @@
 //! PostgreSQL 15 has no `origin` subscription parameter: there the test checks that 15 refuses
 //! it, which is why the recipe needs 16 or later.
 
-use snowflake_it::{count, describe, pg_major, start_cluster, wait_until, Server};
+use snowflake_it::{
+    count, describe, pg_major, replication_errors, start_cluster, wait_until, Server,
+};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -121,11 +123,7 @@ fn two_primaries_replicate_to_each_other_with_origin_none_without_a_conflict() {
 
     let mut digests = vec![];
     for (client, node) in clients.iter_mut().zip(NODES) {
-        let errors = count(
-            client,
-            "SELECT coalesce(sum(apply_error_count + sync_error_count), 0)::bigint
-             FROM pg_stat_subscription_stats",
-        );
+        let errors = replication_errors(client);
         assert_eq!(errors, 0, "node {node}: apply or sync errors");
         let row = client
             .query_one(

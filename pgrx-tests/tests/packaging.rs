@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use snowflake_it::{
-    cargo_package_field, cargo_version, pg_config_of, pg_config_value, pg_major, repo_root, run,
+    cargo_package_field, cargo_version, pg_config_value, pg_major, pg_major_of, repo_root, run,
 };
 use std::collections::BTreeSet;
 
@@ -105,9 +105,11 @@ fn debian_layout(major: u32) -> (String, String) {
 
 #[test]
 fn debian_layout_is_what_debians_own_pg_config_says() {
-    // Debian's PostgreSQL 15 is on this machine: its pg_config is the reference for the layout
-    // the packages of every major use.
-    let debian = pg_config_of("15");
+    // Debian's own PostgreSQL is on this machine (15; in the sid root, 19): its pg_config is
+    // the reference for the layout the packages of every major use.
+    let debian = std::path::PathBuf::from(std::env::var("PGSF_DEBIAN_PG_CONFIG").expect(
+        "PGSF_DEBIAN_PG_CONFIG is not set: run the tests through ./dev test, which sets it",
+    ));
     let relative = |flag: &str| {
         pg_config_value(&debian, flag)
             .to_string_lossy()
@@ -115,7 +117,7 @@ fn debian_layout_is_what_debians_own_pg_config_says() {
             .to_string()
     };
     assert_eq!(
-        debian_layout(15),
+        debian_layout(pg_major_of(&debian)),
         (
             relative("--pkglibdir"),
             relative("--sharedir") + "/extension"
@@ -135,7 +137,10 @@ fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_la
 
     let version = cargo_version();
     let arch = std::env::consts::ARCH;
-    let target = root.join("target/debug");
+    // Where cargo builds (the sid root's builds: target/sid).
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from)
+        .join("debug");
     let tarball = target.join(format!(
         "pg_snowflake-{version}-pg{major}-{arch}-linux.tar.gz"
     ));
