@@ -72,7 +72,9 @@ rust_recent_enough() {
 use_rust() {
     rust_recent_enough && return 0
     local version tool
+    # Exported: a script run from this one finds Debian's already first, and says the same.
     PGSF_RUST_OWN=$(rust_version rustc)
+    export PGSF_RUST_OWN
     version=$(rust_version /usr/bin/rustc)
     [ -n "$version" ] && version_at_least "$version" "$PGSF_RUST_MIN" || return 1
     mkdir -p "$PGSF_RUST_WEB_BIN" 2>/dev/null || return 1
