@@ -130,7 +130,7 @@ impl Drop for Exporter {
 
 /// The body of `GET path` on 127.0.0.1:`port` over HTTP/1.0 (the server closes the connection
 /// after the response, so the body is everything after the headers).
-fn http_get(port: u16, path: &str) -> Result<String, String> {
+pub(crate) fn http_get(port: u16, path: &str) -> Result<String, String> {
     let timeout = Some(Duration::from_secs(10));
     let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
     stream

@@ -20,12 +20,14 @@
 //! The parts: [`server`] (Config, Server), [`checks`] (what tests do with one), [`paths`] (where
 //! the PostgreSQL under test and the repository are), [`ports`] (port leases), [`proxy`] (a TCP
 //! forwarder whose link a test cuts and heals), [`registry`] (a fleet with a node-id registry),
-//! [`exporter`] (postgres_exporter against a server, scraped over HTTP).
+//! [`exporter`] (postgres_exporter against a server, scraped over HTTP), [`prometheus`] (a
+//! Prometheus server scraping exporters, queried over its HTTP API).
 
 pub mod checks;
 pub mod exporter;
 pub mod paths;
 mod ports;
+pub mod prometheus;
 pub mod proxy;
 pub mod registry;
 pub mod server;
