@@ -1,0 +1,727 @@
+//! The Grafana dashboard pg_snowflake ships (`packaging/monitoring/pg_snowflake-dashboard.json`):
+//! its shape (Grafana 10's schema, a Prometheus data source variable every panel uses, a
+//! per-server variable every query filters on), and every panel's query, read from the file,
+//! evaluated by a real Prometheus scraping real postgres_exporters with the queries file over
+//! real servers: a plain one, a member of a node-id registry, and one without a node id that
+//! refuses IDs. Each query must return series (a panel that shows nothing fails the test, named
+//! by its title), and where a panel shows a number of `snowflake_stats()` or
+//! `snowflake_registry()` the value must be the one the server shows.
+
+use serde_json::Value;
+use snowflake_it::exporter::Exporter;
+use snowflake_it::prometheus::{Prometheus, Series};
+use snowflake_it::registry::{claimed_node, member_config, registry_server, LEASE_MS};
+use snowflake_it::{describe, repo_root, take_ids, wait_until, Config, Server};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, SystemTime};
+
+const DASHBOARD: &str = "packaging/monitoring/pg_snowflake-dashboard.json";
+const QUERIES: &str = "packaging/monitoring/pg_snowflake-queries.yaml";
+
+/// The panel types a dashboard of Grafana 10 and later draws (rows hold no query).
+const PANEL_TYPES: [&str; 6] = [
+    "timeseries",
+    "stat",
+    "table",
+    "gauge",
+    "bargauge",
+    "state-timeline",
+];
+
+/// What every panel and query names as its data source: the `datasource` variable.
+const DATASOURCE: &str = "${datasource}";
+
+/// The filter every metric of every query carries: the `instance` variable.
+const INSTANCE_FILTER: &str = "instance=~\"$instance\"";
+
+/// How often the tests' Prometheus scrapes.
+const SCRAPE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The clock check's limit of the registry's members in these tests
+/// (`snowflake_it::registry::member_config`), in seconds.
+const MAX_CLOCK_SKEW_S: f64 = 2.0;
+
+/// The states of a node id in `snowflake_registry()` (docs/FLEETS.md), each a series of
+/// `pg_snowflake_registry_node_ids`.
+const NODE_STATES: [&str; 4] = ["live", "lost", "retired", "free"];
+
+const YEAR_S: f64 = 365.25 * 86400.0;
+
+// --- The dashboard file ------------------------------------------------------------------
+
+fn dashboard() -> Value {
+    let path = repo_root().join(DASHBOARD);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{DASHBOARD} is not JSON: {e}"))
+}
+
+/// A panel that draws data: its title, type, data source, and its queries.
+#[derive(Debug)]
+struct Panel {
+    title: String,
+    kind: String,
+    id: i64,
+    datasource: Value,
+    targets: Vec<Target>,
+}
+
+/// One query of a panel.
+#[derive(Debug)]
+struct Target {
+    ref_id: String,
+    expr: String,
+    datasource: Value,
+}
+
+/// The dashboard's panels in order, rows left out (a collapsed row's panels included).
+fn panels(dashboard: &Value) -> Vec<Panel> {
+    let mut all = vec![];
+    for panel in dashboard["panels"].as_array().expect("a list of panels") {
+        let nested = panel["panels"].as_array().into_iter().flatten();
+        for panel in std::iter::once(panel).chain(nested) {
+            if panel["type"] == "row" {
+                continue;
+            }
+            let targets = panel["targets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|t| Target {
+                    ref_id: t["refId"].as_str().unwrap_or_default().to_string(),
+                    expr: t["expr"].as_str().unwrap_or_default().to_string(),
+                    datasource: t["datasource"].clone(),
+                })
+                .collect();
+            all.push(Panel {
+                title: panel["title"].as_str().unwrap_or_default().to_string(),
+                kind: panel["type"].as_str().unwrap_or_default().to_string(),
+                id: panel["id"].as_i64().unwrap_or(-1),
+                datasource: panel["datasource"].clone(),
+                targets,
+            });
+        }
+    }
+    all
+}
+
+/// The template variable named `name`.
+fn variable<'d>(dashboard: &'d Value, name: &str) -> &'d Value {
+    dashboard["templating"]["list"]
+        .as_array()
+        .expect("a list of template variables")
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no template variable {name}"))
+}
+
+/// A variable's query as text (Grafana 10 writes `{"query": …}`, older ones a string).
+fn variable_query(variable: &Value) -> &str {
+    variable["query"]["query"]
+        .as_str()
+        .or(variable["query"].as_str())
+        .unwrap_or_default()
+}
+
+/// `label_values(selector, label)`'s two parts.
+fn label_values_parts(query: &str) -> (&str, &str) {
+    query
+        .strip_prefix("label_values(")
+        .and_then(|q| q.strip_suffix(')'))
+        .and_then(|q| q.rsplit_once(','))
+        .map(|(selector, label)| (selector.trim(), label.trim()))
+        .unwrap_or_else(|| panic!("not label_values(selector, label): {query}"))
+}
+
+/// A data source reference to the `datasource` variable: `"${datasource}"`, or an object whose
+/// `uid` is it.
+fn is_the_variable(datasource: &Value) -> bool {
+    datasource == DATASOURCE || datasource["uid"] == DATASOURCE
+}
+
+/// The selectors of the metrics an expression reads: each `pg_snowflake_…` name with what
+/// follows it in braces ("" without braces).
+fn selectors(expr: &str) -> Vec<(String, String)> {
+    let mut found = vec![];
+    let mut rest = expr;
+    while let Some(start) = rest.find("pg_snowflake_") {
+        let after = &rest[start..];
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        let (name, tail) = after.split_at(end);
+        let braces = tail
+            .strip_prefix('{')
+            .and_then(|t| t.split_once('}'))
+            .map(|(inside, _)| inside.to_string())
+            .unwrap_or_default();
+        found.push((name.to_string(), braces));
+        rest = &after[end..];
+    }
+    found
+}
+
+/// `expr` as Grafana sends it with every server selected: `$instance` replaced by the instance
+/// variable's value for "All".
+fn as_sent(expr: &str, all_value: &str) -> String {
+    expr.replace("$instance", all_value)
+}
+
+/// The shape of the dashboard, without servers: Grafana 10's schema; a Prometheus data source
+/// variable that every panel and every query uses; a per-server variable from
+/// `label_values(pg_snowflake_ids_issued_total, instance)`, several or all selectable, that
+/// filters every metric of every query; no other variable or Grafana macro in a query (the
+/// queries run as they are in Prometheus), no job hard-coded; unique titles and ids.
+#[test]
+fn the_dashboard_is_grafana_10_json_whose_every_query_uses_its_two_variables() {
+    let dashboard = dashboard();
+    let schema = dashboard["schemaVersion"].as_i64().unwrap_or(0);
+    assert!(
+        schema >= 38,
+        "schemaVersion {schema}: Grafana 10 writes 38 and later"
+    );
+
+    let datasource = variable(&dashboard, "datasource");
+    assert_eq!(datasource["type"], "datasource", "{datasource}");
+    assert_eq!(datasource["query"], "prometheus", "{datasource}");
+
+    let instance = variable(&dashboard, "instance");
+    assert_eq!(instance["type"], "query", "{instance}");
+    assert_eq!(
+        variable_query(instance),
+        "label_values(pg_snowflake_ids_issued_total, instance)"
+    );
+    assert!(is_the_variable(&instance["datasource"]), "{instance}");
+    assert_eq!(instance["multi"], true, "{instance}");
+    assert_eq!(instance["includeAll"], true, "{instance}");
+    assert_eq!(
+        dashboard["templating"]["list"].as_array().unwrap().len(),
+        2,
+        "the variables are datasource and instance"
+    );
+
+    let panels = panels(&dashboard);
+    assert!(panels.len() >= 19, "{} panels", panels.len());
+    let titles: BTreeSet<&str> = panels.iter().map(|p| p.title.as_str()).collect();
+    assert_eq!(titles.len(), panels.len(), "every title once: {titles:?}");
+    let ids: BTreeSet<i64> = panels.iter().map(|p| p.id).collect();
+    assert_eq!(ids.len(), panels.len(), "every panel id once");
+    for panel in &panels {
+        let title = &panel.title;
+        assert!(!title.is_empty(), "a panel without a title: {panel:?}");
+        assert!(
+            PANEL_TYPES.contains(&panel.kind.as_str()),
+            "{title}: type {}",
+            panel.kind
+        );
+        assert!(
+            is_the_variable(&panel.datasource),
+            "{title}: its data source is {}, not {DATASOURCE}",
+            panel.datasource
+        );
+        assert!(!panel.targets.is_empty(), "{title}: no query");
+        for target in &panel.targets {
+            let expr = &target.expr;
+            assert!(
+                is_the_variable(&target.datasource),
+                "{title}: the data source of {expr} is {}",
+                target.datasource
+            );
+            let metrics = selectors(expr);
+            assert!(
+                !metrics.is_empty(),
+                "{title}: {expr} reads no pg_snowflake_ metric"
+            );
+            for (metric, braces) in metrics {
+                assert!(
+                    braces.split(',').any(|m| m.trim() == INSTANCE_FILTER),
+                    "{title}: {metric} in {expr} is not filtered by {INSTANCE_FILTER}"
+                );
+            }
+            assert!(!expr.contains("job="), "{title}: {expr} names a job");
+            assert!(
+                !as_sent(expr, ".*").contains('$'),
+                "{title}: {expr} uses a variable or macro other than $instance"
+            );
+        }
+    }
+}
+
+// --- What the servers show -----------------------------------------------------------------
+
+/// The numbers of `snowflake_stats()` the panels show, and with a registry its node ids per
+/// state from `snowflake_registry()`.
+#[derive(Clone, Debug)]
+struct Stats {
+    node_id: Option<i32>,
+    ids_issued: i64,
+    last_issued: Option<SystemTime>,
+    lead_ms: i64,
+    borrowed_ms: i64,
+    time_field_ends: SystemTime,
+    refusing: Option<String>,
+    registry_generation: Option<i64>,
+    lease_remaining_ms: Option<i64>,
+    registry_clock_offset_ms: Option<i64>,
+    registry_nodes: BTreeMap<String, i64>,
+}
+
+fn stats(server: &Server, registry: bool) -> Stats {
+    let mut client = server.connect();
+    let row = client
+        .query_one(
+            "SELECT node_id, ids_issued, last_issued, lead_ms, borrowed_ms, time_field_ends, \
+             refusing, registry_generation, lease_remaining_ms, registry_clock_offset_ms \
+             FROM snowflake_stats()",
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("snowflake_stats(): {}", describe(&e)));
+    let registry_nodes = if registry {
+        client
+            .query(
+                "SELECT state, count(*) FROM snowflake_registry() GROUP BY state",
+                &[],
+            )
+            .unwrap_or_else(|e| panic!("snowflake_registry(): {}", describe(&e)))
+            .iter()
+            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+    Stats {
+        node_id: row.get(0),
+        ids_issued: row.get(1),
+        last_issued: row.get(2),
+        lead_ms: row.get(3),
+        borrowed_ms: row.get(4),
+        time_field_ends: row.get(5),
+        refusing: row.get(6),
+        registry_generation: row.get(7),
+        lease_remaining_ms: row.get(8),
+        registry_clock_offset_ms: row.get(9),
+        registry_nodes,
+    }
+}
+
+fn unix_s(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64()
+}
+
+/// A server of the test, with its exporter.
+struct Scraped {
+    server: Server,
+    exporter: Exporter,
+    registry: bool,
+}
+
+impl Scraped {
+    fn start(server: Server, registry: bool) -> Scraped {
+        let exporter = Exporter::start(&server, &repo_root().join(QUERIES));
+        Scraped {
+            server,
+            exporter,
+            registry,
+        }
+    }
+
+    /// The `instance` label Prometheus gives its exporter's series.
+    fn instance(&self) -> String {
+        format!("127.0.0.1:{}", self.exporter.port)
+    }
+}
+
+/// What each server showed just before the panels' queries ran and just after: a panel's value
+/// of a number that moves (the lease left) must lie between the two, give or take.
+struct Readings {
+    before: BTreeMap<String, Stats>,
+    after: BTreeMap<String, Stats>,
+    /// The time the queries were evaluated at (Unix seconds).
+    at: f64,
+}
+
+/// How far the lead and the clock offset may move between a scrape and the readings, in
+/// seconds.
+const DRIFT_S: f64 = 0.25;
+
+/// Compares `series` (one per instance) with `expected` (per instance the values the server
+/// showed before and after, or None where it must have no series), within `slack`.
+fn per_instance(
+    series: &[Series],
+    expected: &BTreeMap<String, Option<(f64, f64)>>,
+    slack: f64,
+) -> Vec<String> {
+    let mut wrong = vec![];
+    let got: BTreeMap<&str, f64> = series
+        .iter()
+        .map(|s| (s.label("instance"), s.value))
+        .collect();
+    if got.len() != series.len() {
+        wrong.push(format!("more than one series of an instance: {series:?}"));
+    }
+    for (instance, range) in expected {
+        match (got.get(instance.as_str()), range) {
+            (None, None) => {}
+            (Some(v), Some((a, b))) => {
+                if !(a.min(*b) - slack <= *v && *v <= a.max(*b) + slack) {
+                    wrong.push(format!(
+                        "{instance} shows {v}, the server {a} (then {b}), give or take {slack}"
+                    ));
+                }
+            }
+            (Some(v), None) => wrong.push(format!("{instance} shows {v}, expected no series")),
+            (None, Some((a, _))) => wrong.push(format!("{instance} has no series, expected {a}")),
+        }
+    }
+    for instance in got.keys() {
+        if !expected.contains_key(*instance) {
+            wrong.push(format!("a series of an unknown instance {instance}"));
+        }
+    }
+    wrong
+}
+
+impl Readings {
+    /// `value` of each server's readings before and after, per instance (None: no series).
+    fn each(&self, value: impl Fn(&Stats) -> Option<f64>) -> BTreeMap<String, Option<(f64, f64)>> {
+        self.before
+            .iter()
+            .map(|(instance, before)| {
+                let after = &self.after[instance];
+                let range = match (value(before), value(after)) {
+                    (Some(a), Some(b)) => Some((a, b)),
+                    (Some(a), None) | (None, Some(a)) => Some((a, a)),
+                    (None, None) => None,
+                };
+                (instance.clone(), range)
+            })
+            .collect()
+    }
+
+    /// The registry's node ids per state, as a member listed them before and after (the same
+    /// on every member).
+    fn registry_nodes(&self, state: &str) -> (f64, f64) {
+        let count = |all: &BTreeMap<String, Stats>| {
+            let member = all.values().find(|s| !s.registry_nodes.is_empty());
+            let nodes = &member.expect("a member listed the registry").registry_nodes;
+            nodes.get(state).copied().unwrap_or(0) as f64
+        };
+        (count(&self.before), count(&self.after))
+    }
+}
+
+/// What a panel's queries must show beyond having series, for the panels that show a number of
+/// `snowflake_stats()` or `snowflake_registry()` (or count servers by it); returns what
+/// differs. `results` are the panel's queries' series in order; `all` every panel's, by title.
+fn check_values(
+    title: &str,
+    results: &[Vec<Series>],
+    all: &BTreeMap<String, Vec<Vec<Series>>>,
+    r: &Readings,
+) -> Option<Vec<String>> {
+    let one = |series: &[Series]| -> Result<f64, String> {
+        match series {
+            [s] => Ok(s.value),
+            _ => Err(format!("expected one series, got {series:?}")),
+        }
+    };
+    let mut wrong = vec![];
+    match title {
+        "Servers making IDs" => {
+            let making = r.after.values().filter(|s| s.refusing.is_none()).count() as f64;
+            match one(&results[0]) {
+                Ok(v) if v == making => {}
+                Ok(v) => wrong.push(format!("{v}, but {making} servers refuse nothing")),
+                Err(e) => wrong.push(e),
+            }
+        }
+        "Servers refusing IDs (and why)" => {
+            let shown: BTreeSet<(String, String)> = results[0]
+                .iter()
+                .map(|s| (s.label("instance").into(), s.label("reason").into()))
+                .collect();
+            let refusing: BTreeSet<(String, String)> = r
+                .after
+                .iter()
+                .filter_map(|(i, s)| Some((i.clone(), s.refusing.clone()?)))
+                .collect();
+            if shown != refusing {
+                wrong.push(format!(
+                    "{shown:?}, but snowflake_stats() shows {refusing:?}"
+                ));
+            }
+        }
+        "Node id per server" => {
+            wrong = per_instance(&results[0], &r.each(|s| s.node_id.map(f64::from)), 0.0);
+        }
+        "Years left in the time field" => {
+            let years = |s: &Stats| Some((unix_s(s.time_field_ends) - r.at) / YEAR_S);
+            wrong = per_instance(&results[0], &r.each(years), 1e-6);
+        }
+        "IDs per second, per server" => {
+            for (instance, stats) in &r.after {
+                let rate = results[0]
+                    .iter()
+                    .find(|s| s.label("instance") == instance)
+                    .map(|s| s.value);
+                let moving = stats.ids_issued > 0;
+                if !matches!(rate, Some(v) if (v > 0.0) == moving) {
+                    wrong.push(format!(
+                        "{instance}: {rate:?} IDs per second, having issued {}",
+                        stats.ids_issued
+                    ));
+                }
+            }
+        }
+        "IDs per second, fleet" => {
+            let per_server: f64 = all["IDs per second, per server"][0]
+                .iter()
+                .map(|s| s.value)
+                .sum();
+            match one(&results[0]) {
+                Ok(v) if v > 0.0 && (v - per_server).abs() <= 1e-9 * per_server => {}
+                Ok(v) => wrong.push(format!("{v}, the servers' sum {per_server}")),
+                Err(e) => wrong.push(e),
+            }
+        }
+        "Lead over the clock (s)" => {
+            let lead = r.each(|s| Some(s.lead_ms as f64 / 1000.0));
+            let borrowed = r.each(|s| Some(s.borrowed_ms as f64 / 1000.0));
+            wrong = per_instance(&results[0], &lead, DRIFT_S);
+            wrong.extend(per_instance(&results[1], &borrowed, DRIFT_S));
+        }
+        "Time since the last ID" => {
+            let since = |s: &Stats| s.last_issued.map(|t| r.at - unix_s(t));
+            wrong = per_instance(&results[0], &r.each(since), 1e-3);
+        }
+        "Lease left, as a share of the lease" => {
+            // A heartbeat renews the lease every third of it, and the sample Prometheus holds
+            // is up to a scrape interval older than the readings.
+            let lease_s = LEASE_MS as f64 / 1000.0;
+            let slack = (lease_s / 3.0 + SCRAPE_INTERVAL.as_secs_f64()) / lease_s;
+            let share = |s: &Stats| s.lease_remaining_ms.map(|ms| ms as f64 / LEASE_MS as f64);
+            wrong = per_instance(&results[0], &r.each(share), slack);
+            if let Some(s) = results[0]
+                .iter()
+                .find(|s| !(s.value > 0.0 && s.value <= 1.0))
+            {
+                wrong.push(format!("a share outside (0, 1]: {s:?}"));
+            }
+        }
+        "Clock offset from the registry, as a share of the limit" => {
+            let share = |s: &Stats| {
+                s.registry_clock_offset_ms
+                    .map(|ms| ms as f64 / 1000.0 / MAX_CLOCK_SKEW_S)
+            };
+            wrong = per_instance(&results[0], &r.each(share), DRIFT_S / MAX_CLOCK_SKEW_S);
+        }
+        "Claim generation and re-claims, last hour" => {
+            let generation = r.each(|s| s.registry_generation.map(|g| g as f64));
+            // No member claimed again during the test: no change to show.
+            let unchanged = r.each(|s| s.registry_generation.map(|_| 0.0));
+            wrong = per_instance(&results[0], &unchanged, 0.0);
+            wrong.extend(per_instance(&results[1], &generation, 0.0));
+        }
+        "Node ids by state (fleet)" => {
+            let shown: BTreeMap<&str, f64> = results[0]
+                .iter()
+                .map(|s| (s.label("state"), s.value))
+                .collect();
+            let states: BTreeSet<&str> = shown.keys().copied().collect();
+            if states != NODE_STATES.into() {
+                wrong.push(format!("the states {states:?}, not {NODE_STATES:?}"));
+            }
+            for state in NODE_STATES {
+                let (a, b) = r.registry_nodes(state);
+                match shown.get(state) {
+                    Some(v) if *v == a || *v == b => {}
+                    v => wrong.push(format!("{state}: {v:?}, snowflake_registry() lists {a}")),
+                }
+            }
+        }
+        "Node ids left to assign" => {
+            let held = |at: fn(&(f64, f64)) -> f64| {
+                ["live", "lost", "retired"]
+                    .iter()
+                    .map(|state| at(&r.registry_nodes(state)))
+                    .sum::<f64>()
+            };
+            let (a, b) = (1024.0 - held(|p| p.0), 1024.0 - held(|p| p.1));
+            match one(&results[0]) {
+                Ok(v) if v == a || v == b => {}
+                Ok(v) => wrong.push(format!("{v}, snowflake_registry() leaves {a}")),
+                Err(e) => wrong.push(e),
+            }
+        }
+        _ => return None,
+    }
+    Some(wrong)
+}
+
+/// The panels [`check_values`] checks the values of: each must still be on the dashboard.
+const VALUES_CHECKED: [&str; 13] = [
+    "Servers making IDs",
+    "Servers refusing IDs (and why)",
+    "Node id per server",
+    "Years left in the time field",
+    "IDs per second, per server",
+    "IDs per second, fleet",
+    "Lead over the clock (s)",
+    "Time since the last ID",
+    "Lease left, as a share of the lease",
+    "Clock offset from the registry, as a share of the limit",
+    "Claim generation and re-claims, last hour",
+    "Node ids by state (fleet)",
+    "Node ids left to assign",
+];
+
+#[test]
+fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_stats() {
+    let dashboard = dashboard();
+    let panels = panels(&dashboard);
+    let all_value = variable(&dashboard, "instance")["allValue"]
+        .as_str()
+        .unwrap_or(".*")
+        .to_string();
+
+    // A member of a registry, a plain server with node id 7, and a server without a node id,
+    // which refuses IDs ("node id unset"): every panel has something to show.
+    let registry = registry_server("dashboard-registry");
+    let member = Server::start(
+        "dashboard-member",
+        member_config(&registry.conninfo("postgres"), None),
+    );
+    member.execute("SELECT snowflake_registry_create()");
+    claimed_node(&member);
+    let servers = [
+        Scraped::start(member, true),
+        Scraped::start(Server::start("dashboard-plain", Config::node(7)), false),
+        Scraped::start(
+            Server::start(
+                "dashboard-unset",
+                Config {
+                    preload: true,
+                    ..Config::default()
+                },
+            ),
+            false,
+        ),
+    ];
+    // Not `postgres`, the docs' job: the queries must not depend on it.
+    let ports: Vec<u16> = servers.iter().map(|s| s.exporter.port).collect();
+    let prometheus = Prometheus::start("pg_snowflake_dashboard", &ports, SCRAPE_INTERVAL);
+    prometheus.wait_for_scrapes(2, Duration::from_secs(30));
+
+    // IDs on the two servers that make them, after two scrapes: the rates have a sample before
+    // and (once Prometheus shows the counters as the servers do) one after.
+    for scraped in &servers[..2] {
+        take_ids(&mut scraped.server.connect(), 1_000, 1_000);
+    }
+    let counters = |scraped: &Scraped| {
+        let expr = format!(
+            "pg_snowflake_ids_issued_total{{instance=\"{}\"}}",
+            scraped.instance()
+        );
+        let shown = prometheus.query(&expr).first().map(|s| s.value);
+        shown == Some(stats(&scraped.server, false).ids_issued as f64)
+    };
+    wait_until(
+        Duration::from_secs(30),
+        "Prometheus to scrape the IDs counters as the servers show them",
+        || servers.iter().all(counters),
+    );
+
+    // The instance variable lists every server.
+    let (selector, label) = label_values_parts(variable_query(variable(&dashboard, "instance")));
+    let listed: BTreeSet<String> = prometheus
+        .label_values(selector, label)
+        .into_iter()
+        .collect();
+    let instances: BTreeSet<String> = servers.iter().map(Scraped::instance).collect();
+    assert_eq!(listed, instances, "the instance variable's values");
+
+    // Every panel's queries at one time, between two readings of every server.
+    let read = || -> BTreeMap<String, Stats> {
+        servers
+            .iter()
+            .map(|s| (s.instance(), stats(&s.server, s.registry)))
+            .collect()
+    };
+    let before = read();
+    let at = unix_s(SystemTime::now());
+    let mut results: BTreeMap<String, Vec<Vec<Series>>> = BTreeMap::new();
+    let (mut failures, mut table) = (vec![], vec![]);
+    for panel in &panels {
+        let mut answers = vec![];
+        for target in &panel.targets {
+            let expr = as_sent(&target.expr, &all_value);
+            let answer = prometheus.try_query_at(&expr, at).unwrap_or_else(|e| {
+                failures.push(format!(
+                    "panel \"{}\" (query {}): {expr} fails: {e}",
+                    panel.title, target.ref_id
+                ));
+                vec![]
+            });
+            if answer.is_empty() {
+                failures.push(format!(
+                    "panel \"{}\" (query {}): {expr} returns no series",
+                    panel.title, target.ref_id
+                ));
+            }
+            for series in answer.iter().filter(|s| !s.value.is_finite()) {
+                failures.push(format!(
+                    "panel \"{}\" (query {}): {expr} returns {series:?}",
+                    panel.title, target.ref_id
+                ));
+            }
+            table.push(format!(
+                "| {} | `{}` | {} |",
+                panel.title,
+                target.expr,
+                answer.len()
+            ));
+            answers.push(answer);
+        }
+        results.insert(panel.title.clone(), answers);
+    }
+    let readings = Readings {
+        before,
+        after: read(),
+        at,
+    };
+    println!(
+        "The dashboard's queries (instance=~\"{all_value}\") at {at:.3}:\n\
+         | panel | query | series |\n|---|---|---|\n{}",
+        table.join("\n")
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of the dashboard's queries show nothing right:\n{}\nPrometheus' log:\n{}",
+        failures.len(),
+        failures.join("\n"),
+        prometheus.log()
+    );
+
+    for title in VALUES_CHECKED {
+        assert!(
+            results.contains_key(title),
+            "no panel \"{title}\" on the dashboard"
+        );
+    }
+    let mut wrong = vec![];
+    for panel in &panels {
+        let checked = check_values(&panel.title, &results[&panel.title], &results, &readings);
+        for what in checked.into_iter().flatten() {
+            wrong.push(format!("panel \"{}\": {what}", panel.title));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "the dashboard's values differ from what the servers show:\n{}\n\
+         the readings before: {:#?}\nafter: {:#?}",
+        wrong.join("\n"),
+        readings.before,
+        readings.after
+    );
+}
