@@ -675,10 +675,11 @@ fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_sta
                     panel.title, target.ref_id
                 ));
             }
+            // A row of a Markdown table: a `|` of the query escaped.
+            let query = target.expr.replace('|', "\\|");
             table.push(format!(
-                "| {} | `{}` | {} |",
+                "| {} | `{query}` | {} |",
                 panel.title,
-                target.expr,
                 answer.len()
             ));
             answers.push(answer);
