@@ -38,10 +38,12 @@ PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
 PGSF_PARTMAN_TREES=(15)
 # Debian packages every major needs to build and test (PostgreSQL 15 itself comes from Debian;
 # postgres_exporter and promtool for the monitoring tests, pgrx-tests/tests/monitoring.rs;
-# nftables to freeze a registry link, pgrx-tests/tests/fleet_faults.rs).
+# nftables to freeze a registry link, pgrx-tests/tests/fleet_faults.rs; buildah to build the
+# extension image, scripts/package-image, and umoci to unpack it, pgrx-tests/tests/image.rs;
+# unzip for the PGXN zip, scripts/package-pgxn).
 PGSF_APT_PACKAGES=(postgresql-15 postgresql-server-dev-15 postgresql-15-partman libclang-dev clang
     libpq-dev sudo faketime python3-pip shellcheck nftables prometheus-postgres-exporter
-    prometheus)
+    prometheus buildah umoci unzip)
 
 # Rust. pgrx 0.19.3 needs rustc 1.96 or later (its `rust-version`). Where the machine's own
 # toolchain (rustup's, first on PATH) is older or missing, Debian 12's `rustc-web`, `cargo-web`
@@ -365,3 +367,26 @@ debian_pkglibdir() { echo "/usr/lib/postgresql/$1/lib"; }
 debian_extensiondir() { echo "/usr/share/postgresql/$1/extension"; }
 
 use_rust || true
+
+# The time of the last commit (now, outside git): the packages' and the image's dates.
+source_date() { git -C "$PGSF_ROOT" log -1 --format=%ct 2>/dev/null || date +%s; }
+
+# The version Cargo.toml gives the extension (the control file's default_version, META.json's).
+cargo_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$PGSF_ROOT/Cargo.toml" | head -n 1; }
+
+# Builds the $2 build (release or debug) for the PostgreSQL of $PG_CONFIG (use_pg first) with
+# `cargo pgrx package`, which lays out the files `cargo pgrx install` would install, at
+# pg_config's own paths, under target/$2/pg_snowflake-pgN/ (target: $CARGO_TARGET_DIR if set).
+# Sets PACKAGED_LIB (the library) and PACKAGED_EXTENSION (the directory of the control file and
+# the scripts pgrx generated or copied from sql/; the base scripts are not among them:
+# copy_base_scripts).
+package_tree() {
+    local profile=$1 flags=() tree
+    tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}/$profile/pg_snowflake-pg$PG_MAJOR
+    rm -rf "$tree" # pgrx adds to an existing tree: start empty
+    say "Building the $profile build for PostgreSQL $PG_MAJOR with cargo pgrx package"
+    [ "$profile" = release ] || flags=(--debug)
+    (cd "$PGSF_ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" "${flags[@]}")
+    PACKAGED_LIB=$tree$("$PG_CONFIG" --pkglibdir)/pg_snowflake.so
+    PACKAGED_EXTENSION=$tree$("$PG_CONFIG" --sharedir)/extension
+}

@@ -131,8 +131,9 @@ stage_pg_test() {
 }
 
 # The test binaries of pgrx-tests/ whose #[ignore]d tests a stage of their own runs, with
-# --include-ignored: they need what only that stage has (two majors, pg_partman).
-STAGED_BINARIES=(across_majors partman)
+# --include-ignored: they need what only that stage has (two majors, pg_partman, PostgreSQL 18 and
+# two release builds).
+STAGED_BINARIES=(across_majors partman image)
 
 # Every test of pgrx-tests/ that is not #[ignore]d, side by side, a process each
 # (scripts/side-by-side); then fails if a test is ignored in a binary no stage runs with
@@ -166,9 +167,37 @@ stage_partman() {
         --nocapture
 }
 
+# The README's install section from source, run in this checkout; with --pgxn, in the PGXN
+# release (./dev package --pgxn) unpacked elsewhere, so that what the zip leaves out fails here.
+# The zip's build shares this checkout's target directory (the dependencies built once; the
+# extension itself is built again from the zip's sources).
 stage_readme() {
     use_pg "$1"
-    "$ROOT/scripts/test-install-section"
+    if [ "${2:-}" != --pgxn ]; then
+        "$ROOT/scripts/test-install-section"
+        return
+    fi
+    local dir version
+    version=$(cargo_version)
+    dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
+    "$ROOT/scripts/package-pgxn"
+    unzip -q "${CARGO_TARGET_DIR:-$ROOT/target}/pg_snowflake-$version.zip" -d "$dir"
+    say "The README's install section in the unpacked zip, $dir/pg_snowflake-$version"
+    local rc=0
+    CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target} \
+        "$dir/pg_snowflake-$version/scripts/test-install-section" || rc=$?
+    rm -rf "$dir"
+    return "$rc"
+}
+
+# The extension image (scripts/package-image) of major $1 (18 or later) and of 15, built,
+# unpacked with umoci and served by a server of major $1 that sees only the image
+# (pgrx-tests/tests/image.rs).
+stage_image() {
+    use_pg "$1"
+    cd "$ROOT"
+    cargo test -p snowflake-it --no-fail-fast --test image -- --include-ignored --test-threads=1 \
+        --nocapture
 }
 
 # The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that

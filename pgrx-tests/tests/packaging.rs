@@ -50,15 +50,35 @@ fn meta_json_describes_what_cargo_toml_builds() {
         "PGXN spells licences in lower case"
     );
     assert_eq!(meta["maintainer"], "pg_snowflake developers");
-    // Cargo.toml's default feature pgNN is the one PostgreSQL major version built for.
-    let default_pg = read("Cargo.toml")
+    // The PostgreSQL majors Cargo.toml builds for (its features pgNN): the lowest is the
+    // default, and the range ends before the major after the highest.
+    let majors: Vec<u32> = read("Cargo.toml")
         .lines()
-        .find_map(|line| line.strip_prefix("default = [\"pg"))
-        .and_then(|rest| rest.split('"').next().map(str::to_string))
-        .expect("Cargo.toml has default = [\"pgNN\"]");
+        .filter_map(|line| line.strip_prefix("pg"))
+        .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+        .collect();
+    let (lowest, highest) = (majors.iter().min().unwrap(), majors.iter().max().unwrap());
+    assert!(
+        read("Cargo.toml").contains(&format!("default = [\"pg{lowest}\"]")),
+        "Cargo.toml's default is the lowest major, pg{lowest}"
+    );
+    let range = format!(">= {lowest}.0.0, < {}.0.0", highest + 1);
+    for phase in ["build", "runtime"] {
+        assert_eq!(
+            meta["prereqs"][phase]["requires"]["PostgreSQL"],
+            range.as_str(),
+            "prereqs.{phase}.requires.PostgreSQL"
+        );
+    }
     assert_eq!(
-        meta["prereqs"]["runtime"]["requires"]["PostgreSQL"],
-        format!("{default_pg}.0.0").as_str()
+        meta["x_build_tools"]["cargo-pgrx"],
+        format!("== {}", cargo_dependency_version("pgrx")).as_str(),
+        "the cargo-pgrx META.json names is the pgrx Cargo.toml pins"
+    );
+    assert_eq!(
+        meta["x_build_tools"]["rustc"],
+        format!(">= {}.0", lib_sh_value("PGSF_RUST_MIN")).as_str(),
+        "the Rust META.json names is scripts/lib.sh's PGSF_RUST_MIN"
     );
     for key in ["file", "docfile"] {
         let path = meta["provides"]["pg_snowflake"][key]
@@ -66,6 +86,293 @@ fn meta_json_describes_what_cargo_toml_builds() {
             .unwrap_or_else(|| panic!("provides.pg_snowflake.{key} is a string"));
         assert!(repo_root().join(path).is_file(), "{key} {path} exists");
     }
+}
+
+/// The version Cargo.toml pins for dependency `name` (`name = "=X.Y.Z"`).
+fn cargo_dependency_version(name: &str) -> String {
+    read("Cargo.toml")
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{name} = \"=")))
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("Cargo.toml pins {name} = \"=X.Y.Z\""))
+        .to_string()
+}
+
+/// The value scripts/lib.sh assigns to `name` (`NAME=value`).
+fn lib_sh_value(name: &str) -> String {
+    read("scripts/lib.sh")
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("scripts/lib.sh sets {name}"))
+        .to_string()
+}
+
+/// Whether `s` is a PGXN Meta Spec 1.0.0 "Term": at least two characters, none of them a slash,
+/// a backslash, white space or a control character.
+fn is_term(s: &str) -> bool {
+    s.chars().count() >= 2
+        && !s
+            .chars()
+            .any(|c| c == '/' || c == '\\' || c.is_whitespace() || c.is_control())
+}
+
+/// Whether `s` is a "Version" of the spec: a semantic version, MAJOR.MINOR.PATCH without
+/// leading zeros (a pre-release suffix is allowed).
+fn is_semver(s: &str) -> bool {
+    let core = s.split(['-', '+']).next().unwrap();
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts.iter().all(|part| {
+            !part.is_empty()
+                && part.chars().all(|c| c.is_ascii_digit())
+                && (part.len() == 1 || !part.starts_with('0'))
+        })
+}
+
+/// Whether `value` is a "Version Range" of the spec: 0, a version (at least it), or
+/// comma-separated clauses of an operator (==, !=, <, <=, >, >=) and a version.
+fn is_version_range(value: &Value) -> bool {
+    if value == &Value::from(0) || value == "0" {
+        return true;
+    }
+    let Some(range) = value.as_str() else {
+        return false;
+    };
+    range.split(',').all(|clause| {
+        let clause = clause.trim();
+        let version = ["==", "!=", "<=", ">=", "<", ">"]
+            .iter()
+            .find_map(|op| clause.strip_prefix(op))
+            .unwrap_or(clause)
+            .trim();
+        is_semver(version)
+    })
+}
+
+/// META.json against the rules of the PGXN Meta Spec 1.0.0 (https://pgxn.org/spec/), each
+/// check under the name of the spec's section that states it.
+#[test]
+fn meta_json_follows_the_pgxn_meta_spec_1_0_0() {
+    let meta = meta();
+    let map = meta.as_object().expect("META.json is a Map");
+    // "Structure", "Required Fields".
+    for key in [
+        "abstract",
+        "maintainer",
+        "license",
+        "meta-spec",
+        "name",
+        "provides",
+        "version",
+    ] {
+        assert!(map.contains_key(key), "Required Fields: {key} is missing");
+    }
+    // "Optional Fields", and "Custom Fields" (x_ or X_ and a name): nothing else.
+    let optional = [
+        "description",
+        "generated_by",
+        "no_index",
+        "prereqs",
+        "release_status",
+        "resources",
+        "tags",
+    ];
+    for key in map.keys() {
+        let custom = (key.starts_with("x_") || key.starts_with("X_")) && key.len() > 2;
+        assert!(
+            custom
+                || optional.contains(&key.as_str())
+                || [
+                    "abstract",
+                    "maintainer",
+                    "license",
+                    "meta-spec",
+                    "name",
+                    "provides",
+                    "version"
+                ]
+                .contains(&key.as_str()),
+            "Structure: {key} is neither a field of the spec nor a custom x_ field"
+        );
+    }
+    // "name": a Term. "version": a Version (semantic). "abstract": a non-empty String.
+    assert!(is_term(meta["name"].as_str().unwrap()), "name: a Term");
+    assert!(
+        is_semver(meta["version"].as_str().unwrap()),
+        "version: a SemVer"
+    );
+    assert!(!meta["abstract"].as_str().unwrap().is_empty(), "abstract");
+    // "maintainer": a String or a List of Strings.
+    assert!(
+        meta["maintainer"].as_str().is_some_and(|m| !m.is_empty())
+            || meta["maintainer"]
+                .as_array()
+                .is_some_and(|list| list.iter().all(Value::is_string)),
+        "maintainer: a String or a List of Strings"
+    );
+    // "license": a License String of the spec's list (lower case), a List of them, or a Map.
+    assert!(
+        [
+            "mit",
+            "postgresql",
+            "bsd",
+            "apache_2_0",
+            "gpl_3",
+            "open_source"
+        ]
+        .contains(&meta["license"].as_str().unwrap_or("")),
+        "license: one of the spec's License Strings"
+    );
+    // "meta-spec": version 1.0.0, url optional.
+    assert_eq!(meta["meta-spec"]["version"], "1.0.0", "meta-spec: version");
+    // "provides": each key an extension's name (a Term) mapped to file (required: a path that
+    // exists in the distribution) and version (required: a Version); docfile and abstract
+    // optional.
+    let provides = meta["provides"].as_object().expect("provides: a Map");
+    assert!(!provides.is_empty(), "provides: at least one extension");
+    for (extension, entry) in provides {
+        assert!(is_term(extension), "provides: {extension} is a Term");
+        for key in entry.as_object().unwrap().keys() {
+            assert!(
+                ["file", "version", "abstract", "docfile"].contains(&key.as_str())
+                    || key.starts_with("x_"),
+                "provides.{extension}: {key} is not a field of the spec"
+            );
+        }
+        for key in ["file", "docfile"] {
+            if let Some(path) = entry[key].as_str() {
+                assert!(
+                    repo_root().join(path).is_file(),
+                    "provides.{extension}.{key}: {path}"
+                );
+            }
+        }
+        assert!(
+            entry["file"].is_string(),
+            "provides.{extension}.file is required"
+        );
+        assert!(
+            is_semver(entry["version"].as_str().unwrap_or("")),
+            "provides.{extension}.version: a Version"
+        );
+        assert!(
+            repo_root().join(format!("{extension}.control")).is_file(),
+            "provides.{extension}: its control file {extension}.control"
+        );
+    }
+    // "release_status": stable, testing or unstable.
+    assert!(
+        ["stable", "testing", "unstable"].contains(&meta["release_status"].as_str().unwrap()),
+        "release_status"
+    );
+    // "prereqs", "Prereq Spec": phases configure, build, test, runtime, develop; relationships
+    // requires, recommends, suggests, conflicts; each a Map of Terms to Version Ranges.
+    for (phase, relationships) in meta["prereqs"].as_object().expect("prereqs: a Map") {
+        assert!(
+            ["configure", "build", "test", "runtime", "develop"].contains(&phase.as_str()),
+            "Phases: {phase}"
+        );
+        for (relationship, prereqs) in relationships.as_object().unwrap() {
+            assert!(
+                ["requires", "recommends", "suggests", "conflicts"]
+                    .contains(&relationship.as_str()),
+                "Relationships: {phase}.{relationship}"
+            );
+            for (name, range) in prereqs.as_object().unwrap() {
+                assert!(
+                    is_term(name),
+                    "prereqs.{phase}.{relationship}: {name} is a Term"
+                );
+                assert!(
+                    is_version_range(range),
+                    "Version Ranges: prereqs.{phase}.{relationship}.{name} = {range}"
+                );
+            }
+        }
+    }
+    // "resources": homepage (a URI), bugtracker, repository; nothing else but x_ keys.
+    for (key, value) in meta["resources"].as_object().expect("resources: a Map") {
+        assert!(
+            ["homepage", "bugtracker", "repository"].contains(&key.as_str())
+                || key.starts_with("x_"),
+            "resources: {key}"
+        );
+        if key == "homepage" {
+            assert!(
+                value.as_str().unwrap().starts_with("https://"),
+                "resources.homepage"
+            );
+        }
+    }
+    // "tags": a List of Tags, each 1 to 255 characters, no slash, backslash or control
+    // character.
+    for tag in meta["tags"].as_array().expect("tags: a List") {
+        let tag = tag.as_str().unwrap();
+        assert!(
+            (1..=255).contains(&tag.chars().count())
+                && !tag.chars().any(|c| c == '/' || c == '\\' || c.is_control()),
+            "Tag: {tag}"
+        );
+    }
+    // "no_index": file and directory lists of paths that exist.
+    for (key, paths) in meta["no_index"].as_object().expect("no_index: a Map") {
+        assert!(
+            ["file", "directory"].contains(&key.as_str()),
+            "no_index: {key}"
+        );
+        for path in paths.as_array().unwrap() {
+            assert!(
+                repo_root().join(path.as_str().unwrap()).exists(),
+                "no_index: {path}"
+            );
+        }
+    }
+}
+
+/// The rules above can fail: each helper refuses what the spec refuses.
+#[test]
+fn the_pgxn_rules_refuse_what_the_spec_refuses() {
+    assert!(!is_term("a") && !is_term("pg snowflake") && !is_term("a/b"));
+    assert!(!is_semver("0.5") && !is_semver("01.2.3") && !is_semver("1.2.x"));
+    assert!(!is_version_range(&Value::from(">= 15, < 20")));
+    assert!(!is_version_range(&Value::from("=> 15.0.0")));
+    assert!(is_version_range(&Value::from(">= 15.0.0, < 20.0.0")));
+    assert!(is_version_range(&Value::from(0)));
+}
+
+/// `./dev package --pgxn` writes pg_snowflake-<version>.zip as PGXN expects: one top folder
+/// pg_snowflake-<version>/, META.json at its top, and every file git tracks (so the zip builds
+/// as the checkout does: the README's install from it is a stage of ./dev test).
+#[test]
+fn dev_package_pgxn_zips_every_tracked_file_under_one_top_folder() {
+    let root = repo_root();
+    let version = cargo_version();
+    run(root.join("dev"), &["package", "--pgxn"]);
+    let zip = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), std::path::PathBuf::from)
+        .join(format!("pg_snowflake-{version}.zip"));
+    let top = format!("pg_snowflake-{version}/");
+    let listing = run("unzip", &["-Z1", zip.to_str().unwrap()]);
+    let files: BTreeSet<String> = listing
+        .lines()
+        .map(|entry| {
+            entry
+                .strip_prefix(&top)
+                .unwrap_or_else(|| panic!("{entry} is outside the top folder {top}"))
+                .to_string()
+        })
+        .filter(|path| !path.is_empty() && !path.ends_with('/'))
+        .collect();
+    let tracked: BTreeSet<String> = run("git", &["-C", root.to_str().unwrap(), "ls-files"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(files, tracked, "the zip's files and git's");
+    let meta_in_zip = run(
+        "unzip",
+        &["-p", zip.to_str().unwrap(), &format!("{top}META.json")],
+    );
+    assert_eq!(meta_in_zip, read("META.json"), "the zip's META.json");
 }
 
 /// The top level the product's design card names, which tools outside the project look for: a
@@ -202,7 +509,11 @@ fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_la
     let doc = format!("usr/share/doc/{name}");
     expected.insert(format!("{doc}/copyright"));
     expected.insert(format!("{doc}/changelog.Debian.gz"));
-    for example in ["pg_snowflake-queries.yaml", "pg_snowflake-alerts.yaml"] {
+    for example in [
+        "pg_snowflake-queries.yaml",
+        "pg_snowflake-alerts.yaml",
+        "pg_snowflake-dashboard.json",
+    ] {
         expected.insert(format!("{doc}/examples/{example}"));
     }
     expected.insert(format!("usr/share/lintian/overrides/{name}"));
