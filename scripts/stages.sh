@@ -158,13 +158,19 @@ stage_servers() {
     return "$rc"
 }
 
+# The #[ignore]d tests of the test binary $1 (one of STAGED_BINARIES) with the others, one at a
+# time, their output shown.
+staged_tests() {
+    cd "$ROOT"
+    cargo test -p snowflake-it --no-fail-fast --test "$1" -- --include-ignored --test-threads=1 \
+        --nocapture
+}
+
 # After stage_servers, which installed the build (each stage runs in a shell of its own: the
 # major is chosen again here).
 stage_partman() {
     use_pg "$1"
-    cd "$ROOT"
-    cargo test -p snowflake-it --no-fail-fast --test partman -- --include-ignored --test-threads=1 \
-        --nocapture
+    staged_tests partman
 }
 
 # The README's install section from source, run in this checkout; with --pgxn, in the PGXN
@@ -190,14 +196,12 @@ stage_readme() {
     return "$rc"
 }
 
-# The extension image (scripts/package-image) of major $1 (18 or later) and of 15, built,
-# unpacked with umoci and served by a server of major $1 that sees only the image
+# The extension image (scripts/package-image) of major $1 (18 or later), and debug images of 17
+# and 15, built, unpacked with umoci and served by a server of major $1 that sees only the image
 # (pgrx-tests/tests/image.rs).
 stage_image() {
     use_pg "$1"
-    cd "$ROOT"
-    cargo test -p snowflake-it --no-fail-fast --test image -- --include-ignored --test-threads=1 \
-        --nocapture
+    staged_tests image
 }
 
 # The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that

@@ -262,6 +262,13 @@ fn unescape(text: &str) -> String {
     text.replace("\\n", "\n").replace("\\\\", "\\")
 }
 
+/// Seconds since 1970 of `t`, as Prometheus writes times.
+pub fn unix_s(t: std::time::SystemTime) -> f64 {
+    t.duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

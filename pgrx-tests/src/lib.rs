@@ -31,6 +31,7 @@ pub mod prometheus;
 pub mod proxy;
 pub mod registry;
 pub mod server;
+pub mod stats;
 
 pub use checks::*;
 pub use paths::*;

@@ -8,10 +8,11 @@
 //! `snowflake_registry()` the value must be the one the server shows.
 
 use serde_json::Value;
-use snowflake_it::exporter::Exporter;
+use snowflake_it::exporter::{unix_s, Exporter};
 use snowflake_it::prometheus::{Prometheus, Series};
 use snowflake_it::registry::{claimed_node, member_config, registry_server, LEASE_MS};
-use snowflake_it::{describe, repo_root, take_ids, wait_until, Config, Server};
+use snowflake_it::stats::{stats, Stats};
+use snowflake_it::{repo_root, take_ids, wait_until, Config, Server};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
 
@@ -248,67 +249,6 @@ fn the_dashboard_is_grafana_10_json_whose_every_query_uses_its_two_variables() {
 
 // --- What the servers show -----------------------------------------------------------------
 
-/// The numbers of `snowflake_stats()` the panels show, and with a registry its node ids per
-/// state from `snowflake_registry()`.
-#[derive(Clone, Debug)]
-struct Stats {
-    node_id: Option<i32>,
-    ids_issued: i64,
-    last_issued: Option<SystemTime>,
-    lead_ms: i64,
-    borrowed_ms: i64,
-    time_field_ends: SystemTime,
-    refusing: Option<String>,
-    registry_generation: Option<i64>,
-    lease_remaining_ms: Option<i64>,
-    registry_clock_offset_ms: Option<i64>,
-    registry_nodes: BTreeMap<String, i64>,
-}
-
-fn stats(server: &Server, registry: bool) -> Stats {
-    let mut client = server.connect();
-    let row = client
-        .query_one(
-            "SELECT node_id, ids_issued, last_issued, lead_ms, borrowed_ms, time_field_ends, \
-             refusing, registry_generation, lease_remaining_ms, registry_clock_offset_ms \
-             FROM snowflake_stats()",
-            &[],
-        )
-        .unwrap_or_else(|e| panic!("snowflake_stats(): {}", describe(&e)));
-    let registry_nodes = if registry {
-        client
-            .query(
-                "SELECT state, count(*) FROM snowflake_registry() GROUP BY state",
-                &[],
-            )
-            .unwrap_or_else(|e| panic!("snowflake_registry(): {}", describe(&e)))
-            .iter()
-            .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
-            .collect()
-    } else {
-        BTreeMap::new()
-    };
-    Stats {
-        node_id: row.get(0),
-        ids_issued: row.get(1),
-        last_issued: row.get(2),
-        lead_ms: row.get(3),
-        borrowed_ms: row.get(4),
-        time_field_ends: row.get(5),
-        refusing: row.get(6),
-        registry_generation: row.get(7),
-        lease_remaining_ms: row.get(8),
-        registry_clock_offset_ms: row.get(9),
-        registry_nodes,
-    }
-}
-
-fn unix_s(t: SystemTime) -> f64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs_f64()
-}
-
 /// A server of the test, with its exporter.
 struct Scraped {
     server: Server,
@@ -403,8 +343,10 @@ impl Readings {
     /// on every member).
     fn registry_nodes(&self, state: &str) -> (f64, f64) {
         let count = |all: &BTreeMap<String, Stats>| {
-            let member = all.values().find(|s| !s.registry_nodes.is_empty());
-            let nodes = &member.expect("a member listed the registry").registry_nodes;
+            let member = all
+                .values()
+                .find_map(|s| s.registry_nodes.as_ref().filter(|nodes| !nodes.is_empty()));
+            let nodes = member.expect("a member listed the registry");
             nodes.get(state).copied().unwrap_or(0) as f64
         };
         (count(&self.before), count(&self.after))

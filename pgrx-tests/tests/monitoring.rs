@@ -7,9 +7,10 @@
 //! check rules`, `promtool test rules`, a firing and a silent unit test for every alert, and
 //! every runbook pointing at a section that exists.
 
-use snowflake_it::exporter::{program_on_path, Exporter, Sample, Scrape};
+use snowflake_it::exporter::{program_on_path, unix_s, Exporter, Sample, Scrape};
 use snowflake_it::registry::{claimed_node, member_config, registry_server, LEASE_MS};
-use snowflake_it::{describe, repo_root, run, take_ids, Config, Server};
+use snowflake_it::stats::{stats, Stats};
+use snowflake_it::{repo_root, run, take_ids, Config, Server};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
@@ -90,87 +91,6 @@ fn file_metrics() -> Vec<FileMetric> {
 }
 
 // --- What snowflake_stats() shows -----------------------------------------------------------
-
-/// One row of `snowflake_stats()`, and with a registry its node ids per state.
-#[derive(Clone, Debug)]
-struct Stats {
-    node_id: Option<i32>,
-    ids_issued: i64,
-    last_issued: Option<SystemTime>,
-    lead_ms: i64,
-    borrowed_ms: i64,
-    clock_regressions: i64,
-    exhausted_ms: i64,
-    overload_waits: i64,
-    reservations: i64,
-    reserved_until: Option<SystemTime>,
-    time_field_ends: SystemTime,
-    reservation_waits: i64,
-    renewal_failures: i64,
-    renewing: bool,
-    clock_jumps: i64,
-    refusing: Option<String>,
-    registry_generation: Option<i64>,
-    lease_remaining_ms: Option<i64>,
-    registry_clock_offset_ms: Option<i64>,
-    /// `snowflake_registry()`'s node ids per state; None without a registry.
-    registry_nodes: Option<BTreeMap<String, i64>>,
-}
-
-fn stats(server: &Server, registry: bool) -> Stats {
-    let mut client = server.connect();
-    let row = client
-        .query_one(
-            "SELECT node_id, ids_issued, last_issued, lead_ms, borrowed_ms, clock_regressions, \
-             exhausted_ms, overload_waits, reservations, reserved_until, time_field_ends, \
-             reservation_waits, renewal_failures, renewing, clock_jumps, refusing, \
-             registry_generation, lease_remaining_ms, registry_clock_offset_ms \
-             FROM snowflake_stats()",
-            &[],
-        )
-        .unwrap_or_else(|e| panic!("snowflake_stats(): {}", describe(&e)));
-    let registry_nodes = registry.then(|| {
-        // A registry that cannot be reached lists nothing: the exporter's query fails too.
-        match client.query(
-            "SELECT state, count(*) FROM snowflake_registry() GROUP BY state",
-            &[],
-        ) {
-            Ok(rows) => rows
-                .iter()
-                .map(|r| (r.get::<_, String>(0), r.get::<_, i64>(1)))
-                .collect(),
-            Err(_) => BTreeMap::new(),
-        }
-    });
-    Stats {
-        node_id: row.get(0),
-        ids_issued: row.get(1),
-        last_issued: row.get(2),
-        lead_ms: row.get(3),
-        borrowed_ms: row.get(4),
-        clock_regressions: row.get(5),
-        exhausted_ms: row.get(6),
-        overload_waits: row.get(7),
-        reservations: row.get(8),
-        reserved_until: row.get(9),
-        time_field_ends: row.get(10),
-        reservation_waits: row.get(11),
-        renewal_failures: row.get(12),
-        renewing: row.get(13),
-        clock_jumps: row.get(14),
-        refusing: row.get(15),
-        registry_generation: row.get(16),
-        lease_remaining_ms: row.get(17),
-        registry_clock_offset_ms: row.get(18),
-        registry_nodes,
-    }
-}
-
-fn unix_s(t: SystemTime) -> f64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs_f64()
-}
 
 /// A series: its name and labels (without the exporter's `server`).
 type Series = (&'static str, Vec<(&'static str, String)>);
