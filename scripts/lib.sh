@@ -33,6 +33,8 @@ PGSF_PG19_DEB=19~rc1-1
 # (pgrx-tests/tests/across_majors.rs): each one whenever its new major is tested (the old one is
 # set up for it, as 15-vanilla is).
 PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
+# PGXN's client (PyPI), for the test of `pgxn install` (scripts/test-pgxn-install).
+PGSF_PGXNCLIENT=1.3.2
 # The trees with pg_partman, for the pg_partman recipe's test (pgrx-tests/tests/partman.rs):
 # Debian packages it for its own 15 only.
 PGSF_PARTMAN_TREES=(15)

@@ -196,6 +196,12 @@ stage_readme() {
     return "$rc"
 }
 
+# PGXN's client installing the zip (the Makefile, scripts/pgxn-make) into major $1.
+stage_pgxn_install() {
+    use_pg "$1"
+    "$ROOT/scripts/test-pgxn-install"
+}
+
 # The extension image (scripts/package-image) of major $1 (18 or later), and debug images of 17
 # and 15, built, unpacked with umoci and served by a server of major $1 that sees only the image
 # (pgrx-tests/tests/image.rs).
