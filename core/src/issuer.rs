@@ -293,8 +293,8 @@ impl Issuer {
     }
 
     /// A heartbeat renewed the lease (`Node::lease_renewed`).
-    pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
-        self.node.lease_renewed(lease, fenced);
+    pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
+        self.node.lease_renewed(lease, fenced, before);
         self.registry.lease_ends_at = lease.ends_at;
     }
 

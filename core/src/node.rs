@@ -24,7 +24,7 @@ pub mod holder;
 
 use crate::generator::Generator;
 use crate::registry::table::Grant;
-use crate::registry::{Claimant, Identity, Lease, Refusal, Want};
+use crate::registry::{self, Claimant, Identity, Lease, Refusal, Want};
 use crate::state_file::{self, History, Reservation};
 use crate::wal_record::Record;
 
@@ -73,6 +73,10 @@ pub struct Node {
     /// The state file was damaged and moved aside ([`Found::Damaged`]), and no claim has been
     /// made since: the node ids used here before are unknown (`registry::vouched`).
     pub history_lost: bool,
+    /// The registry's mark as this server's claim last wrote it, while no one else has raised
+    /// it (`registry::own_mark`); `None`: not known to be its own (no claim yet, another's
+    /// raise seen, a heartbeat's answer lost), and its release leaves the mark where it is.
+    pub mark: Option<i64>,
 }
 
 /// What the data directory holds at start-up (the extension reads and checks the file).
@@ -158,11 +162,13 @@ impl Claim {
 }
 
 /// What a fenced holder that stops leaves in the registry ([`Node::release`]): its claim, and
-/// the mark (Unix ms) that now bounds every ID made under the id.
+/// the mark (Unix ms) that now bounds every ID made under the id, to replace `from`, the mark
+/// as the claim wrote it last (and only that: `registry::own_mark`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Release {
     pub node: u32,
     pub claim: Identity,
+    pub from: i64,
     pub mark: i64,
 }
 
@@ -239,6 +245,7 @@ impl Node {
             ceiling: i64::MAX,
             started_as_standby: standby,
             history_lost: *found == Found::Damaged,
+            mark: None,
         };
         Start {
             node,
@@ -353,6 +360,7 @@ impl Node {
         self.switch_to(taken.node, generator.reserved_until());
         generator.observe_reservation(taken.floor);
         self.claim = Some(taken.identity);
+        self.mark = Some(taken.lease.ceiling);
         self.ceiling = if fenced {
             taken.lease.ceiling
         } else {
@@ -379,6 +387,7 @@ impl Node {
     /// under a token of its own. Returns what the state file must say, when that changed.
     pub fn disown(&mut self, generator: &Generator) -> Option<Durable> {
         self.claim.take()?;
+        self.mark = None;
         Some(Durable {
             until: generator.reserved_until(),
             node: Some(self.id),
@@ -387,9 +396,12 @@ impl Node {
         })
     }
 
-    /// A heartbeat renewed the lease: in fenced mode its ceiling bounds the reservations.
-    pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
+    /// A heartbeat renewed the lease, finding the registry's mark at `before` and raising it
+    /// to the lease's ceiling: in fenced mode that ceiling bounds the reservations; the mark
+    /// stays this claim's own only if `before` was (`registry::own_mark`).
+    pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
         self.ceiling = if fenced { lease.ceiling } else { i64::MAX };
+        self.mark = registry::own_mark(self.mark, before, lease.ceiling);
     }
 
     /// The claim a restarted renewer may resume without claiming again: one this server made
@@ -419,29 +431,34 @@ impl Node {
     /// (`Generator::issued_below`; the ceiling comes down to it, and IDs are made only within
     /// a reservation), so the registry's mark may come down to it too, from the lease's
     /// ceiling, and the next claim of the id (this server's restart, or anyone's takeover)
-    /// starts there instead of a lease ahead of the clock (audit G5: restarts that each added
-    /// a lease to the IDs' lead). `None`, and the mark stays: no
-    /// claim of its own, available mode (its mark is the reservation already), a renewal
-    /// being written (it may end past the durable reservation read now), or a claim not seen
-    /// to hold (an intent whose commit failed, a loss, a refusal): a copy carrying this
-    /// server's token may hold that very claim, the registry having committed it for the copy
-    /// (the same token, the row's next generation), and its mark is the copy's (found by the
-    /// seeded simulation: the mark lowered under the copy's IDs, then taken above it).
+    /// starts there instead of a lease ahead of the clock (restarts that each added a lease
+    /// to the IDs' lead). Only from the mark as this claim wrote it last (`Release::from`): a
+    /// raise by anyone else since stays. `None`, and the mark stays: no claim of its own,
+    /// available mode (its mark is the reservation already), a renewal being written (it may
+    /// end past the durable reservation read now), a mark not known to be its own (raised by
+    /// another: the IDs a server made under the id before it joined lie below it), nothing to
+    /// lower, or a claim not seen to hold (an intent whose commit failed, a loss, a refusal):
+    /// a copy carrying this server's token may hold that very claim, the registry having
+    /// committed it for the copy (the same token, the row's next generation), and its mark is
+    /// the copy's (found by the seeded simulation: the mark lowered under the copy's IDs, then
+    /// taken above it).
     pub fn release(&mut self, generator: &Generator) -> Option<Release> {
         let claim = self.claim?;
+        let from = self.mark?;
         if !self.seen_to_hold() {
             return None;
         }
-        // Above the IDs of a wake too, issued ahead of their reservation (audit 3, H6: the
-        // renewer's own write of it, abandoned on its way out, is no renewal being written).
+        // Above the IDs of a wake too, issued ahead of their reservation (the renewer's own
+        // write of it, abandoned on its way out, is no renewal being written).
         let mark = generator.issued_below();
-        if self.ceiling == i64::MAX || generator.renewing() || mark == i64::MIN {
+        if self.ceiling == i64::MAX || generator.renewing() || mark == i64::MIN || mark >= from {
             return None;
         }
         self.ceiling = self.ceiling.min(mark);
         Some(Release {
             node: self.id,
             claim,
+            from,
             mark,
         })
     }

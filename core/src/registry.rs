@@ -407,6 +407,18 @@ pub fn beat(ours: bool, locked: bool) -> Beat {
     }
 }
 
+/// The mark only rises: a node id's high-water mark is brought down only by the release of
+/// the claim that wrote it, and only from the very value that claim wrote last (a
+/// compare-and-set, `table::Table::lower_mark`). A raise by anyone else is never undone: a
+/// server that joins with IDs made under the id before (`table::Table::record_used`, which
+/// always moves a live row's mark), a heartbeat of this claim whose answer was lost. What the
+/// holder keeps between heartbeats is `own`, the mark as its claim last wrote it (`None`: not
+/// known to be its own any more); a heartbeat that found the mark at `before` and raised it to
+/// `sent` keeps it only if `before` was its own.
+pub fn own_mark(own: Option<i64>, before: i64, sent: i64) -> Option<i64> {
+    own.filter(|&own| own == before).map(|own| own.max(sent))
+}
+
 /// Whether an id without a row, or with `row`, is free to hand out as a fresh id at `at.now`.
 pub fn is_free(row: Option<&Row>, at: &Bounds) -> bool {
     row.is_none_or(|row| row.retired && at.now > row.high_water.saturating_add(at.margin_ms))

@@ -853,6 +853,83 @@ fn a_node_id_used_before_joining_raises_the_mark_of_its_live_holder() {
     let _: i64 = holder.query_one("SELECT snowflake_nextval()");
 }
 
+/// The mark a joiner's IDs raised stays raised through its holder's clean stop. A server that
+/// made IDs under node id 0 without a registry, its clock 40 s ahead, joins a fleet where
+/// another server holds 0 (fenced); the join raises 0's mark above those IDs. The holder then
+/// stops cleanly, which releases its claim: its release may bring the mark down only from the
+/// value its own claim wrote, never below another server's raise. The next holder of 0 starts
+/// above the joiner's IDs. Before the fix the release brought the mark back to the holder's own
+/// reservation, 38.8 s below them, and the next holder made the joiner's IDs again.
+#[test]
+fn a_clean_stop_never_lowers_the_mark_a_joiners_ids_raised() {
+    clean_stop_after_a_join("+40s", LEASE_MS, false);
+}
+
+/// The same with the joiner's clock 10 s ahead and a lease of 20 s: the joiner's IDs lie below
+/// the holder's ceiling, so the join finds the mark past them already; it moves it all the same
+/// (a millisecond), so that the holder's release, a compare-and-set on the value its own claim
+/// wrote, leaves it there. Before the fix the release brought it below them too.
+#[test]
+fn a_clean_stop_never_lowers_the_mark_below_a_joiners_ids_under_its_ceiling() {
+    clean_stop_after_a_join("+10s", 20_000, true);
+}
+
+/// A holder of node id 0 with a lease of `lease_ms`, a joiner that made IDs under 0 with its
+/// clock `lead` ahead (`under_ceiling`: below the mark the holder's heartbeats leave), the
+/// holder's clean stop, then the next holder of 0: the mark and the IDs on either side.
+fn clean_stop_after_a_join(lead: &str, lease_ms: i64, under_ceiling: bool) {
+    let registry = registry();
+    let lease = format!("pg_snowflake.registry_lease_ms = {lease_ms}");
+    let holder = Server::start(
+        "csholder",
+        member_config(&registry, Some(0)).setting(&lease),
+    );
+    create_table(&holder);
+    assert_eq!(claimed_node(&holder), 0);
+    // The holder makes IDs: its release has a reservation to bring the mark down to.
+    let _ = take_ids(&mut holder.connect(), 1_000, 500);
+    let joiner = Server::start("csjoiner", Config::node(0).fake_clock(lead));
+    let joined = take_ids(&mut joiner.connect(), 2_000, 500);
+    let last = *joined.iter().max().unwrap();
+    let last_ms = ms_of(&joiner, last);
+    let mark = || -> i64 {
+        registry.query_one("SELECT high_water_ms FROM snowflake_nodes WHERE node_id = 0")
+    };
+    assert_eq!(
+        mark() >= last_ms,
+        under_ceiling,
+        "the holder's mark against the joiner's IDs"
+    );
+    joiner.set_clock("+0");
+    join_with_node_id_unset(&joiner, &registry);
+    joiner.stop();
+    joiner.start_again();
+    assert_eq!(claimed_node(&joiner), 1, "the lowest free id");
+    assert!(mark() >= last_ms, "the join raised node id 0's mark");
+    holder.stop();
+    let after = mark();
+    assert!(
+        after >= last_ms,
+        "the holder's clean stop brought node id 0's mark down to {after}, {} ms below the \
+         joiner's IDs ({last_ms})",
+        last_ms - after
+    );
+    let next = Server::start("csnext", member_config(&registry, Some(0)).setting(&lease));
+    assert_eq!(claimed_node(&next), 0);
+    let ids = take_ids(&mut next.connect(), 2_000, 500);
+    let joined: HashSet<i64> = joined.into_iter().collect();
+    let again = ids.iter().filter(|id| joined.contains(id)).count();
+    assert_eq!(
+        again, 0,
+        "the next holder of node id 0 made {again} of the joiner's IDs again"
+    );
+    assert!(
+        ids[0] > last,
+        "the next holder's first ID {} is below the joiner's last {last}",
+        ids[0]
+    );
+}
+
 #[test]
 fn a_server_whose_id_was_taken_over_stops_at_its_next_heartbeat() {
     let registry = registry();

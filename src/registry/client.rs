@@ -164,8 +164,9 @@ impl Table for Sql<'_> {
              holder_label, system_identifier, layout, claimed_at, last_seen, lease_until, \
              high_water_ms, retired_at) VALUES ($1, 'retired', $2, 0, $3, $4, $5, \
              clock_timestamp(), clock_timestamp(), clock_timestamp(), $6, clock_timestamp()) \
-             ON CONFLICT (node_id) DO UPDATE SET \
-             high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms)",
+             ON CONFLICT (node_id) DO UPDATE SET high_water_ms = CASE WHEN r.state = 'live' \
+             THEN greatest(r.high_water_ms + 1, EXCLUDED.high_water_ms) \
+             ELSE greatest(r.high_water_ms, EXCLUDED.high_water_ms) END",
             &[
                 text(node),
                 text(Token(0)),
@@ -299,13 +300,17 @@ impl Table for Sql<'_> {
         lease_ms: i64,
         high_water: i64,
         clock_offset_ms: i64,
-    ) -> Result<bool, Failure> {
+    ) -> Result<Option<i64>, Failure> {
+        // The mark before the raise, from the row this statement locks and updates.
         let rows = self.0.query(
-            "UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
+            "WITH before AS (SELECT high_water_ms FROM snowflake_nodes WHERE node_id = $1 \
+             FOR UPDATE) \
+             UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
              lease_until = clock_timestamp() + $5 * interval '1 ms', \
-             high_water_ms = greatest(high_water_ms, $6), clock_offset_ms = $7 \
+             high_water_ms = greatest(snowflake_nodes.high_water_ms, $6), clock_offset_ms = $7 \
+             FROM before \
              WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = $4 \
-             RETURNING 1",
+             RETURNING coalesce(before.high_water_ms, -9223372036854775808) AS before_ms",
             &[
                 text(node),
                 text(Token(identity.token)),
@@ -316,7 +321,7 @@ impl Table for Sql<'_> {
                 text(clock_offset_ms),
             ],
         )?;
-        Ok(!rows.is_empty())
+        rows.row(0).map(|r| number(r, "before_ms")).transpose()
     }
 
     fn live_label(&mut self, node: u32) -> Result<Option<String>, Failure> {
@@ -330,15 +335,22 @@ impl Table for Sql<'_> {
             .map(str::to_string))
     }
 
-    fn lower_mark(&mut self, node: u32, claim: Identity, mark: i64) -> Result<bool, Failure> {
+    fn lower_mark(
+        &mut self,
+        node: u32,
+        claim: Identity,
+        from: i64,
+        mark: i64,
+    ) -> Result<bool, Failure> {
         let rows = self.0.query(
-            "UPDATE snowflake_nodes SET high_water_ms = least(high_water_ms, $4) \
+            "UPDATE snowflake_nodes SET high_water_ms = $5 \
              WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = 'live' \
-             RETURNING 1",
+             AND high_water_ms = $4 RETURNING 1",
             &[
                 text(node),
                 text(Token(claim.token)),
                 text(claim.generation),
+                text(from),
                 text(mark),
             ],
         )?;

@@ -295,6 +295,7 @@ pub fn release_on_exit() {
                 &mut Sql(&conn),
                 released.node,
                 released.claim,
+                released.from,
                 released.mark,
             )
         });
@@ -402,9 +403,9 @@ impl contact::Host for Server {
         })
     }
 
-    fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
+    fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
         self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.lease_renewed(lease, fenced);
+            issuer.lease_renewed(lease, fenced, before);
         });
     }
 

@@ -63,8 +63,9 @@ pub trait Host {
     /// Applies [`Node::intend`] for `taken` and writes the `Durable` it returns to the state
     /// file, as the writer: the claim's intent, before the registry commits it.
     fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Self::Failure>;
-    /// Applies [`Node::lease_renewed`] for `lease`.
-    fn lease_renewed(&mut self, lease: &Lease, fenced: bool);
+    /// Applies [`Node::lease_renewed`] for `lease`, the heartbeat having found the mark at
+    /// `before`.
+    fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64);
     /// Applies [`Node::disown`] (the registry found this server a copy of the live holder of
     /// its claim) and writes the `Durable` it returns, if any, to the state file, as the
     /// writer; a write that fails is left to the next reservation.
@@ -157,10 +158,10 @@ where
         offset,
     )?;
     Ok(match beat {
-        Heartbeat::Renewed { locked } => {
+        Heartbeat::Renewed { locked, before } => {
             let lease = Lease::granted(sent_mono, high_water, lease_ms);
             holder.renewed(lease, locked);
-            host.lease_renewed(&lease, settings.fenced);
+            host.lease_renewed(&lease, settings.fenced, before);
             let retired = retire_given_up(table, host, holder);
             Contact::Renewed { lease, retired }
         }

@@ -66,6 +66,7 @@ fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
             ceiling: i64::MAX,
             started_as_standby: true,
             history_lost: false,
+            mark: None,
         }
     );
 }
@@ -290,9 +291,33 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
         .expect("a fenced claim is released");
     assert_eq!(released.node, 4);
     assert_eq!(released.claim, TOKEN);
+    assert_eq!(
+        released.from, taken.lease.ceiling,
+        "the mark the claim wrote"
+    );
     assert_eq!(released.mark, generator.reserved_until());
     assert!(released.mark < taken.lease.ceiling);
     assert_eq!(node.ceiling, released.mark);
+    // A heartbeat that found the mark where the claim left it keeps it the claim's own, at
+    // the new ceiling; the release brings it down from there.
+    let (mut node, generator) = claimed(true);
+    let renewed = Lease::granted(10_000, T0 + 40_000, 30_000);
+    node.lease_renewed(&renewed, true, taken.lease.ceiling);
+    let released = node.release(&generator).expect("its own mark");
+    assert_eq!(released.from, T0 + 40_000);
+    // Raised by another (a server that joined with IDs made under the id): the mark is no
+    // longer the claim's own, and its release leaves it where it is, at every later heartbeat
+    // too.
+    let (mut node, generator) = claimed(true);
+    node.lease_renewed(&renewed, true, taken.lease.ceiling + 1);
+    assert_eq!(node.release(&generator), None);
+    assert_eq!(
+        node.ceiling, renewed.ceiling,
+        "nothing released, nothing capped"
+    );
+    let later = Lease::granted(20_000, T0 + 50_000, 30_000);
+    node.lease_renewed(&later, true, renewed.ceiling);
+    assert_eq!(node.release(&generator), None);
     // A renewal being written may end past the reservation read now: nothing is released.
     let (mut node, mut writing) = claimed(true);
     assert!(writing.start_rewrite().is_some());

@@ -102,8 +102,9 @@ pub enum ClaimOutcome {
 /// What one heartbeat found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Heartbeat {
-    /// The lease is renewed; `locked`: the session holds the id's advisory lock.
-    Renewed { locked: bool },
+    /// The lease is renewed; `locked`: the session holds the id's advisory lock; `before`: the
+    /// mark it found (Unix ms; `i64::MIN`: none), before raising it (`registry::own_mark`).
+    Renewed { locked: bool, before: i64 },
     /// The row no longer names this holder: another server took the id over (its label), or
     /// (`None`) the id was retired.
     Lost { holder: Option<String> },
@@ -155,7 +156,10 @@ pub trait Table {
     /// Records `node` as used before by `request`'s server, up to `request.used_until`: a
     /// retired row with that mark and no holder (token 0), or the row's mark raised to it,
     /// a live row's too (its holder is not touched: its next claimant starts above the IDs
-    /// made under the id here, which may lie ahead of the registry's clock; audit 3, R-b).
+    /// made under the id here, which may lie ahead of the registry's clock). A live row's
+    /// mark is moved by at least a millisecond even when it is past `used_until` already, so
+    /// that its holder's compare-and-set sees another's raise and its release never brings
+    /// the mark back below those IDs (`registry::own_mark`).
     fn record_used(&mut self, node: u32, request: &Request) -> Result<(), Self::Failure>;
     /// Tries `node`'s advisory lock in this session: whether it got it (or had it already).
     fn try_lock(&mut self, node: u32) -> Result<bool, Self::Failure>;
@@ -178,7 +182,8 @@ pub trait Table {
         request: &Request,
     ) -> Result<(), Self::Failure>;
     /// Renews `node`'s lease for `lease_ms` and raises its mark to `high_water`, if its row is
-    /// live and names `identity`: whether it did.
+    /// live and names `identity`: the mark it found before raising it (Unix ms; `i64::MIN`:
+    /// none), or `None` if the row is not this claim's.
     fn renew(
         &mut self,
         node: u32,
@@ -186,12 +191,18 @@ pub trait Table {
         lease_ms: i64,
         high_water: i64,
         clock_offset_ms: i64,
-    ) -> Result<bool, Self::Failure>;
+    ) -> Result<Option<i64>, Self::Failure>;
     /// The label of `node`'s live row's holder, if it has a live row.
     fn live_label(&mut self, node: u32) -> Result<Option<String>, Self::Failure>;
-    /// Brings `node`'s mark down to `mark`, if its row is live and names `claim`: whether it
-    /// did.
-    fn lower_mark(&mut self, node: u32, claim: Identity, mark: i64) -> Result<bool, Self::Failure>;
+    /// Brings `node`'s mark down from `from` to `mark`, if its row is live, names `claim` and
+    /// its mark is still `from` (a compare-and-set: `registry::own_mark`): whether it did.
+    fn lower_mark(
+        &mut self,
+        node: u32,
+        claim: Identity,
+        from: i64,
+        mark: i64,
+    ) -> Result<bool, Self::Failure>;
     /// Marks `node`'s row retired, now.
     fn retire_row(&mut self, node: u32) -> Result<(), Self::Failure>;
 }
@@ -412,25 +423,27 @@ pub fn heartbeat<T: Table>(
     clock_offset_ms: i64,
 ) -> Result<Heartbeat, T::Failure> {
     let locked = !take_lock || table.try_lock(node)?;
-    let ours = table.renew(node, identity, lease_ms, high_water, clock_offset_ms)?;
-    Ok(match beat(ours, locked) {
-        Beat::Renewed { locked } => Heartbeat::Renewed { locked },
-        Beat::Lost => Heartbeat::Lost {
+    let before = table.renew(node, identity, lease_ms, high_water, clock_offset_ms)?;
+    Ok(match (beat(before.is_some(), locked), before) {
+        (Beat::Renewed { locked }, Some(before)) => Heartbeat::Renewed { locked, before },
+        _ => Heartbeat::Lost {
             holder: table.live_label(node)?,
         },
     })
 }
 
-/// Brings the mark of `node`, held under `claim`, down to `mark`, if the row still names that
-/// claim (a takeover since keeps its own): `node::Node::release` says why that is safe.
-/// Returns whether it did.
+/// Brings the mark of `node`, held under `claim`, down from `from`, the value that claim wrote
+/// last, to `mark`, if the row still names that claim (a takeover since keeps its own) and
+/// its mark is still `from` (anyone else's raise since stays: `registry::own_mark`):
+/// `node::Node::release` says why that is safe. Returns whether it did.
 pub fn release<T: Table>(
     table: &mut T,
     node: u32,
     claim: Identity,
+    from: i64,
     mark: i64,
 ) -> Result<bool, T::Failure> {
-    table.lower_mark(node, claim, mark)
+    table.lower_mark(node, claim, from, mark)
 }
 
 /// Retires `node` once its holder is gone ([`may_retire`]), in one transaction under the

@@ -407,6 +407,16 @@ enum Act {
     /// The registry fails over to its synchronous standby on a host whose clock is `skew` ms
     /// off real time: every session (and advisory lock) ends; the rows are as committed.
     RegistryFailover { skew: i64 },
+    /// Server `s` is gone for good and a server that made IDs without a registry under node
+    /// id `node` (a few in each of `span` milliseconds), its clock `lead` ms ahead, joins in
+    /// its place with its node id unset and its clock set right (FLEETS, *Joining with IDs
+    /// made before*): its state file names `node`, which its first claim records as used.
+    Join {
+        s: usize,
+        node: u32,
+        lead: i64,
+        span: i64,
+    },
 }
 
 /// The layout of [`Act::Foreign`]'s server: 9 bits of node id and 13 of sequence, so that its
@@ -628,7 +638,13 @@ impl Table for Session<'_> {
             last_seen: now,
             by: 0,
         });
-        row.high_water = row.high_water.max(until);
+        // A live row's mark moves by a millisecond at least, as `client::Sql` moves it.
+        let moved = if row.retired {
+            row.high_water
+        } else {
+            row.high_water.saturating_add(1)
+        };
+        row.high_water = moved.max(until);
         Ok(())
     }
 
@@ -691,16 +707,15 @@ impl Table for Session<'_> {
         lease_ms: i64,
         high_water: i64,
         _clock_offset_ms: i64,
-    ) -> Result<bool, Failed> {
+    ) -> Result<Option<i64>, Failed> {
         let now = self.now;
-        Ok(self
-            .live(node, identity)
-            .map(|r| {
-                r.lease_until = now + lease_ms;
-                r.last_seen = now;
-                r.high_water = r.high_water.max(high_water);
-            })
-            .is_some())
+        Ok(self.live(node, identity).map(|r| {
+            let before = r.high_water;
+            r.lease_until = now + lease_ms;
+            r.last_seen = now;
+            r.high_water = r.high_water.max(high_water);
+            before
+        }))
     }
 
     fn live_label(&mut self, node: u32) -> Result<Option<String>, Failed> {
@@ -711,17 +726,17 @@ impl Table for Session<'_> {
             .map(|r| r.label.clone()))
     }
 
-    fn lower_mark(&mut self, node: u32, claim: Identity, mark: i64) -> Result<bool, Failed> {
+    fn lower_mark(
+        &mut self,
+        node: u32,
+        claim: Identity,
+        from: i64,
+        mark: i64,
+    ) -> Result<bool, Failed> {
         Ok(self
             .live(node, claim)
-            // SQL's least() skips a NULL mark (none recorded): the row takes `mark`.
-            .map(|r| {
-                r.high_water = if r.high_water == i64::MIN {
-                    mark
-                } else {
-                    r.high_water.min(mark)
-                }
-            })
+            .filter(|r| r.high_water == from && from != i64::MIN)
+            .map(|r| r.high_water = mark)
             .is_some())
     }
 
@@ -878,9 +893,9 @@ impl contact::Host for Host<'_> {
         Ok(())
     }
 
-    fn lease_renewed(&mut self, lease: &Lease, fenced: bool) {
+    fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
         debug_assert_eq!(fenced, self.fenced);
-        self.m.issuer.lease_renewed(lease, fenced);
+        self.m.issuer.lease_renewed(lease, fenced, before);
     }
 
     fn disown(&mut self) {
@@ -1078,8 +1093,9 @@ impl Fleet {
                 // On a connection of its own (`holder.rs`'s `release_on_exit`).
                 let session = self.registry.new_session();
                 let mut table = Session::new(&mut self.registry, session, self.now, Commit::Done);
-                let (node, claim, mark) = (released.node, released.claim, released.mark);
-                table::release(&mut table, node, claim, mark).expect("the registry is up");
+                let (node, claim) = (released.node, released.claim);
+                table::release(&mut table, node, claim, released.from, released.mark)
+                    .expect("the registry is up");
                 self.registry.end_session(session);
             }
         }
@@ -1499,9 +1515,151 @@ impl Fleet {
                 self.registry.end_sessions_but(&[]);
                 self.registry.skew = skew;
             }
+            Act::Join {
+                s,
+                node,
+                lead,
+                span,
+            } => {
+                self.session_gone(s);
+                self.copies += 1;
+                let range = (SERVERS as u128 + self.copies) << 64;
+                let alone = Settings {
+                    configured: Some(node),
+                    registry: false,
+                };
+                let mut before = Member::start(alone, None, s, range);
+                let mut file = None;
+                let mut ids = vec![];
+                for ms in 0..span {
+                    let at = self.now + lead + ms;
+                    ids.extend(issue(&mut before.issuer, at, 8, |durable| {
+                        file = Some(file_of(durable));
+                    }));
+                }
+                for id in ids {
+                    prop_assert!(
+                        !self.issued.contains_key(&id),
+                        "ID {id} made by the joiner before it joined, and by member {:?}",
+                        self.issued.get(&id)
+                    );
+                    self.issued.insert(id, (s, false));
+                }
+                let joined = Settings {
+                    configured: None,
+                    registry: true,
+                };
+                let mut joiner = Member::start(joined, file, s, range);
+                joiner.range = range;
+                joiner.system = 1_000 + self.copies as u64;
+                joiner.label = format!("joiner {}", self.copies);
+                joiner.offset = self.members[s].offset;
+                self.members[s] = joiner;
+            }
         }
         Ok(())
     }
+}
+
+/// The mark a joiner's IDs raised stays raised through the clean stop of the id's holder: a
+/// server that made IDs under node id 0 without a registry, its clock ahead, joins while
+/// member 0 holds 0 (fenced); member 0 then stops cleanly, releasing its claim, and member 1,
+/// configured with 0, takes it over. Its IDs start above the joiner's. The release used to
+/// bring the mark down to the holder's own reservation whatever had raised it, and member 1
+/// made the joiner's IDs again: those 40 s ahead, whose join raised the mark; and those a
+/// second and a half ahead, below the holder's own ceiling, whose join left the mark's value
+/// as the holder wrote it (member 1's clock 1.5 s behind, within the margin).
+#[test]
+fn a_clean_stop_never_lowers_the_mark_a_joiners_ids_raised() {
+    joiner_then_clean_stop(40_000, 0);
+    joiner_then_clean_stop(1_500, -1_500);
+}
+
+/// [`a_clean_stop_never_lowers_the_mark_a_joiners_ids_raised`] with the joiner's clock `lead`
+/// ms ahead and the next holder's `offset` ms off.
+fn joiner_then_clean_stop(lead: i64, offset: i64) {
+    use Act::*;
+    let mut fleet = Fleet::new(&[Some(0), Some(0), None, None], true);
+    let done = Commit::Done;
+    let act = |fleet: &mut Fleet, act: Act| {
+        fleet
+            .act(act.clone())
+            .unwrap_or_else(|e| panic!("at {act:?}: {e}"));
+        fleet.keepalives();
+    };
+    for a in [
+        Turn { s: 0, commit: done },
+        Turn { s: 0, commit: done },
+        Call { s: 0, want: 10 },
+        // Member 1 stays out of reach until member 0 is gone.
+        Link { s: 1, up: false },
+        Clock { s: 1, offset },
+    ] {
+        act(&mut fleet, a);
+    }
+    let joined_at = fleet.now;
+    let join = Join {
+        s: 2,
+        node: 0,
+        lead,
+        span: 20,
+    };
+    act(&mut fleet, join);
+    for a in [
+        Turn { s: 2, commit: done },
+        Turn { s: 2, commit: done },
+        // Member 0 stops cleanly (its renewer's exit releases the claim) and stays down.
+        Release {
+            s: 0,
+            restart: false,
+        },
+        Link { s: 0, up: false },
+        Crash { s: 0 },
+        Wait { ms: LEASE + 1 },
+        Notice,
+        Link { s: 1, up: true },
+        Turn { s: 1, commit: done },
+        Turn { s: 1, commit: done },
+    ] {
+        act(&mut fleet, a);
+    }
+    assert_eq!(
+        fleet.members[2].issuer.node().id,
+        1,
+        "the joiner took a fresh id"
+    );
+    assert_eq!(fleet.members[1].issuer.node().id, 0);
+    assert!(
+        fleet.members[1].issuer.issuing(),
+        "member 1 took node id 0 over"
+    );
+    // Member 1, heartbeating, makes IDs on its clock in the milliseconds the joiner made its
+    // IDs in.
+    let target = joined_at + lead + 10;
+    assert!(
+        fleet.now + offset <= target,
+        "member 1 reached the joiner's time already"
+    );
+    while fleet.now + offset + 1_000 < target {
+        act(&mut fleet, Wait { ms: 1_000 });
+        act(&mut fleet, Turn { s: 1, commit: done });
+    }
+    let ms = target - fleet.now - offset;
+    act(&mut fleet, Wait { ms });
+    for _ in 0..5 {
+        act(&mut fleet, Call { s: 1, want: 99 });
+        act(&mut fleet, Wait { ms: 1 });
+    }
+    assert_eq!(
+        fleet.members[2].issuer.node().id,
+        1,
+        "the joiner took a fresh id"
+    );
+    assert_eq!(fleet.members[1].issuer.node().id, 0);
+    assert!(
+        fleet.members[1].issuer.issuing(),
+        "member 1 took node id 0 over"
+    );
 }
 
 /// The wake across a promotion (`generator.rs`, *The wake*): the primary's first call after a
