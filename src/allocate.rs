@@ -117,9 +117,11 @@ fn next_run_otherwise(
         };
         let (node, allocation) = match allocation {
             Ok(allocated) => allocated,
-            Err(Refusing::AwaitingClaim) if claim_waited_ms < CLAIM_WAIT_MS => {
-                // The registry's first claim is under way (the renewer broadcasts when it is
-                // made or refused).
+            Err(Refusing::AwaitingClaim | Refusing::AwaitingLease)
+                if claim_waited_ms < CLAIM_WAIT_MS =>
+            {
+                // The registry's first claim is under way, or the heartbeat a switch to fenced
+                // mode makes at once (the renewer broadcasts when either is answered).
                 waited_on_renewal = true;
                 shm.sleep_until_renewed(100);
                 claim_waited_ms += 100;

@@ -45,6 +45,11 @@ pub enum Refusing {
     ClaimLost,
     /// Fenced mode: the lease ran out without a heartbeat.
     LeaseExpired,
+    /// Fenced mode, and the claim held has no fenced ceiling yet: the server was switched from
+    /// available mode (or its ceiling lifted there) since its last heartbeat. A fenced server
+    /// makes IDs only below a ceiling a committed heartbeat of its claim granted; the next
+    /// heartbeat grants one.
+    AwaitingLease,
     /// The clock is further from the registry's than `pg_snowflake.max_clock_skew_ms`.
     ClockSkew,
 }
@@ -421,9 +426,13 @@ impl Node {
     }
 
     /// The claim was published as held (committed and pinned): IDs are made under it, or were
-    /// until its fenced lease ran out. Not after an intent alone, a loss or a refusal.
+    /// until its fenced lease ran out or a switch to fenced mode left it without a ceiling. Not
+    /// after an intent alone, a loss or a refusal.
     fn seen_to_hold(&self) -> bool {
-        matches!(self.refusing, Refusing::Nothing | Refusing::LeaseExpired)
+        matches!(
+            self.refusing,
+            Refusing::Nothing | Refusing::LeaseExpired | Refusing::AwaitingLease
+        )
     }
 
     /// The renewer stops (the server shuts down, or the renewer restarts) while holding a
@@ -477,6 +486,10 @@ impl Node {
                 Refusing::AwaitingClaim
             }
             Holding::Held { lease, .. } if fenced && !lease.runs_at(now) => Refusing::LeaseExpired,
+            // Switched from available mode since the last heartbeat: its reservations reach
+            // past the mark that heartbeat recorded, a takeover may start there, and nothing
+            // bounds them until a fenced heartbeat grants a ceiling (which covers them).
+            Holding::Held { .. } if fenced && self.ceiling == i64::MAX => Refusing::AwaitingLease,
             Holding::Held { .. } => Refusing::Nothing,
         };
         if self.refusing == Refusing::AwaitingOldStateFile {

@@ -365,3 +365,90 @@ fn the_old_holder_of_a_retired_id_is_given_a_fresh_one_not_the_retired_one() {
     assert_ne!(claimed_node(&old), 1, "{claims:?}");
     assert_eq!(node_state(&keeper, 1).as_deref(), Some("free"));
 }
+
+/// A server switched from available to fenced mode while cut off from the registry makes no
+/// ID past the mark its last heartbeat recorded. A (available, node id 12, a lease of 12 s)
+/// reaches the registry through a proxy; B (fenced, configured with 12, its clock 1 s behind:
+/// within the clock check's 2 s) is refused while A holds 12. Right after one of A's heartbeats
+/// A's link is cut and A is switched to fenced, and asked for IDs all the while; B takes 12
+/// over once A's lease has run out and makes IDs through the seconds A was asked for them in.
+/// B makes none of A's: A refuses from the switch on (`awaiting a fenced lease`), its IDs all
+/// below the mark B starts above. Before the fix A went on issuing until its lease ran out, up
+/// to a lease past that mark, and B made some of them again.
+#[test]
+fn a_server_switched_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
+    // Longer than a call's wait for a heartbeat (10 s), so that the wait ends in its refusal.
+    const LEASE: i64 = 4 * LEASE_MS;
+    let lease = format!("pg_snowflake.registry_lease_ms = {LEASE}");
+    let registry = registry_server("fsregistry");
+    let link = Proxy::to(registry.port);
+    let a = Server::start(
+        "fsa",
+        member_config(&link.conninfo("postgres"), Some(12))
+            .setting(&lease)
+            .setting("pg_snowflake.registry_mode = 'available'"),
+    );
+    create_table(&a);
+    assert_eq!(claimed_node(&a), 12);
+    let b = Server::start(
+        "fsb",
+        member_config(&registry.conninfo("postgres"), Some(12))
+            .setting(&lease)
+            .fake_clock("-1s"),
+    );
+    wait_until(Duration::from_secs(20), "b's refusal", || {
+        refusing(&b).as_deref() == Some("claim refused")
+    });
+    let (before, _) = ids_until(&a, Instant::now() + Duration::from_millis(500));
+
+    // Cut right after one of A's heartbeats, then the switch.
+    let last_seen = || -> f64 {
+        registry.query_one(
+            "SELECT extract(epoch FROM last_seen)::float8 FROM snowflake_nodes WHERE node_id = 12",
+        )
+    };
+    let seen = last_seen();
+    wait_until(Duration::from_secs(10), "a's next heartbeat", || {
+        last_seen() != seen
+    });
+    link.cut();
+    let cut_at = Instant::now();
+    a.execute("ALTER SYSTEM SET pg_snowflake.registry_mode = 'fenced'");
+    a.execute("SELECT pg_reload_conf()");
+    // What a says once its renewer has read the new mode (it wakes at the reload).
+    let switched_at = Instant::now();
+    let switched = loop {
+        let said = refusing(&a);
+        if said.is_some() || switched_at.elapsed() > Duration::from_secs(2) {
+            break said;
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    // A call waits for the heartbeat the switch asked for (10 s), then fails.
+    let (after, refused) = ids_until(&a, cut_at + Duration::from_millis(LEASE as u64));
+    println!(
+        "a made {} IDs after the cut (within {:?}), then: {refused:?}",
+        after.len(),
+        cut_at.elapsed()
+    );
+
+    assert_eq!(claimed_within(&b, Duration::from_secs(20)), Ok(12));
+    let (b_ids, _) = ids_until(&b, Instant::now() + Duration::from_secs(3));
+    let a_ids: HashSet<i64> = before.iter().chain(&after).copied().collect();
+    let again = b_ids.iter().filter(|id| a_ids.contains(id)).count();
+    assert_eq!(
+        again,
+        0,
+        "b, taking node id 12 over, made {again} of a's IDs again (a made {} after the cut)",
+        after.len()
+    );
+    assert_eq!(switched.as_deref(), Some("awaiting a fenced lease"));
+    let refused = refused.expect("a refused once switched to fenced");
+    assert!(
+        refused.contains(
+            "55000 this server was switched to fenced mode and has no fenced lease on node id \
+             12 yet"
+        ),
+        "{refused}"
+    );
+}

@@ -24,13 +24,14 @@ const RULE_TESTS: &str = "pgrx-tests/monitoring/alerts.test.yaml";
 const MAX_CLOCK_SKEW_S: f64 = 2.0;
 
 /// Every reason `snowflake_stats().refusing` gives (docs/GUIDE.md).
-const REFUSALS: [&str; 7] = [
+const REFUSALS: [&str; 8] = [
     "node id unset",
     "awaiting the old state file",
     "awaiting the registry claim",
     "claim refused",
     "claim lost",
     "lease expired",
+    "awaiting a fenced lease",
     "clock skew",
 ];
 

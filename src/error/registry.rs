@@ -26,6 +26,9 @@ pub enum RegistryError {
     ClaimLost { node: u32, holder: Option<String> },
     /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
     LeaseExpired { node: u32, ago_ms: i64 },
+    /// Fenced mode, switched from available mode since the last heartbeat: a call waited
+    /// `waited_ms` for a heartbeat to grant `node`'s claim a ceiling.
+    AwaitingLease { node: u32, waited_ms: i64 },
     /// This clock is `offset_ms` from the registry's, more than `max_ms`.
     ClockSkew { offset_ms: i64, max_ms: i64 },
     /// Fenced mode: the next reservation would pass the lease's ceiling (Unix ms).
@@ -132,6 +135,10 @@ pub fn refusal_error(
         Refusing::LeaseExpired => RegistryError::LeaseExpired {
             node,
             ago_ms: (SystemClock.monotonic() - registry.lease_ends_at).max(0),
+        },
+        Refusing::AwaitingLease => RegistryError::AwaitingLease {
+            node,
+            waited_ms: claim_wait_ms,
         },
         Refusing::ClockSkew => RegistryError::ClockSkew {
             offset_ms: registry.clock_offset_ms,
@@ -297,6 +304,22 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
             )),
             "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
              pg_snowflake.registry_mode = 'available' to keep making IDs while it is not.",
+        ),
+        AwaitingLease { node, waited_ms } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "this server was switched to fenced mode and has no fenced lease on node id \
+                 {node} yet"
+            ),
+            Some(format!(
+                "The call waited {waited_ms} ms. In fenced mode (pg_snowflake.registry_mode) a \
+                 server makes IDs only below the ceiling its last heartbeat recorded in the \
+                 registry; in available mode its IDs ran ahead of the registry's mark, so after \
+                 the switch it makes none until its next heartbeat grants a ceiling above them. \
+                 {LEASE_DETAIL}"
+            )),
+            "Make the registry reachable: IDs resume at the next heartbeat, which the switch \
+             makes at once. Or set pg_snowflake.registry_mode = 'available' again.",
         ),
         ClockSkew { offset_ms, max_ms } => message(
             ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,

@@ -132,12 +132,13 @@ fn variant(error: &SnowflakeError) -> usize {
             R::Release { .. } => 57,
             R::OtherLayout { .. } => 58,
             R::StrayLayout { .. } => 59,
+            R::AwaitingLease { .. } => 60,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
     }
 }
 
-const VARIANTS: usize = 60;
+const VARIANTS: usize = 61;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -311,6 +312,10 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         RegistryError::LeaseExpired {
             node: 3,
             ago_ms: 1_500,
+        },
+        RegistryError::AwaitingLease {
+            node: 3,
+            waited_ms: 5_000,
         },
         RegistryError::ClockSkew {
             offset_ms: 3_600_000,

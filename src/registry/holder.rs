@@ -40,6 +40,10 @@ pub struct Holder {
     /// The clock is off by more than the limit (the offset).
     skewed: Option<i64>,
     next_contact: i64,
+    /// The mode (`pg_snowflake.registry_mode`) of the last contact: a switch to fenced mode
+    /// leaves the claim without a ceiling until a heartbeat grants one, so a switch is published
+    /// and makes the next contact at once.
+    contacted_in: Option<RegistryMode>,
     unreachable_log: LogThrottle,
 }
 
@@ -60,6 +64,7 @@ impl Holder {
             state,
             skewed: None,
             next_contact: i64::MIN,
+            contacted_in: None,
             unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),
         }
     }
@@ -70,7 +75,14 @@ impl Holder {
     pub fn turn(&mut self, shm: Handle) -> i64 {
         let settings = gucs::registry_settings();
         let now = SystemClock.monotonic();
-        if now >= self.next_contact {
+        // A switch of mode takes effect at once (a switch to fenced refuses IDs until a
+        // heartbeat grants a ceiling), before a contact that may wait for the registry.
+        let switched = self.contacted_in != Some(settings.mode);
+        if switched {
+            self.publish(shm, settings.mode);
+        }
+        if now >= self.next_contact || switched {
+            self.contacted_in = Some(settings.mode);
             let interval = registry::heartbeat_interval_ms(settings.lease_ms);
             self.next_contact = now + self.state.next_contact_in(interval);
             if let Err(failure) = self.contact(shm, &settings) {

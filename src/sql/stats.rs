@@ -79,6 +79,7 @@ fn refusing_text(refusing: Refusing) -> Option<String> {
         Refusing::ClaimRefused => "claim refused",
         Refusing::ClaimLost => "claim lost",
         Refusing::LeaseExpired => "lease expired",
+        Refusing::AwaitingLease => "awaiting a fenced lease",
         Refusing::ClockSkew => "clock skew",
     };
     Some(text.into())

@@ -407,6 +407,7 @@ fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
         pinned: true,
         lease,
     };
+    node.lease_renewed(&lease, true, i64::MIN);
     assert!(node.publish(held, false, true, 2_000));
     assert_eq!(node.refusing, Refusing::Nothing);
     assert!(!node.publish(held, false, true, 2_000), "unchanged");
@@ -414,6 +415,14 @@ fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
     assert_eq!(node.refusing, Refusing::LeaseExpired);
     assert!(node.publish(held, false, false, 4_000));
     assert_eq!(node.refusing, Refusing::Nothing, "available mode");
+    // Switched back to fenced: no ceiling since available mode lifted it, so no ID until a
+    // fenced heartbeat grants one, whose lease then counts.
+    assert!(node.publish(held, false, true, 2_000));
+    assert_eq!(node.refusing, Refusing::AwaitingLease);
+    node.lease_renewed(&lease, true, i64::MIN);
+    assert!(node.publish(held, false, true, 2_000));
+    assert_eq!(node.refusing, Refusing::Nothing);
+    assert!(node.publish(held, false, false, 4_000));
     assert!(node.publish(held, true, false, 4_000));
     assert_eq!(node.refusing, Refusing::ClockSkew);
     assert!(node.publish(Holding::Lost, true, false, 4_000));

@@ -417,6 +417,10 @@ enum Act {
         lead: i64,
         span: i64,
     },
+    /// Server `s` is switched to `fenced` mode, or to available (`ALTER SYSTEM` and a reload):
+    /// its renewer's next turn publishes what the new mode lets it do (before its contact,
+    /// which may not reach the registry).
+    Mode { s: usize, fenced: bool },
 }
 
 /// The layout of [`Act::Foreign`]'s server: 9 bits of node id and 13 of sequence, so that its
@@ -471,6 +475,7 @@ fn act() -> impl Strategy<Value = Act> {
             .prop_map(|(s, from, fresh)| Act::Failover { s, from, fresh }),
         1 => prop_oneof![Just(0i64), Just(MARGIN / 2), Just(-MARGIN / 2), Just(3 * MARGIN)]
             .prop_map(|skew| Act::RegistryFailover { skew }),
+        1 => (0..SERVERS, any::<bool>()).prop_map(|(s, fenced)| Act::Mode { s, fenced }),
     ]
 }
 
@@ -750,6 +755,8 @@ impl Table for Session<'_> {
 
 struct Member {
     settings: Settings,
+    /// `pg_snowflake.registry_mode = fenced` ([`Act::Mode`] switches it).
+    fenced: bool,
     issuer: Issuer,
     file: Option<Reservation>,
     session: Option<u64>,
@@ -806,6 +813,7 @@ impl Member {
         let start = Node::start(&found(file), settings, standby);
         Member {
             settings,
+            fenced: true,
             issuer: Issuer::start(&start),
             file: start.rewrite.as_ref().map(|d| file_in(d, layout)).or(file),
             session: None,
@@ -832,6 +840,7 @@ impl Member {
     /// its registry session left to the caller.
     fn restarted(&self, s: usize) -> Member {
         let mut m = Member::start_in(self.layout, self.settings, self.file, s, self.tokens, false);
+        m.fenced = self.fenced;
         m.fresh_on_promotion = self.fresh_on_promotion;
         m.link = self.link;
         m.system = self.system;
@@ -924,7 +933,6 @@ impl contact::Host for Host<'_> {
 
 struct Fleet {
     now: i64,
-    fenced: bool,
     registry: Registry,
     members: Vec<Member>,
     /// Every ID issued: by which member, and whether it was made cut off from the registry
@@ -951,12 +959,13 @@ impl Fleet {
                     configured,
                     registry: true,
                 };
-                Member::start(settings, None, i, 0)
+                let mut m = Member::start(settings, None, i, 0);
+                m.fenced = fenced;
+                m
             })
             .collect();
         Fleet {
             now: T0,
-            fenced,
             registry: Registry {
                 up: true,
                 ..Registry::default()
@@ -992,7 +1001,7 @@ impl Fleet {
     /// A turn's contact (`node::contact`, as `registry/holder.rs` runs it), on the member's
     /// session, made anew when it has none.
     fn contact(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
-        let (now, fenced) = (self.now, self.fenced);
+        let (now, fenced) = (self.now, self.members[s].fenced);
         if !self.registry.up || !self.members[s].link {
             // The exchange times out and the server drops its session; the registry's end of
             // it lives on until its keepalives find the server gone.
@@ -1084,7 +1093,7 @@ impl Fleet {
     /// the row still names the claim (`table::release`), and the session ends; then its
     /// successor's start.
     fn release(&mut self, s: usize) {
-        let fenced = self.fenced;
+        let fenced = self.members[s].fenced;
         let reachable = self.registry.up && self.members[s].link;
         let m = &mut self.members[s];
         if let Some(released) = m.issuer.release() {
@@ -1116,8 +1125,8 @@ impl Fleet {
     fn turn(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
         self.contact(s, commit)?;
         let now = self.now;
-        let fenced = self.fenced;
         let m = &mut self.members[s];
+        let fenced = m.fenced;
         if m.holder.pin_due() {
             // The pin: the state file (and the WAL) with the claim, before any ID.
             let (node, reserved) = m.issuer.state();
@@ -1147,7 +1156,7 @@ impl Fleet {
         // model's turns come when they come, a real renewer's every third of a lease): its
         // IDs since lie past the mark its last heartbeat left, as a cut-off holder's do.
         let late = now.saturating_sub(m.reached_at) > crate::registry::heartbeat_interval_ms(LEASE);
-        let cut_off = !self.fenced
+        let cut_off = !m.fenced
             && (!session_open
                 || late
                 || m.offset.abs() > MARGIN
@@ -1185,7 +1194,7 @@ impl Fleet {
             // resumes at) lies past the mark the registry recorded until a heartbeat reports
             // it, with no ceiling to bound it: a takeover once its holder is cut off may meet
             // it, the same risk.
-            let cut_off = cut_off || (!self.fenced && stamped - now > MARGIN);
+            let cut_off = cut_off || (!m.fenced && stamped - now > MARGIN);
             if let Some(&(other, other_cut_off)) = self.issued.get(&id) {
                 prop_assert!(
                     cut_off || other_cut_off,
@@ -1450,13 +1459,14 @@ impl Fleet {
                 s,
                 from,
                 same_label,
-            } if s != from && self.fenced => {
+            } if s != from && self.members[from].fenced => {
                 // Server `s` is gone for good (its session left to the registry to notice).
                 self.session_gone(s);
                 let origin = &self.members[from];
                 self.copies += 1;
                 let range = (SERVERS as u128 + self.copies) << 64;
                 let mut copy = Member::start(origin.settings, origin.file, s, range);
+                copy.fenced = origin.fenced;
                 copy.system = origin.system;
                 copy.range = range;
                 copy.crashes = origin.crashes;
@@ -1476,6 +1486,7 @@ impl Fleet {
                     registry: true,
                 };
                 let mut foreign = Member::start_in(other_layout(), settings, None, s, range, false);
+                foreign.fenced = self.members[s].fenced;
                 foreign.range = range;
                 foreign.system = 1_000 + self.copies as u64;
                 foreign.label = format!("foreign {}", self.copies);
@@ -1489,7 +1500,9 @@ impl Fleet {
                 self.copies += 1;
                 let range = (SERVERS as u128 + self.copies) << 64;
                 let (layout, settings, file) = (primary.layout, primary.settings, primary.file);
+                let fenced = primary.fenced;
                 let mut standby = Member::start_in(layout, settings, file, s, range, true);
+                standby.fenced = fenced;
                 standby.range = range;
                 standby.system = primary.system;
                 standby.crashes = primary.crashes;
@@ -1497,13 +1510,14 @@ impl Fleet {
                 standby.fresh_on_promotion = fresh;
                 standby.inherited = standby.issuer.node().claim;
                 self.members[s] = standby;
-                if self.fenced {
+                if fenced {
                     self.members[from] = self.members[from].restarted(from);
                     self.members[from].crashes += 1;
                 } else {
                     self.copies += 1;
                     let range = (SERVERS as u128 + self.copies) << 64;
                     let mut new = Member::start_in(L, settings, None, from, range, false);
+                    new.fenced = fenced;
                     new.range = range;
                     new.system = 1_000 + self.copies as u64;
                     new.offset = self.members[from].offset;
@@ -1514,6 +1528,12 @@ impl Fleet {
             Act::RegistryFailover { skew } => {
                 self.registry.end_sessions_but(&[]);
                 self.registry.skew = skew;
+            }
+            Act::Mode { s, fenced } => {
+                let now = self.now;
+                let m = &mut self.members[s];
+                m.fenced = fenced;
+                m.issuer.publish(m.holder.holding(), m.skewed, fenced, now);
             }
             Act::Join {
                 s,
@@ -1550,6 +1570,7 @@ impl Fleet {
                     registry: true,
                 };
                 let mut joiner = Member::start(joined, file, s, range);
+                joiner.fenced = self.members[s].fenced;
                 joiner.range = range;
                 joiner.system = 1_000 + self.copies as u64;
                 joiner.label = format!("joiner {}", self.copies);
@@ -1771,6 +1792,80 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     assert_eq!(fleet.members[0].issuer.node().id, 0);
     assert!(fleet.members[0].issuer.issuing());
     fleet.call(0, 10).unwrap();
+}
+
+/// A server switched from available to fenced mode while cut off from the registry makes no
+/// ID until a fenced heartbeat grants it a ceiling: member 0 (available) holds node id 0, is cut
+/// off right after a heartbeat and switched to fenced; member 1 (fenced, configured with 0, its
+/// clock a second behind: within the margin) takes 0 over once member 0's lease has run out, and
+/// makes IDs in the milliseconds member 0 was still in its lease. Member 0 used to go on issuing
+/// uncapped until its lease ran out, up to a lease past the mark member 1 starts above, and
+/// member 1 made those IDs again.
+#[test]
+fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
+    use Act::*;
+    let mut fleet = Fleet::new(&[Some(0), Some(0), None, None], false);
+    let done = Commit::Done;
+    let act = |fleet: &mut Fleet, act: Act| {
+        fleet
+            .act(act.clone())
+            .unwrap_or_else(|e| panic!("at {act:?}: {e}"));
+        fleet.keepalives();
+    };
+    for a in [
+        Mode { s: 1, fenced: true },
+        Clock {
+            s: 1,
+            offset: -MARGIN / 2,
+        },
+        Link { s: 1, up: false },
+        Turn { s: 0, commit: done },
+        Turn { s: 0, commit: done },
+        Call { s: 0, want: 10 },
+        Turn { s: 0, commit: done },
+        Link { s: 0, up: false },
+        Mode { s: 0, fenced: true },
+    ] {
+        act(&mut fleet, a);
+    }
+    let cut_at = fleet.now;
+    // Member 0 is asked for IDs throughout its lease, each millisecond a few hundred apart.
+    for _ in 0..(LEASE / 250) {
+        act(&mut fleet, Wait { ms: 250 });
+        act(&mut fleet, Turn { s: 0, commit: done });
+        act(&mut fleet, Call { s: 0, want: 10 });
+    }
+    assert!(
+        !fleet.members[0].issuer.issuing(),
+        "member 0's lease ran out"
+    );
+    for a in [
+        Notice,
+        Link { s: 1, up: true },
+        Turn { s: 1, commit: done },
+        Turn { s: 1, commit: done },
+    ] {
+        act(&mut fleet, a);
+    }
+    assert!(
+        fleet.members[1].issuer.issuing(),
+        "member 1 took node id 0 over"
+    );
+    assert_eq!(fleet.members[1].issuer.node().id, 0);
+    // Member 1's clock is a second behind: it makes IDs in the milliseconds member 0 was
+    // asked for them in, the last second of its lease.
+    let from = cut_at + LEASE - 1_000 + MARGIN / 2;
+    assert!(
+        fleet.now <= from + 250,
+        "member 1 came too late to meet them"
+    );
+    while fleet.now < cut_at + LEASE + MARGIN / 2 + 250 {
+        act(&mut fleet, Call { s: 1, want: 10 });
+        act(&mut fleet, Wait { ms: 1 });
+        if fleet.now % 500 == 0 {
+            act(&mut fleet, Turn { s: 1, commit: done });
+        }
+    }
 }
 
 mod sim;
