@@ -946,6 +946,9 @@ struct Fleet {
     /// The node ids promoted standbys gave up for fresh ones, to be retired: by which data
     /// directory ([`Member::range`]), after how many of its restarts, and the claim given up.
     given_up: BTreeMap<u32, (u128, i64, Identity)>,
+    /// The mark each claim's row held when last seen naming it: what the registry knows of
+    /// that claim's IDs after another has taken its id.
+    marks: HashMap<(u128, i64), i64>,
 }
 
 impl Fleet {
@@ -975,6 +978,25 @@ impl Fleet {
             gone: vec![],
             copies: 0,
             given_up: BTreeMap::new(),
+            marks: HashMap::new(),
+        }
+    }
+
+    /// Notes the mark each live row holds for its claim.
+    fn note_marks(&mut self) {
+        for row in self.registry.rows.values() {
+            let claim = row.holder;
+            self.marks
+                .insert((claim.token, claim.generation), row.high_water);
+        }
+    }
+
+    /// The mark the registry holds for `claim` of node id `node`: its row's, while the row
+    /// names it; the last one seen for it, once another claim has taken the id.
+    fn mark_of(&self, node: u32, claim: Identity) -> Option<i64> {
+        match self.registry.rows.get(&node) {
+            Some(row) if row.holder == claim => Some(row.high_water),
+            _ => self.marks.get(&(claim.token, claim.generation)).copied(),
         }
     }
 
@@ -1086,6 +1108,7 @@ impl Fleet {
             registry.end_session(session);
             m.session = None;
         }
+        self.note_marks();
         Ok(())
     }
 
@@ -1120,6 +1143,7 @@ impl Fleet {
         // Its successor goes on under the claim in available mode (`Holder::new`), and claims
         // again in fenced mode; either way it retires what was left pending.
         m.holder = m.issuer.renewer_restarted(!fenced);
+        self.note_marks();
     }
 
     fn turn(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
@@ -1140,8 +1164,14 @@ impl Fleet {
 
     fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {
         let now = self.now;
+        let node = *self.members[s].issuer.node();
+        // Fenced mode makes no ID without a grant (FLEETS, *Fenced or available*): each ID lies
+        // below the mark the registry holds for the claim it was made under, so that whoever
+        // takes the id next starts above it — a switch to fenced mode while cut off included.
+        let granted = self.members[s]
+            .fenced
+            .then(|| node.claim.and_then(|claim| self.mark_of(node.id, claim)));
         let m = &mut self.members[s];
-        let node = *m.issuer.node();
         // Available mode makes IDs while cut off from the registry (FLEETS, *Fenced or
         // available*: two servers under one id are "possible while one of them is cut off"):
         // past its lease while the registry is out of reach, until it is reached again (so is a
@@ -1184,6 +1214,13 @@ impl Fleet {
         let bound = LEASE * (1 + m.crashes) + MARGIN + crate::registry::MARK_AHEAD_SLACK_MS;
         for id in ids {
             let stamped = layout.id_unix_ms(id).expect("an ID of the layout");
+            if let Some(granted) = granted {
+                prop_assert!(
+                    granted.is_some_and(|mark| stamped < mark),
+                    "ID {id} of member {s}, fenced, stamped {stamped}: not below the mark the \
+                     registry holds for its claim ({granted:?})"
+                );
+            }
             prop_assert!(
                 stamped - now <= bound,
                 "ID {id} of member {s} stamped {} ms ahead of the registry's clock, past {bound}",

@@ -42,7 +42,7 @@ impl Rng {
 }
 
 /// The kinds of act a seed may run, each with the weight the seed drew for it.
-const KINDS: usize = 15;
+const KINDS: usize = 16;
 
 /// One seed's run: the members' settings, the mode, and the acts.
 pub(super) struct Scenario {
@@ -77,8 +77,8 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         fenced = true;
         configured.iter_mut().for_each(|c| *c = None);
         //         wait call turn crash release link registry notice retire stray clock copy foreign
-        //         failover registry-failover
-        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1];
+        //         failover registry-failover mode
+        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0];
         failing = 60;
     }
     let total: u64 = weights.iter().sum();
@@ -169,6 +169,10 @@ fn act(rng: &mut Rng, kind: usize, failing: u64) -> Act {
             s,
             from: rng.server(),
             fresh: rng.chance(2),
+        },
+        15 => Act::Mode {
+            s,
+            fenced: rng.chance(2),
         },
         _ => Act::RegistryFailover {
             skew: match rng.below(4) {
