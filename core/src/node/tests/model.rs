@@ -1633,18 +1633,22 @@ fn a_clean_stop_never_lowers_the_mark_a_joiners_ids_raised() {
     joiner_then_clean_stop(1_500, -1_500);
 }
 
+impl Fleet {
+    /// One act of a directed case, and the keepalives after it: panics with the act the run's
+    /// checks refused.
+    fn step(&mut self, act: Act) {
+        self.act(act.clone())
+            .unwrap_or_else(|e| panic!("at {act:?}: {e}"));
+        self.keepalives();
+    }
+}
+
 /// [`a_clean_stop_never_lowers_the_mark_a_joiners_ids_raised`] with the joiner's clock `lead`
 /// ms ahead and the next holder's `offset` ms off.
 fn joiner_then_clean_stop(lead: i64, offset: i64) {
     use Act::*;
     let mut fleet = Fleet::new(&[Some(0), Some(0), None, None], true);
     let done = Commit::Done;
-    let act = |fleet: &mut Fleet, act: Act| {
-        fleet
-            .act(act.clone())
-            .unwrap_or_else(|e| panic!("at {act:?}: {e}"));
-        fleet.keepalives();
-    };
     for a in [
         Turn { s: 0, commit: done },
         Turn { s: 0, commit: done },
@@ -1653,7 +1657,7 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
         Link { s: 1, up: false },
         Clock { s: 1, offset },
     ] {
-        act(&mut fleet, a);
+        fleet.step(a);
     }
     let joined_at = fleet.now;
     let join = Join {
@@ -1662,7 +1666,7 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
         lead,
         span: 20,
     };
-    act(&mut fleet, join);
+    fleet.step(join);
     for a in [
         Turn { s: 2, commit: done },
         Turn { s: 2, commit: done },
@@ -1679,7 +1683,7 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
         Turn { s: 1, commit: done },
         Turn { s: 1, commit: done },
     ] {
-        act(&mut fleet, a);
+        fleet.step(a);
     }
     assert_eq!(
         fleet.members[2].issuer.node().id,
@@ -1699,14 +1703,14 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
         "member 1 reached the joiner's time already"
     );
     while fleet.now + offset + 1_000 < target {
-        act(&mut fleet, Wait { ms: 1_000 });
-        act(&mut fleet, Turn { s: 1, commit: done });
+        fleet.step(Wait { ms: 1_000 });
+        fleet.step(Turn { s: 1, commit: done });
     }
     let ms = target - fleet.now - offset;
-    act(&mut fleet, Wait { ms });
+    fleet.step(Wait { ms });
     for _ in 0..5 {
-        act(&mut fleet, Call { s: 1, want: 99 });
-        act(&mut fleet, Wait { ms: 1 });
+        fleet.step(Call { s: 1, want: 99 });
+        fleet.step(Wait { ms: 1 });
     }
 }
 
@@ -1843,12 +1847,6 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
     use Act::*;
     let mut fleet = Fleet::new(&[Some(0), Some(0), None, None], false);
     let done = Commit::Done;
-    let act = |fleet: &mut Fleet, act: Act| {
-        fleet
-            .act(act.clone())
-            .unwrap_or_else(|e| panic!("at {act:?}: {e}"));
-        fleet.keepalives();
-    };
     for a in [
         Mode { s: 1, fenced: true },
         Clock {
@@ -1863,14 +1861,14 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
         Link { s: 0, up: false },
         Mode { s: 0, fenced: true },
     ] {
-        act(&mut fleet, a);
+        fleet.step(a);
     }
     let cut_at = fleet.now;
     // Member 0 is asked for IDs throughout its lease, each millisecond a few hundred apart.
     for _ in 0..(LEASE / 250) {
-        act(&mut fleet, Wait { ms: 250 });
-        act(&mut fleet, Turn { s: 0, commit: done });
-        act(&mut fleet, Call { s: 0, want: 10 });
+        fleet.step(Wait { ms: 250 });
+        fleet.step(Turn { s: 0, commit: done });
+        fleet.step(Call { s: 0, want: 10 });
     }
     assert!(
         !fleet.members[0].issuer.issuing(),
@@ -1882,7 +1880,7 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
         Turn { s: 1, commit: done },
         Turn { s: 1, commit: done },
     ] {
-        act(&mut fleet, a);
+        fleet.step(a);
     }
     assert!(
         fleet.members[1].issuer.issuing(),
@@ -1897,10 +1895,10 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
         "member 1 came too late to meet them"
     );
     while fleet.now < cut_at + LEASE + MARGIN / 2 + 250 {
-        act(&mut fleet, Call { s: 1, want: 10 });
-        act(&mut fleet, Wait { ms: 1 });
+        fleet.step(Call { s: 1, want: 10 });
+        fleet.step(Wait { ms: 1 });
         if fleet.now % 500 == 0 {
-            act(&mut fleet, Turn { s: 1, commit: done });
+            fleet.step(Turn { s: 1, commit: done });
         }
     }
 }
