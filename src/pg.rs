@@ -3,6 +3,7 @@
 //! differs between PostgreSQL majors. One place, so that a new major is one file to check.
 
 use pgrx::pg_sys;
+use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use std::ffi::c_int;
 
 /// `AddinShmemInitLock`: the 22nd of the main LWLocks (`lwlocklist.h`), which pgrx does not
@@ -81,4 +82,18 @@ pub unsafe fn xlog_register_data(payload: &mut [u8]) {
     unsafe {
         pg_sys::XLogRegisterData(payload.as_ptr().cast(), payload.len() as u32)
     };
+}
+
+/// 128 random bits from the server's strong random source (owner tokens, the boot value).
+pub fn strong_random() -> u128 {
+    let mut bytes = [0u8; 16];
+    // SAFETY: a buffer of its stated length.
+    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
+        // No strong randomness: the clocks and the pid still make a value no copy shares.
+        let mixed = (wall_now() as u128) << 64
+            | (SystemClock.monotonic() as u128) << 32
+            | u128::from(std::process::id());
+        return mixed;
+    }
+    u128::from_le_bytes(bytes)
 }

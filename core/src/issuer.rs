@@ -292,6 +292,11 @@ impl Issuer {
         self.node.disown(&self.generator)
     }
 
+    /// A claim met the holder of this server's own claim live (`Node::met_holder`).
+    pub fn met_holder(&mut self) {
+        self.node.met_holder = true;
+    }
+
     /// A heartbeat renewed the lease (`Node::lease_renewed`).
     pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
         self.node.lease_renewed(lease, fenced, before);

@@ -23,7 +23,7 @@ pub mod contact;
 pub mod holder;
 
 use crate::generator::Generator;
-use crate::registry::table::Grant;
+use crate::registry::table::{Grant, Lowering};
 use crate::registry::{self, Claimant, Identity, Lease, Refusal, Want};
 use crate::state_file::{self, History, Reservation};
 use crate::wal_record::Record;
@@ -82,6 +82,27 @@ pub struct Node {
     /// it (`registry::own_mark`); `None`: not known to be its own (no claim yet, another's
     /// raise seen, a heartbeat's answer lost), and its release leaves the mark where it is.
     pub mark: Option<i64>,
+    /// Drawn at random when the server starts, kept in shared memory only, and written into
+    /// the registry's row with each claim and heartbeat: the proof that a claimant is the
+    /// running holder (its renewer restarted), which no copy of the data directory and no
+    /// restart from disk carries (`registry::Claimant::boot`).
+    pub boot: u64,
+    /// This start followed a clean stop of the server (its control file said so): no copy of
+    /// a running server starts so (`registry::Claimant::after_clean_stop`).
+    pub after_clean_stop: bool,
+    /// A claim of this server was refused since it started because the holder of the id it
+    /// wanted, under its own token, was connected or seen lately (`registry::Claimant::met_holder`).
+    pub met_holder: bool,
+}
+
+/// This start of the server, as the registry's proofs of identity see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Boot {
+    /// Drawn at random for this start of shared memory ([`Node::boot`]).
+    pub value: u64,
+    /// The data directory was stopped cleanly before this start ([`Node::after_clean_stop`]):
+    /// not a crash, not a copy of a running server, not a standby.
+    pub after_clean_stop: bool,
 }
 
 /// What the data directory holds at start-up (the extension reads and checks the file).
@@ -166,15 +187,19 @@ impl Claim {
     }
 }
 
-/// What a fenced holder that stops leaves in the registry ([`Node::release`]): its claim, and
-/// the mark (Unix ms) that now bounds every ID made under the id, to replace `from`, the mark
-/// as the claim wrote it last (and only that: `registry::own_mark`).
+/// What a holder that stops leaves in the registry ([`Node::release`]): its claim, released
+/// (the server's next start from its files takes it without waiting), and in fenced mode the
+/// mark that now bounds every ID made under the id, to replace the mark as the claim wrote it
+/// last (and only that: `registry::own_mark`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Release {
     pub node: u32,
     pub claim: Identity,
-    pub from: i64,
-    pub mark: i64,
+    pub lower: Option<Lowering>,
+    /// Every ID made under the claim lies below this (Unix ms): the mark is raised to it if it
+    /// is lower (available mode's mark lags the IDs by up to a heartbeat), so that whoever
+    /// takes the released id starts above them.
+    pub covers: i64,
 }
 
 /// The renewer's view of its registry claim, from which [`Node::publish`] decides whether IDs
@@ -196,7 +221,7 @@ impl Node {
     /// node id set, the node id the registry assigned is the one the file pins (if its
     /// reservation was made under a claim). A file written for another node id gives the floor
     /// `state_file::resume` says (a node id never used here owes nothing to the others).
-    pub fn start(found: &Found, settings: Settings, standby: bool) -> Start {
+    pub fn start(found: &Found, settings: Settings, standby: bool, boot: Boot) -> Start {
         let Settings {
             configured,
             registry,
@@ -251,6 +276,9 @@ impl Node {
             started_as_standby: standby,
             history_lost: *found == Found::Damaged,
             mark: None,
+            boot: boot.value,
+            after_clean_stop: boot.after_clean_stop,
+            met_holder: false,
         };
         Start {
             node,
@@ -345,6 +373,9 @@ impl Node {
             reserved,
             history_lost: self.history_lost,
             patient,
+            boot: self.boot,
+            after_clean_stop: self.after_clean_stop,
+            met_holder: self.met_holder,
         };
         (claimant, recorded)
     }
@@ -436,39 +467,48 @@ impl Node {
     }
 
     /// The renewer stops (the server shuts down, or the renewer restarts) while holding a
-    /// fenced claim: from now on no reservation reaches past the durable one, or a wake's end
+    /// claim: the claim is released, so that the server's next start (from its files, which
+    /// cannot prove it is this running server) takes it without waiting for it to come back.
+    ///
+    /// In fenced mode, from now on no reservation reaches past the durable one, or a wake's end
     /// (`Generator::issued_below`; the ceiling comes down to it, and IDs are made only within
     /// a reservation), so the registry's mark may come down to it too, from the lease's
     /// ceiling, and the next claim of the id (this server's restart, or anyone's takeover)
     /// starts there instead of a lease ahead of the clock (restarts that each added a lease
-    /// to the IDs' lead). Only from the mark as this claim wrote it last (`Release::from`): a
-    /// raise by anyone else since stays. `None`, and the mark stays: no claim of its own,
-    /// available mode (its mark is the reservation already), a renewal being written (it may
-    /// end past the durable reservation read now), a mark not known to be its own (raised by
-    /// another: the IDs a server made under the id before it joined lie below it), nothing to
-    /// lower, or a claim not seen to hold (an intent whose commit failed, a loss, a refusal):
-    /// a copy carrying this server's token may hold that very claim, the registry having
-    /// committed it for the copy (the same token, the row's next generation), and its mark is
-    /// the copy's (found by the seeded simulation: the mark lowered under the copy's IDs, then
-    /// taken above it).
+    /// to the IDs' lead). Only from the mark as this claim wrote it last (`Lowering::from`): a
+    /// raise by anyone else since stays. The mark stays where it is (no [`Lowering`]) in
+    /// available mode (its mark is the reservation already), while a renewal is being written
+    /// (it may end past the durable reservation read now), when the mark is not known to be its
+    /// own (raised by another: the IDs a server made under the id before it joined lie below
+    /// it), or when there is nothing to lower.
+    ///
+    /// `None`, nothing released: no claim of its own, or a claim not seen to hold (an intent
+    /// whose commit failed, a loss, a refusal): a copy carrying this server's token may hold
+    /// that very claim, the registry having committed it for the copy (the same token, the
+    /// row's next generation), and its mark is the copy's (found by the seeded simulation: the
+    /// mark lowered under the copy's IDs, then taken above it).
     pub fn release(&mut self, generator: &Generator) -> Option<Release> {
         let claim = self.claim?;
-        let from = self.mark?;
         if !self.seen_to_hold() {
             return None;
         }
         // Above the IDs of a wake too, issued ahead of their reservation (the renewer's own
         // write of it, abandoned on its way out, is no renewal being written).
         let mark = generator.issued_below();
-        if self.ceiling == i64::MAX || generator.renewing() || mark == i64::MIN || mark >= from {
-            return None;
+        let lower = self
+            .mark
+            .filter(|&from| {
+                self.ceiling != i64::MAX && !generator.renewing() && mark != i64::MIN && mark < from
+            })
+            .map(|from| Lowering { from, mark });
+        if lower.is_some() {
+            self.ceiling = self.ceiling.min(mark);
         }
-        self.ceiling = self.ceiling.min(mark);
         Some(Release {
             node: self.id,
             claim,
-            from,
-            mark,
+            lower,
+            covers: generator.issued_below().max(generator.reserved_until()),
         })
     }
 

@@ -51,6 +51,18 @@ pub struct Claimant {
     /// It still waits for a registry session under its own label to end, rather than take that
     /// session for a running copy's ([`Refusal::OpenSession`], [`OWN_SESSION_PATIENCE_LEASES`]).
     pub patient: bool,
+    /// The value its shared memory drew when the server started (never written to disk): a
+    /// row whose holder wrote the same one names this very running server ([`Row::boot`]).
+    pub boot: u64,
+    /// It started after a clean stop of its data directory (its control file said so), as a
+    /// planned restart does: a copy of a running server (pg_basebackup, a snapshot, a cloned
+    /// VM) or a promoted standby does not. Such a claimant takes its own released row at once.
+    pub after_clean_stop: bool,
+    /// A claim of its was refused since it started because the holder of the id it wants,
+    /// under its own token, was connected or seen lately: it met a running server that carries
+    /// its token, and takes no released row at once (the release may be that server's renewer
+    /// restarting).
+    pub met_holder: bool,
 }
 
 /// Who holds a node id: the owner token and the generation of its claim.
@@ -100,6 +112,20 @@ pub struct Row {
     /// proof: a clone of a VM carries all three, so a session is never ended for it, and a
     /// claimant only waits a while for the session to end ([`Refusal::OpenSession`]).
     pub same_label: bool,
+    /// The boot value of the server that last claimed or heartbeated under the row's claim
+    /// ([`Claimant::boot`]; `None`: written by a server that keeps none). The one proof that a
+    /// claimant is the running holder itself (its renewer restarted), which a copy of its data
+    /// directory or a restart from disk cannot give: neither has the holder's shared memory.
+    pub boot: Option<u64>,
+    /// The holder's last claim or heartbeat (Unix ms, the registry's clock).
+    pub last_seen: i64,
+    /// Since when a running holder could have reached the registry and did not: its last
+    /// contact, or the registry's own start if later (no holder reaches a registry that is
+    /// down). Unix ms, the registry's clock.
+    pub absent_since: i64,
+    /// Its holder released the claim when its renewer stopped (`table::release`), and has not
+    /// claimed or heartbeated since: the holder's next start from its files takes it at once.
+    pub released: bool,
 }
 
 /// Why a claim of one node id is refused.
@@ -121,6 +147,12 @@ pub enum Refusal {
     OpenSession,
     /// This data directory is an older copy: its holder has claimed it again since.
     StaleCopy,
+    /// The row names the claimant's own claim, but the claimant cannot prove it is the server
+    /// that holds it (a restart from disk, a copy, a promoted standby: none has the holder's
+    /// shared memory), and the holder was seen within a heartbeat interval and the clock
+    /// margin: a running holder between two sessions comes back by then. Taken over after
+    /// `until` (Unix ms, the registry's clock), under a token of the claimant's own.
+    HolderMayReturn { until: i64 },
     /// Retired; handed out again once the registry's clock passes `until` (Unix ms).
     RetiredUntil { until: i64 },
     /// Its high-water mark (Unix ms) is further ahead of the registry's clock (`now`) than any
@@ -183,6 +215,15 @@ impl Refusal {
     pub fn found_a_copy(self) -> bool {
         matches!(self, Refusal::CopyOfLiveHolder | Refusal::StaleCopy)
     }
+
+    /// Whether the refusal met the holder of the claimant's own claim live (connected, or seen
+    /// lately): [`Claimant::met_holder`] from then on.
+    pub fn met_holder(self) -> bool {
+        matches!(
+            self,
+            Refusal::CopyOfLiveHolder | Refusal::OpenSession | Refusal::HolderMayReturn { .. }
+        )
+    }
 }
 
 /// Whether a registry may give `claimant` a node id: one whose history was lost (a damaged
@@ -235,12 +276,16 @@ pub const OWN_SESSION_PATIENCE_LEASES: i64 = 2;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Take it (again): issue only above `floor` (Unix ms; `i64::MIN`: nothing owed), with
-    /// the next generation. `recycled`: a retired id handed out again.
+    /// the next generation. `recycled`: a retired id handed out again. `own`: the running
+    /// holder itself, which keeps its token; any other claimant takes the id under a token of
+    /// its own, so that a server that still carries the old one is told the truth (the id was
+    /// taken over), never that it is a copy.
     Take {
         node: u32,
         floor: i64,
         generation: i64,
         recycled: bool,
+        own: bool,
     },
     /// Take the lowest free id instead, under a new token (this server is not `node`'s holder,
     /// and its node id is the registry's to assign).
@@ -280,21 +325,49 @@ impl Bounds {
 /// `node`), at the registry's time `at.now`.
 pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) -> Decision {
     let outcome = match row {
-        None => Ok((i64::MIN, 1, false)),
+        None => Ok(Taken {
+            floor: i64::MIN,
+            generation: 1,
+            recycled: false,
+            own: false,
+        }),
         Some(row) => judge(claimant, row, at),
     };
     let own_label = row.is_some_and(|row| row.same_label);
     match (outcome, claimant.wanted) {
-        (Ok((floor, generation, recycled)), _) => Decision::Take {
+        (
+            Ok(Taken {
+                floor,
+                generation,
+                recycled,
+                own,
+            }),
+            _,
+        ) => Decision::Take {
             node,
             floor,
             generation,
             recycled,
+            own,
         },
         (Err(Refusal::CopyOfLiveHolder), _) if own_label && claimant.patient => Decision::Refuse {
             node,
             refusal: Refusal::OpenSession,
         },
+        // It may be the holder (or is: its own session from before its renewer restarted,
+        // not ended yet): it waits, whatever it wants, and keeps its id. So does a
+        // server whose id another claimed and left (no session, its lease running): its own
+        // takeover's intent that did not commit (under a token of its own) leaves it so.
+        (
+            Err(
+                refusal @ (Refusal::HolderMayReturn { .. }
+                | Refusal::HeldByAnother { connected: false }),
+            ),
+            Want::Pinned(_),
+        )
+        | (Err(refusal @ (Refusal::HolderMayReturn { .. } | Refusal::OpenSession)), _) => {
+            Decision::Refuse { node, refusal }
+        }
         (Err(refusal), Want::Configured(_)) => Decision::Refuse { node, refusal },
         (Err(refusal), _) => Decision::Fresh {
             not: Some((node, refusal)),
@@ -302,9 +375,27 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) ->
     }
 }
 
-/// Whether `claimant` may take `row`'s id: its floor, generation and whether it is a
-/// recycled one, or why not.
-fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<(i64, i64, bool), Refusal> {
+/// How long a claimant that cannot prove it holds a row's claim waits, after the holder was
+/// last seen (or the registry started, if later: [`Row::absent_since`]), for a running holder
+/// to come back (ms): a heartbeat interval and the clock margin. A running holder heartbeats
+/// every interval and reconnects within a second when it finds its session gone (a registry
+/// restart, a link that came back), so one seen that recently is not taken for gone.
+pub fn holder_may_return_ms(lease_ms: i64, margin_ms: i64) -> i64 {
+    heartbeat_interval_ms(lease_ms).saturating_add(margin_ms)
+}
+
+/// A claim [`judge`] lets through.
+struct Taken {
+    floor: i64,
+    generation: i64,
+    recycled: bool,
+    /// The running holder itself ([`Decision::Take`]).
+    own: bool,
+}
+
+/// Whether `claimant` may take `row`'s id: its floor, generation, whether it is a recycled
+/// one and whether the claimant is its running holder, or why not.
+fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> {
     let now = at.now;
     let next = row.holder.generation.saturating_add(1);
     let same_token = claimant
@@ -330,29 +421,69 @@ fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<(i64, i64, bool)
             return Err(Refusal::RetiredUntil { until });
         }
         return if now > until {
-            Ok((row.high_water, next, true))
+            Ok(Taken {
+                floor: row.high_water,
+                generation: next,
+                recycled: true,
+                own: false,
+            })
         } else {
             Err(Refusal::RetiredUntil { until })
         };
     }
+    let proven = row.boot == Some(claimant.boot);
     if row.connected {
-        return Err(if same_token {
-            Refusal::CopyOfLiveHolder
-        } else {
-            Refusal::HeldByAnother { connected: true }
+        return Err(match () {
+            // Its own session from before its renewer restarted, not yet ended: never a copy.
+            () if same_token && proven => Refusal::OpenSession,
+            () if same_token => Refusal::CopyOfLiveHolder,
+            () => Refusal::HeldByAnother { connected: true },
         });
     }
+    let taken = |own| {
+        Ok(Taken {
+            floor: row.high_water,
+            generation: next,
+            recycled: false,
+            own,
+        })
+    };
+    // When a running holder, last seen then, would be back by (Unix ms).
+    let may_return = row
+        .absent_since
+        .saturating_add(holder_may_return_ms(at.lease_ms, at.margin_ms));
     match claimant.identity {
-        // The holder itself, restarted (or a copy standing in for a holder that is gone, as a
-        // promoted standby does): continues above everything the id reserved. Its state file
-        // may also name the generation after the row's: the claim's intent, written before the
-        // registry's commit (`node::Node::intend`), which did not commit; or did, unseen (a
-        // time-out), and then the row names it. Either way it claims the row's next
-        // generation, so that intents that keep failing never run ahead of the row.
-        Some(_) if own.is_some() => Ok((row.high_water, next, false)),
-        Some(_) if same_token => Err(Refusal::StaleCopy),
-        // Another server's id, whose holder is gone: taken over once its lease has run out.
-        _ if now >= row.lease_until => Ok((row.high_water, next, false)),
+        // The running holder itself, its renewer restarted (its shared memory, and so its boot
+        // value, is the row's): continues above everything the id reserved, under its token.
+        // Its state file may also name the generation after the row's: the claim's intent,
+        // written before the registry's commit (`node::Node::intend`), which did not commit; or
+        // did, unseen (a time-out), and then the row names it. Either way it claims the row's
+        // next generation, so that intents that keep failing never run ahead of the row.
+        Some(_) if own.is_some() && proven => taken(true),
+        Some(_) if same_token && own.is_none() => Err(Refusal::StaleCopy),
+        // The row's claim, from disk: the holder restarted, a copy of it, or a standby promoted
+        // in its place. Released by its holder (its renewer stopped), and this claimant
+        // started after a clean stop and never met a running holder of its token since: the
+        // holder's planned restart, taken at once. (A release is also its holder's renewer
+        // restarting while the server runs on: a copy of it does not start clean, and one that
+        // met it waits.) Else a running holder between sessions comes back within a heartbeat
+        // interval; past that, the claimant takes the id over above its mark, as any server
+        // would. Under a token of its own either way.
+        Some(_)
+            if same_token && row.released && claimant.after_clean_stop && !claimant.met_holder =>
+        {
+            taken(false)
+        }
+        Some(_) if same_token => {
+            if now < may_return {
+                Err(Refusal::HolderMayReturn { until: may_return })
+            } else {
+                taken(false)
+            }
+        }
+        // Another server's id, whose holder is gone: taken over once its lease has run out,
+        // and no sooner than a running holder would be back after a registry restart.
+        _ if now >= row.lease_until && now >= may_return => taken(false),
         _ => Err(Refusal::HeldByAnother { connected: false }),
     }
 }

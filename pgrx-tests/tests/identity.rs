@@ -434,3 +434,184 @@ fn a_copy_with_its_origins_label_never_ends_the_origins_session_nor_takes_its_id
         drop(copy);
     }
 }
+
+/// Ends `server`'s renewer (SIGTERM) and waits for the one the postmaster starts a second
+/// later.
+fn restart_renewer(server: &Server) {
+    let old = *server.renewer_pids().first().expect("a renewer runs");
+    server.as_postgres(&format!("kill -TERM {old}"));
+    wait_until(Duration::from_secs(15), "a new renewer", || {
+        server.renewer_pids().first().is_some_and(|&pid| pid != old)
+    });
+}
+
+/// The IDs `client` makes under node id 7 in one call of 200, if it makes any (a refusal: none).
+fn ids_under_7(client: &mut postgres::Client) -> Vec<i64> {
+    client
+        .query(
+            "SELECT id FROM (SELECT snowflake_nextval() AS id FROM generate_series(1, 200)) s \
+             WHERE snowflake_node_id(id) = 7",
+            &[],
+        )
+        .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+        .unwrap_or_default()
+}
+
+/// For `seconds`, the origin and `other` (a copy of it) are both asked for IDs, a few hundred
+/// every 100 ms: the origin's IDs go into its table `t`; returns those `other` made under node
+/// id 7, and how many of them the origin made too.
+fn both_asked_for_ids(
+    origin: &Server,
+    other: &mut dyn FnMut() -> postgres::Client,
+    seconds: u64,
+) -> (Vec<i64>, usize) {
+    let started = Instant::now();
+    let (mut others, mut client) = (vec![], other());
+    while started.elapsed() < Duration::from_secs(seconds) {
+        let _ = origin
+            .connect()
+            .execute("INSERT INTO t SELECT FROM generate_series(1, 200)", &[]);
+        let made = ids_under_7(&mut client);
+        if made.is_empty() {
+            client = other();
+        }
+        others.extend(made);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let common = others
+        .chunks(5_000)
+        .map(|chunk| {
+            let list: Vec<String> = chunk.iter().map(i64::to_string).collect();
+            origin.query_one::<i64>(&format!(
+                "SELECT count(*) FROM t WHERE id IN ({})",
+                list.join(",")
+            )) as usize
+        })
+        .sum();
+    (others, common)
+}
+
+/// A copy that carries its origin's whole label (a cloned VM) waits while the origin's
+/// session is open; the origin's renewer then restarts (in fenced mode it releases its claim
+/// and claims again; in available mode it goes on under it), its session gone for a moment.
+/// The copy cannot prove it is the running holder (its boot value is not the row's), so it
+/// waits for the holder to come back, and the origin's new renewer (which can) has the id
+/// again within a second. In both modes the copy makes no ID under node id 7, the origin is
+/// never refused, and never told it is a copy. Before, the copy took the id at the restart as
+/// "the holder restarted": fenced, the origin was refused as "a copy" for good; available,
+/// both made IDs under 7 for a moment.
+#[test]
+fn a_copy_with_its_origins_label_never_wins_its_origins_renewer_restart() {
+    for mode in ["fenced", "available"] {
+        let registry = registry_server(&format!("restart{mode}registry"));
+        let config = member_config(&registry.conninfo("postgres"), Some(7))
+            .setting("cluster_name = 'db'")
+            .setting(&format!("pg_snowflake.registry_mode = '{mode}'"))
+            .setting("pg_snowflake.registry_lease_ms = 6000");
+        let origin = Server::start(&format!("restart{mode}origin"), config);
+        origin.execute("SELECT snowflake_registry_create()");
+        assert_eq!(claimed_node(&origin), 7);
+        origin.execute("CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval())");
+        let copy = copy_with_the_label_of(&origin, &format!("restart{mode}copy"), "db", 7);
+        wait_until(Duration::from_secs(20), "the copy waiting", || {
+            connect_copy(&origin)
+                .query_one("SELECT snowflake_nextval()", &[])
+                .err()
+                .and_then(|e| e.as_db_error().map(|db| db.message().to_string()))
+                .is_some_and(|m| m.contains("under this server's own name"))
+        });
+        restart_renewer(&origin);
+        let (copys, common) = both_asked_for_ids(&origin, &mut || connect_copy(&origin), 15);
+        assert!(
+            copys.is_empty(),
+            "{mode}: the copy made {} IDs under node id 7 after its origin's renewer restarted, \
+             {common} of them made by the origin too; the copy's log:\n{}",
+            copys.len(),
+            copy.log()
+        );
+        assert_eq!(
+            refusing(&origin),
+            None,
+            "{mode}: the origin refuses; its log:\n{}",
+            origin.log()
+        );
+        let id = next_id(&origin).unwrap_or_else(|e| panic!("{mode}: {}", describe(&e)));
+        let of: i32 = origin.query_one(&format!("SELECT snowflake_node_id({id}::bigint)"));
+        assert_eq!(of, 7);
+        for said in ["is a copy of the server holding", "lost node id"] {
+            assert!(
+                !origin.log().contains(said),
+                "{mode}: the origin's log says \"{said}\":\n{}",
+                origin.log()
+            );
+        }
+        println!(
+            "{mode}: the origin made {} IDs, the copy none under node id 7",
+            origin.query_one::<i64>("SELECT count(*) FROM t")
+        );
+    }
+}
+
+/// A clone of a running holder (its own port and cluster_name, node id 7 as its origin's) is
+/// started while the registry restarts, and asks for node id 7 the moment the registry is
+/// back. Every holder's session ended with the registry; the origin finds its own gone within
+/// a turn and reconnects at once, and the clone, which cannot prove it is the holder, waits for
+/// it (from the registry's start: the holder could not reach a registry that was down). The
+/// clone is then found a copy of a running holder and refused; the origin keeps its id. Before,
+/// the origin reconnected only at its next heartbeat, the clone took the id as "the holder
+/// restarted" about a second after the registry came back, and both made IDs under it
+/// (available) or the origin was refused as "a copy" (fenced).
+#[test]
+fn a_clone_started_during_a_registry_restart_never_takes_its_origins_id() {
+    for mode in ["fenced", "available"] {
+        let registry = registry_server(&format!("outage{mode}registry"));
+        let config = member_config(&registry.conninfo("postgres"), Some(7))
+            .setting("cluster_name = 'origin'")
+            .setting(&format!("pg_snowflake.registry_mode = '{mode}'"))
+            .setting("pg_snowflake.registry_lease_ms = 9000");
+        let origin = Server::start(&format!("outage{mode}origin"), config);
+        origin.execute("SELECT snowflake_registry_create()");
+        assert_eq!(claimed_node(&origin), 7);
+        origin.execute("CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval())");
+        registry.stop();
+        let clone = Server::standby_of(
+            &origin,
+            &format!("outage{mode}clone"),
+            Config::default()
+                .setting("cluster_name = 'clone'")
+                .setting("pg_snowflake.node_id = 7"),
+        );
+        clone.promote();
+        std::thread::sleep(Duration::from_secs(2));
+        registry.start_again();
+        let (clones, common) = both_asked_for_ids(&origin, &mut || clone.connect(), 15);
+        assert!(
+            clones.is_empty(),
+            "{mode}: the clone made {} IDs under node id 7, {common} of them made by the origin \
+             too; the clone's log:\n{}",
+            clones.len(),
+            clone.log()
+        );
+        assert_eq!(
+            refusing(&origin),
+            None,
+            "{mode}: the origin refuses; its log:\n{}",
+            origin.log()
+        );
+        for said in ["is a copy of the server holding", "lost node id"] {
+            assert!(
+                !origin.log().contains(said),
+                "{mode}: the origin's log says \"{said}\":\n{}",
+                origin.log()
+            );
+        }
+        let refused = next_id(&clone).expect_err("the clone refuses");
+        snowflake_it::assert_error(
+            &refused,
+            "55000",
+            "this data directory is a copy of the server holding node id 7, \"origin (…",
+            None,
+            None,
+        );
+    }
+}

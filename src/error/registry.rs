@@ -65,9 +65,10 @@ pub enum RegistryError {
         stray: String,
         fleet: String,
     },
-    /// LOG: the renewer exited (shutdown, or its own restart) and left `node`'s fenced mark at
-    /// its durable reservation `mark` (Unix ms).
-    Release { node: u32, mark: i64 },
+    /// LOG: the renewer exited (shutdown, or its own restart) and released its claim of `node`,
+    /// bringing its fenced mark down to its durable reservation `lowered_to` (Unix ms; `None`:
+    /// the mark stays where it is).
+    Release { node: u32, lowered_to: Option<i64> },
     /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
     RetireLive { node: u32, holder: String },
     /// `snowflake_registry_retire` of an id whose holder's lease runs until `until` (Unix ms).
@@ -216,6 +217,21 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                      back. If the session lives on, this server is a copy: it is refused (node \
                      id set) or given a fresh node id (unset) after two leases. A copy needs a \
                      cluster_name, host name or port of its own.",
+                ),
+                Refusal::HolderMayReturn { until } => (
+                    format!(
+                        "node id {node} is held under this server's own claim by {}, last seen at \
+                         {}, which may still be running: this server started from its files (a \
+                         restart, a copy, a promoted standby) and waits until {} for it to come \
+                         back",
+                        quoted(holder),
+                        when(*last_seen),
+                        when(*until)
+                    ),
+                    "Wait: a running holder between two registry sessions comes back within a \
+                     heartbeat interval and the clock margin, and this server is then refused as \
+                     its copy. If none comes back, this server takes the id over, above every ID \
+                     made under it, under a token of its own.",
                 ),
                 Refusal::StaleCopy => (
                     format!(
@@ -426,14 +442,20 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
              pointed here by mistake), delete the row from snowflake_nodes on the registry; \
              otherwise give that server a registry of its own.",
         ),
-        Release { node, mark } => message(
+        Release { node, lowered_to } => message(
             ERRCODE_SUCCESSFUL_COMPLETION,
             format!("pg_snowflake released its claim of node id {node}"),
-            Some(format!(
-                "The registry's high-water mark for it is now {}, the end of this server's \
-                 durable reservation, instead of a lease ahead: the next claim resumes there.",
-                when(*mark)
-            )),
+            Some(match lowered_to {
+                Some(mark) => format!(
+                    "The registry's high-water mark for it is now {}, the end of this server's \
+                     durable reservation, instead of a lease ahead: the next claim resumes \
+                     there, and this server's next start takes the id back at once.",
+                    when(*mark)
+                ),
+                None => "The registry's high-water mark for it stays above every ID made under \
+                         it, and this server's next start takes the id back at once."
+                    .to_string(),
+            }),
             "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's restart) \
              makes no ID past its reservation until it claims again.",
         ),

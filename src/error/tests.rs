@@ -293,6 +293,9 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         refusal(Refusal::CopyOfLiveHolder),
         refusal(Refusal::OpenSession),
         refusal(Refusal::StaleCopy),
+        refusal(Refusal::HolderMayReturn {
+            until: 1_800_000_015_000,
+        }),
         refusal(Refusal::HistoryLost),
         refusal(Refusal::RetiredUntil {
             until: 1_800_000_000_000,
@@ -373,7 +376,11 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         },
         RegistryError::Release {
             node: 3,
-            mark: 1_800_000_000_000,
+            lowered_to: Some(1_800_000_000_000),
+        },
+        RegistryError::Release {
+            node: 3,
+            lowered_to: None,
         },
         RegistryError::StrayLayout {
             node: 900,

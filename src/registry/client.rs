@@ -10,7 +10,7 @@
 //! a clone carries its origin's (audit 3, H1); keepalives end a vanished holder's.
 
 use super::libpq::{Conn, Failure, Record, Rows};
-use snowflake_core::registry::table::{Request, RowRead, Table};
+use snowflake_core::registry::table::{Lowering, RenewRequest, Request, RowRead, Table};
 use snowflake_core::registry::{self, Identity, LayoutRows, Row, Token};
 
 /// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
@@ -34,10 +34,30 @@ CREATE TABLE IF NOT EXISTS snowflake_nodes (
     lease_until timestamptz NOT NULL,
     high_water_ms bigint,
     clock_offset_ms bigint,
-    retired_at timestamptz
+    retired_at timestamptz,
+    holder_boot text,
+    released_at timestamptz
 );
+ALTER TABLE snowflake_nodes ADD COLUMN IF NOT EXISTS holder_boot text,
+    ADD COLUMN IF NOT EXISTS released_at timestamptz;
 COMMENT ON TABLE snowflake_nodes IS
 'pg_snowflake node-id registry: one row per node id ever claimed. Read it with snowflake_registry() on a server that uses it.'";
+
+/// The columns a table made before 0.6.0 lacks (`holder_boot`, `released_at`), added by the
+/// first holder to connect: a cheap look at the catalog first, so that the `ALTER TABLE` (and
+/// its lock) is taken once. One the registry's role may not alter is left as it is: the claim
+/// then fails, saying the column does not exist, until `snowflake_registry_create()` adds them.
+pub const UPGRADE: &str = "
+DO $upgrade$ BEGIN
+    IF to_regclass('snowflake_nodes') IS NOT NULL AND NOT EXISTS (
+        SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('snowflake_nodes')
+        AND attname = 'released_at' AND NOT attisdropped
+    ) THEN
+        ALTER TABLE snowflake_nodes ADD COLUMN IF NOT EXISTS holder_boot text,
+            ADD COLUMN IF NOT EXISTS released_at timestamptz;
+    END IF;
+EXCEPTION WHEN insufficient_privilege THEN NULL;
+END $upgrade$";
 
 /// Unix ms of a timestamptz expression, in SQL.
 macro_rules! ms {
@@ -207,9 +227,12 @@ impl Table for Sql<'_> {
                 "SELECT owner_token, generation, state = 'retired' AS retired, \
                  coalesce(high_water_ms, -9223372036854775808) AS high_water_ms, ",
                 ms!("lease_until"),
-                " AS lease_until_ms, holder_label, ",
+                " AS lease_until_ms, holder_label, holder_boot, \
+                 released_at IS NOT NULL AS released, ",
                 ms!("last_seen"),
-                " AS last_seen_ms FROM snowflake_nodes WHERE node_id = $1"
+                " AS last_seen_ms, ",
+                ms!("greatest(last_seen, pg_postmaster_start_time())"),
+                " AS absent_since_ms FROM snowflake_nodes WHERE node_id = $1"
             ),
             &[text(node)],
         )?;
@@ -232,11 +255,19 @@ impl Table for Sql<'_> {
             lease_until: number(found, "lease_until_ms")?,
             connected: false,
             same_label: false,
+            // NULL (an older server's row), or not a value: proves no one.
+            boot: found
+                .get("holder_boot")
+                .and_then(|b| u64::from_str_radix(b, 16).ok()),
+            last_seen: number(found, "last_seen_ms")?,
+            // No holder reaches a registry that is down: its absence counts from the
+            // registry's start, if later.
+            absent_since: number(found, "absent_since_ms")?,
+            released: field(found, "released")? == "t",
         };
         Ok(Some(RowRead {
             row,
             label: field(found, "holder_label")?.to_string(),
-            last_seen: number(found, "last_seen_ms")?,
         }))
     }
 
@@ -268,15 +299,16 @@ impl Table for Sql<'_> {
         self.0.query(
             "INSERT INTO snowflake_nodes AS r (node_id, state, owner_token, generation, \
              holder_label, system_identifier, layout, claimed_at, last_seen, lease_until, \
-             high_water_ms, clock_offset_ms) VALUES ($1, 'live', $2, $3, $4, $5, $6, \
-             clock_timestamp(), clock_timestamp(), clock_timestamp() + $7 * interval '1 ms', \
-             $8, $9) ON CONFLICT (node_id) DO UPDATE SET state = 'live', \
+             high_water_ms, clock_offset_ms, holder_boot) VALUES ($1, 'live', $2, $3, $4, $5, \
+             $6, clock_timestamp(), clock_timestamp(), clock_timestamp() + $7 * interval '1 ms', \
+             $8, $9, $10) ON CONFLICT (node_id) DO UPDATE SET state = 'live', \
              owner_token = EXCLUDED.owner_token, generation = EXCLUDED.generation, \
              holder_label = EXCLUDED.holder_label, system_identifier = EXCLUDED.system_identifier, \
              layout = EXCLUDED.layout, claimed_at = EXCLUDED.claimed_at, \
              last_seen = EXCLUDED.last_seen, lease_until = EXCLUDED.lease_until, \
              high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms), \
-             clock_offset_ms = EXCLUDED.clock_offset_ms, retired_at = NULL",
+             clock_offset_ms = EXCLUDED.clock_offset_ms, retired_at = NULL, \
+             holder_boot = EXCLUDED.holder_boot, released_at = NULL",
             &[
                 text(node),
                 text(Token(identity.token)),
@@ -288,6 +320,7 @@ impl Table for Sql<'_> {
                 // Nothing reserved yet: no mark (NULL), not the smallest bigint.
                 (mark > i64::MIN).then(|| mark.to_string()),
                 text(request.clock_offset_ms),
+                text(format!("{:016x}", request.boot)),
             ],
         )?;
         Ok(())
@@ -297,9 +330,7 @@ impl Table for Sql<'_> {
         &mut self,
         node: u32,
         identity: Identity,
-        lease_ms: i64,
-        high_water: i64,
-        clock_offset_ms: i64,
+        renewal: &RenewRequest,
     ) -> Result<Option<i64>, Failure> {
         // The mark before the raise, from the row this statement locks and updates.
         let rows = self.0.query(
@@ -307,8 +338,8 @@ impl Table for Sql<'_> {
              FOR UPDATE) \
              UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
              lease_until = clock_timestamp() + $5 * interval '1 ms', \
-             high_water_ms = greatest(snowflake_nodes.high_water_ms, $6), clock_offset_ms = $7 \
-             FROM before \
+             high_water_ms = greatest(snowflake_nodes.high_water_ms, $6), clock_offset_ms = $7, \
+             holder_boot = $8, released_at = NULL FROM before \
              WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = $4 \
              RETURNING coalesce(before.high_water_ms, -9223372036854775808) AS before_ms",
             &[
@@ -316,9 +347,10 @@ impl Table for Sql<'_> {
                 text(Token(identity.token)),
                 text(identity.generation),
                 text("live"),
-                text(lease_ms),
-                (high_water > i64::MIN).then(|| high_water.to_string()),
-                text(clock_offset_ms),
+                text(renewal.lease_ms),
+                (renewal.high_water > i64::MIN).then(|| renewal.high_water.to_string()),
+                text(renewal.clock_offset_ms),
+                text(format!("{:016x}", renewal.boot)),
             ],
         )?;
         rows.row(0).map(|r| number(r, "before_ms")).transpose()
@@ -335,26 +367,36 @@ impl Table for Sql<'_> {
             .map(str::to_string))
     }
 
-    fn lower_mark(
+    fn release(
         &mut self,
         node: u32,
         claim: Identity,
-        from: i64,
-        mark: i64,
-    ) -> Result<bool, Failure> {
+        lower: Option<Lowering>,
+        covers: i64,
+    ) -> Result<Option<bool>, Failure> {
+        // The mark before, from the row this statement locks and updates: brought down only
+        // from the value the claim wrote last, else raised to cover every ID made under it.
         let rows = self.0.query(
-            "UPDATE snowflake_nodes SET high_water_ms = $5 \
+            "WITH before AS (SELECT high_water_ms FROM snowflake_nodes WHERE node_id = $1 \
+             FOR UPDATE) \
+             UPDATE snowflake_nodes SET released_at = clock_timestamp(), high_water_ms = \
+             CASE WHEN before.high_water_ms = $4::bigint THEN $5::bigint \
+             ELSE greatest(before.high_water_ms, $6::bigint) END \
+             FROM before \
              WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = 'live' \
-             AND high_water_ms = $4 RETURNING 1",
+             RETURNING coalesce(before.high_water_ms = $4::bigint, false) AS lowered",
             &[
                 text(node),
                 text(Token(claim.token)),
                 text(claim.generation),
-                text(from),
-                text(mark),
+                lower.map(|l| l.from.to_string()),
+                lower.map(|l| l.mark.to_string()),
+                (covers > i64::MIN).then(|| covers.to_string()),
             ],
         )?;
-        Ok(!rows.is_empty())
+        rows.row(0)
+            .map(|r| Ok(field(r, "lowered")? == "t"))
+            .transpose()
     }
 
     fn retire_row(&mut self, node: u32) -> Result<(), Failure> {

@@ -81,12 +81,18 @@ impl Holder {
         if switched {
             self.publish(shm, settings.mode);
         }
-        if now >= self.next_contact || switched {
+        // A session the registry ended (it restarted, failed over, or found this server idle)
+        // is made anew at once: a running holder is back within a turn, before a copy of it
+        // waiting for the id may take it for gone (`registry::Refusal::HolderMayReturn`).
+        let session_lost = self.conn.as_ref().is_some_and(|conn| !conn.still_open());
+        if now >= self.next_contact || switched || session_lost {
             self.contacted_in = Some(settings.mode);
             let interval = registry::heartbeat_interval_ms(settings.lease_ms);
             self.next_contact = now + self.state.next_contact_in(interval);
             if let Err(failure) = self.contact(shm, &settings) {
                 self.conn = None;
+                // Tried again within a second, not a heartbeat interval later.
+                self.next_contact = now + 1_000.min(interval);
                 if let Some(not_logged) = self.unreachable_log.due(now) {
                     SnowflakeError::from(RegistryError::Unreachable {
                         cause: failure.message,
@@ -135,6 +141,7 @@ impl Holder {
                 let (conn, host) = Conn::connect_from(&self.conninfo, timeout, self.host)?;
                 self.host = host;
                 client::keep_alive(&conn, settings.lease_ms)?;
+                conn.query(client::UPGRADE, &[])?;
                 conn
             }
         };
@@ -286,19 +293,17 @@ impl Holder {
 /// waits for it.
 const RELEASE_TIMEOUT_MS: i64 = 1_000;
 
-/// Makes the renewer release its fenced claim when it exits (a shutdown, an error, a
-/// terminated renewer; not a crash, which resumes at the mark): its reservations stop at the
-/// durable one, and the registry's mark comes down to it (`Node::release`). Called once, at
-/// the renewer's start.
+/// Makes the renewer release its claim when it exits (a shutdown, an error, a terminated
+/// renewer; not a crash, which leaves the claim for the next start to wait on): the registry's
+/// row says so, so that the server's next start takes the id back at once, and in fenced mode
+/// its reservations stop at the durable one and the registry's mark comes down to it
+/// (`Node::release`). Called once, at the renewer's start.
 pub fn release_on_exit() {
     #[pg_guard]
     unsafe extern "C-unwind" fn release(_code: std::ffi::c_int, _arg: pg_sys::Datum) {
         let (Ok(shm), Some(conninfo)) = (crate::shmem::get(), gucs::registry()) else {
             return;
         };
-        if gucs::registry_settings().mode != RegistryMode::Fenced {
-            return;
-        }
         let released = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| issuer.release());
         let Some(released) = released else { return };
         // Interrupts are held off on the way out: the waits end by their time-out alone.
@@ -307,18 +312,18 @@ pub fn release_on_exit() {
                 &mut Sql(&conn),
                 released.node,
                 released.claim,
-                released.from,
-                released.mark,
+                released.lower,
+                released.covers,
             )
         });
         match outcome {
-            Ok(true) => SnowflakeError::from(RegistryError::Release {
+            Ok(Some(lowered)) => SnowflakeError::from(RegistryError::Release {
                 node: released.node,
-                mark: released.mark,
+                lowered_to: released.lower.filter(|_| lowered).map(|l| l.mark),
             })
             .report_log(),
             // Taken over meanwhile: the row is the new holder's.
-            Ok(false) => {}
+            Ok(None) => {}
             // The mark stays a lease ahead: the next claim resumes there, as after a crash.
             Err(failure) => SnowflakeError::from(RegistryError::Failed {
                 action: "release the claim in the pg_snowflake registry",
@@ -427,6 +432,12 @@ impl contact::Host for Server {
         });
     }
 
+    fn met_holder(&mut self) {
+        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.met_holder()
+        });
+    }
+
     fn disown(&mut self) {
         let durable = self
             .shm
@@ -449,7 +460,7 @@ impl contact::Host for Server {
     }
 
     fn new_token(&mut self) -> u128 {
-        new_token()
+        crate::pg::strong_random()
     }
 }
 
@@ -479,18 +490,4 @@ fn label() -> String {
         name if name.is_empty() => place,
         name => format!("{name} ({place})"),
     }
-}
-
-/// 128 random bits from the server's strong random source.
-fn new_token() -> u128 {
-    let mut bytes = [0u8; 16];
-    // SAFETY: a buffer of its stated length.
-    if !unsafe { pg_sys::pg_strong_random(bytes.as_mut_ptr().cast(), bytes.len()) } {
-        // No strong randomness: the clocks and the pid still make a token no copy shares.
-        let mixed = (wall_now() as u128) << 64
-            | (SystemClock.monotonic() as u128) << 32
-            | u128::from(std::process::id());
-        return mixed;
-    }
-    u128::from_le_bytes(bytes)
 }

@@ -137,12 +137,8 @@ pub struct Rows {
 }
 
 impl Rows {
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.values.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
     }
 
     /// The `index`th row, if there is one.
@@ -289,6 +285,29 @@ impl Conn {
     pub fn is_ok(&self) -> bool {
         // SAFETY: a live connection.
         unsafe { PQstatus(self.conn) == CONNECTION_OK }
+    }
+
+    /// Whether the registry's server has not closed this idle connection, checked without
+    /// waiting: whatever it sent (its goodbye when it shut down or ended the session) is read,
+    /// and a closed socket makes the connection bad. So a holder finds its session gone within
+    /// a turn of the renewer, not at its next heartbeat.
+    pub fn still_open(&self) -> bool {
+        // SAFETY: a live connection; `poll` on its socket with no wait.
+        unsafe {
+            let socket = PQsocket(self.conn);
+            if socket < 0 {
+                return false;
+            }
+            let mut ready = libc::pollfd {
+                fd: socket,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut ready, 1, 0) > 0 && PQconsumeInput(self.conn) == 0 {
+                return false;
+            }
+        }
+        self.is_ok()
     }
 
     /// Runs `sql` (one statement, or several without parameters) with text `params`, within

@@ -11,7 +11,7 @@ use crate::pg::xlog_register_data;
 use pgrx::pg_sys;
 use snowflake_core::issuer::Issuer;
 use snowflake_core::layout::Layout;
-use snowflake_core::node::{Durable, Found, Node, Settings, Switch};
+use snowflake_core::node::{Boot, Durable, Found, Node, Settings, Switch};
 use snowflake_core::registry::Identity;
 use snowflake_core::state_file::{self, History, Reservation, State};
 use snowflake_core::wal_record;
@@ -90,6 +90,21 @@ pub fn reserve(
     Ok(Reserved::Confirmed)
 }
 
+/// Whether the control file says the server was shut down cleanly before this start (read as
+/// shared memory is made, before recovery rewrites it): not a crash, not a copy of a running
+/// server (pg_basebackup, a snapshot, a cloned VM), not a standby. Its state is the fifth
+/// 32-bit word of `global/pg_control` on every major (after the system identifier and two
+/// version numbers), `DB_SHUTDOWNED` being 1 (`catalog/pg_control.h`). Unreadable: no.
+fn stopped_cleanly() -> bool {
+    const DB_SHUTDOWNED: u32 = 1;
+    let mut head = [0u8; 20];
+    File::open("global/pg_control")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| {
+            u32::from_ne_bytes([head[16], head[17], head[18], head[19]]) == DB_SHUTDOWNED
+        })
+}
+
 fn write_error(e: &std::io::Error) -> SnowflakeError {
     SnowflakeError::state_file_write(e.raw_os_error().unwrap_or(0))
 }
@@ -135,7 +150,12 @@ pub fn start_state() -> Issuer {
         Ok(found) => found,
         Err(e) => e.report_fatal(),
     };
-    let start = Node::start(&found, settings, Path::new(STANDBY_SIGNAL).exists());
+    let boot = Boot {
+        // Drawn anew at each start of shared memory (a crash restart's too), never on disk.
+        value: crate::pg::strong_random() as u64,
+        after_clean_stop: stopped_cleanly(),
+    };
+    let start = Node::start(&found, settings, Path::new(STANDBY_SIGNAL).exists(), boot);
     if let Some(Switch {
         from,
         to,

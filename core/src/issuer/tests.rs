@@ -1,7 +1,7 @@
 use super::*;
 use crate::clock::Clocks;
 use crate::layout::DEFAULT_LAYOUT;
-use crate::node::{Found, Settings};
+use crate::node::{Boot, Found, Settings};
 
 const T0: i64 = 1_800_000_000_000;
 const L: Layout = DEFAULT_LAYOUT;
@@ -22,6 +22,10 @@ fn plain() -> Issuer {
             registry: false,
         },
         false,
+        Boot {
+            value: 0xb007,
+            after_clean_stop: true,
+        },
     ))
 }
 
@@ -36,6 +40,10 @@ fn member(ceiling: i64, fenced: bool, reserved: i64) -> Issuer {
             registry: true,
         },
         false,
+        Boot {
+            value: 0xb007,
+            after_clean_stop: true,
+        },
     ));
     assert!(!issuer.issuing(), "a member waits for its claim");
     let lease = Lease {
@@ -91,6 +99,10 @@ fn the_gate_refuses_every_way_to_an_id_and_changes_nothing() {
             registry: false,
         },
         false,
+        Boot {
+            value: 0xb007,
+            after_clean_stop: true,
+        },
     ));
     let before = issuer;
     assert_eq!(ids(&mut issuer, T0, 1), Err(Refusing::NodeUnset));
@@ -232,10 +244,10 @@ fn a_claim_released_during_a_wake_leaves_its_mark_above_the_wakes_ids() {
         .expect("the wake's reservation");
     issuer.turn_ended(Renewal::Abandoned);
     let released = issuer.release().expect("a fenced claim is released");
+    let lowered = released.lower.expect("its mark comes down").mark;
     assert!(
-        released.mark > wake_top,
-        "mark {} at or below the wake's ID at {wake_top}",
-        released.mark
+        lowered > wake_top,
+        "mark {lowered} at or below the wake's ID at {wake_top}"
     );
-    assert!(released.mark <= turn.until);
+    assert!(lowered <= turn.until);
 }

@@ -9,7 +9,9 @@
 
 use super::holder::{GivenUp, HolderState};
 use super::{Claim, Node};
-use crate::registry::table::{self, ClaimOutcome, Grant, Heartbeat, Request, Retirement, Table};
+use crate::registry::table::{
+    self, ClaimOutcome, Grant, Heartbeat, RenewRequest, Request, Retirement, Table,
+};
 use crate::registry::{self, Lease, Refusal};
 
 /// The settings one contact runs under.
@@ -70,6 +72,9 @@ pub trait Host {
     /// its claim) and writes the `Durable` it returns, if any, to the state file, as the
     /// writer; a write that fails is left to the next reservation.
     fn disown(&mut self);
+    /// A claim was refused because the holder of the id, under this server's own token, was
+    /// connected or seen lately: [`Node::met_holder`] from now on.
+    fn met_holder(&mut self);
     /// Keeps the retirement left pending (`HolderState::retire_pending`) where a restarted
     /// renewer finds it (`Issuer::retirement_pending`).
     fn retirement_pending(&mut self, given_up: Option<GivenUp>);
@@ -148,15 +153,13 @@ where
         return claim(table, host, holder, settings, node, &at);
     };
     let lease_ms = settings.lease_ms;
-    let beat = table::heartbeat(
-        table,
-        holder.needs_lock,
-        held.node,
-        held.identity,
+    let renewal = RenewRequest {
         lease_ms,
         high_water,
-        offset,
-    )?;
+        clock_offset_ms: offset,
+        boot: node.boot,
+    };
+    let beat = table::heartbeat(table, holder.needs_lock, held.node, held.identity, &renewal)?;
     Ok(match beat {
         Heartbeat::Renewed { locked, before } => {
             let lease = Lease::granted(sent_mono, high_water, lease_ms);
@@ -235,6 +238,7 @@ where
         margin_ms: settings.max_clock_skew_ms,
         recorded_node: recorded,
         new_token: host.new_token(),
+        boot: node.boot,
         used_before: registry::used_before(node.history.named(), claimant.wanted),
         used_until: node.history.until,
     };
@@ -253,6 +257,9 @@ where
     if let Ok(ClaimOutcome::Refused { why, .. }) = &claimed {
         if why.found_a_copy() {
             host.disown();
+        }
+        if why.met_holder() {
+            host.met_holder();
         }
     }
     host.stop_writing();

@@ -3,6 +3,11 @@ use crate::layout::{Layout, DEFAULT_LAYOUT};
 use crate::registry::Lease;
 
 const T0: i64 = 1_800_000_000_000;
+/// The start of the server the unit cases start.
+const BOOT: Boot = Boot {
+    value: 0xb007,
+    after_clean_stop: true,
+};
 const TOKEN: Identity = Identity {
     token: 0xfeed,
     generation: 3,
@@ -44,7 +49,7 @@ const ASSIGNED: Settings = Settings {
 
 #[test]
 fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
-    let start = Node::start(&Found::Nothing, PLAIN, false);
+    let start = Node::start(&Found::Nothing, PLAIN, false, BOOT);
     assert_eq!(start.floor, i64::MIN);
     assert_eq!(start.node.refusing, Refusing::Nothing);
     assert_eq!(start.node.id, 5);
@@ -53,11 +58,13 @@ fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
         registry: false,
     };
     assert_eq!(
-        Node::start(&Found::Nothing, unset, false).node.refusing,
+        Node::start(&Found::Nothing, unset, false, BOOT)
+            .node
+            .refusing,
         Refusing::NodeUnset
     );
     assert_eq!(
-        Node::start(&Found::Nothing, ASSIGNED, true).node,
+        Node::start(&Found::Nothing, ASSIGNED, true, BOOT).node,
         Node {
             refusing: Refusing::AwaitingClaim,
             id: 0,
@@ -67,6 +74,9 @@ fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
             started_as_standby: true,
             history_lost: false,
             mark: None,
+            boot: BOOT.value,
+            after_clean_stop: true,
+            met_holder: false,
         }
     );
 }
@@ -74,7 +84,7 @@ fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
 #[test]
 fn the_upgrade_marker_refuses_whatever_the_settings() {
     for settings in [PLAIN, ASSIGNED] {
-        let start = Node::start(&Found::AwaitingOldStateFile, settings, false);
+        let start = Node::start(&Found::AwaitingOldStateFile, settings, false, BOOT);
         assert_eq!(start.node.refusing, Refusing::AwaitingOldStateFile);
         assert!(!start.node.may_claim());
     }
@@ -90,12 +100,13 @@ fn a_restart_resumes_above_its_reservation_and_keeps_its_claim() {
             registry: true,
         },
         false,
+        BOOT,
     );
     assert_eq!(start.floor, T0);
     assert_eq!(start.node.claim, Some(TOKEN));
     assert_eq!(start.switched, None);
     // With the id the registry's to assign, the file pins it.
-    let start = Node::start(&found, ASSIGNED, false);
+    let start = Node::start(&found, ASSIGNED, false, BOOT);
     assert_eq!((start.node.id, start.node.claim), (5, Some(TOKEN)));
 }
 
@@ -109,6 +120,7 @@ fn a_new_node_id_drops_the_old_ones_lead_and_keeps_it_in_the_history() {
             registry: false,
         },
         false,
+        BOOT,
     );
     assert_eq!(start.floor, i64::MIN);
     assert!(start.node.history.covers(5));
@@ -145,6 +157,7 @@ fn a_new_node_id_drops_the_old_ones_lead_and_keeps_it_in_the_history() {
             registry: false,
         },
         false,
+        BOOT,
     );
     assert_eq!(
         (again.floor, again.switched, again.rewrite),
@@ -159,7 +172,7 @@ fn without_a_node_id_every_node_id_owes_the_files_reservation() {
         configured: None,
         registry: false,
     };
-    let start = Node::start(&found, unset, false);
+    let start = Node::start(&found, unset, false, BOOT);
     assert_eq!(start.floor, T0);
     assert!(start.node.history.covers(77));
     assert_eq!(start.node.refusing, Refusing::NodeUnset);
@@ -171,7 +184,7 @@ fn without_a_node_id_every_node_id_owes_the_files_reservation() {
 #[test]
 fn a_replayed_node_id_is_written_even_when_the_floor_does_not_rise() {
     let found = Found::Reservation(reservation(T0 + 3_600_000, Some(5), None));
-    let mut node = Node::start(&found, PLAIN, true).node;
+    let mut node = Node::start(&found, PLAIN, true, BOOT).node;
     let mut generator = Generator::resume(T0 + 3_600_000);
     let durable = node
         .replay(&mut generator, &record(T0 + 1_000, 6, None), Some(5))
@@ -194,6 +207,7 @@ fn a_replayed_node_id_is_written_even_when_the_floor_does_not_rise() {
             registry: false,
         },
         false,
+        BOOT,
     );
     assert!(start.floor >= T0 + 1_000, "floor {}", start.floor);
     // The next record of node 6 raises its history's bound: written again.
@@ -209,7 +223,7 @@ fn a_replayed_node_id_is_written_even_when_the_floor_does_not_rise() {
 
 #[test]
 fn a_replayed_claim_is_handed_on_and_the_old_node_id_joins_the_history() {
-    let mut node = Node::start(&Found::Nothing, ASSIGNED, true).node;
+    let mut node = Node::start(&Found::Nothing, ASSIGNED, true, BOOT).node;
     let mut generator = Generator::new();
     let durable = node
         .replay(&mut generator, &record(T0, 2, Some(TOKEN)), None)
@@ -231,7 +245,7 @@ fn a_replayed_claim_is_handed_on_and_the_old_node_id_joins_the_history() {
 #[test]
 fn a_claim_switches_the_node_id_raises_the_floor_and_awaits_its_pin() {
     let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
-    let mut node = Node::start(&found, ASSIGNED, true).node;
+    let mut node = Node::start(&found, ASSIGNED, true, BOOT).node;
     let mut generator = Generator::resume(T0);
     let taken = Claim {
         node: 9,
@@ -261,7 +275,7 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
         lease: Lease::granted(0, T0 + 30_500, 30_000),
     };
     let intended = |fenced| {
-        let mut node = Node::start(&Found::Nothing, ASSIGNED, false).node;
+        let mut node = Node::start(&Found::Nothing, ASSIGNED, false, BOOT).node;
         let mut generator = Generator::resume(T0);
         node.intend(&mut generator, &taken, fenced);
         (node, generator)
@@ -283,58 +297,60 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
     node.publish(Holding::None { refused: false }, false, true, 0);
     assert_eq!(node.release(&generator), None);
     assert_eq!(node.ceiling, taken.lease.ceiling);
-    // Fenced: the mark comes down from the lease's ceiling to the durable reservation, and
-    // no renewal may pass it any more.
+    // Fenced: the claim is released, its mark comes down from the lease's ceiling to the
+    // durable reservation, and no renewal may pass it any more.
     let (mut node, generator) = claimed(true);
     let released = node
         .release(&generator)
         .expect("a fenced claim is released");
     assert_eq!(released.node, 4);
     assert_eq!(released.claim, TOKEN);
-    assert_eq!(
-        released.from, taken.lease.ceiling,
-        "the mark the claim wrote"
-    );
-    assert_eq!(released.mark, generator.reserved_until());
-    assert!(released.mark < taken.lease.ceiling);
-    assert_eq!(node.ceiling, released.mark);
+    let lower = released.lower.expect("its mark comes down");
+    assert_eq!(lower.from, taken.lease.ceiling, "the mark the claim wrote");
+    assert_eq!(lower.mark, generator.reserved_until());
+    assert!(lower.mark < taken.lease.ceiling);
+    assert_eq!(node.ceiling, lower.mark);
     // A heartbeat that found the mark where the claim left it keeps it the claim's own, at
     // the new ceiling; the release brings it down from there.
     let (mut node, generator) = claimed(true);
     let renewed = Lease::granted(10_000, T0 + 40_000, 30_000);
     node.lease_renewed(&renewed, true, taken.lease.ceiling);
     let released = node.release(&generator).expect("its own mark");
-    assert_eq!(released.from, T0 + 40_000);
+    assert_eq!(released.lower.map(|l| l.from), Some(T0 + 40_000));
     // Raised by another (a server that joined with IDs made under the id): the mark is no
     // longer the claim's own, and its release leaves it where it is, at every later heartbeat
-    // too.
+    // too; the claim is released all the same.
+    let unlowered = |node: &mut Node, generator: &Generator| {
+        let released = node.release(generator).expect("released");
+        assert_eq!(released.lower, None);
+    };
     let (mut node, generator) = claimed(true);
     node.lease_renewed(&renewed, true, taken.lease.ceiling + 1);
-    assert_eq!(node.release(&generator), None);
+    unlowered(&mut node, &generator);
     assert_eq!(
         node.ceiling, renewed.ceiling,
-        "nothing released, nothing capped"
+        "nothing lowered, nothing capped"
     );
     let later = Lease::granted(20_000, T0 + 50_000, 30_000);
     node.lease_renewed(&later, true, renewed.ceiling);
-    assert_eq!(node.release(&generator), None);
-    // A renewal being written may end past the reservation read now: nothing is released.
+    unlowered(&mut node, &generator);
+    // A renewal being written may end past the reservation read now: nothing is lowered.
     let (mut node, mut writing) = claimed(true);
     assert!(writing.start_rewrite().is_some());
-    assert_eq!(node.release(&writing), None);
+    unlowered(&mut node, &writing);
     assert_eq!(node.ceiling, taken.lease.ceiling);
     // Available mode: its mark is its reservation already.
     let (mut node, generator) = claimed(false);
-    assert_eq!(node.release(&generator), None);
+    unlowered(&mut node, &generator);
     // No claim of its own.
-    let mut plain = Node::start(&Found::Nothing, PLAIN, false).node;
+    let mut plain = Node::start(&Found::Nothing, PLAIN, false, BOOT).node;
     assert_eq!(plain.release(&generator), None);
 }
 
 #[test]
 fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
     let found = Found::Reservation(reservation(T0, Some(2), Some(TOKEN)));
-    let node = Node::start(&found, ASSIGNED, false).node;
+    let node = Node::start(&found, ASSIGNED, false, BOOT).node;
     assert_eq!(
         node.claimant(None, false, T0, true),
         (
@@ -344,6 +360,9 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 reserved: T0,
                 history_lost: false,
                 patient: true,
+                boot: BOOT.value,
+                after_clean_stop: true,
+                met_holder: false,
             },
             Some(2)
         )
@@ -353,7 +372,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
         Want::Configured(7)
     );
     // A promoted standby told to take a fresh id gives up its primary's.
-    let standby = Node::start(&found, ASSIGNED, true).node;
+    let standby = Node::start(&found, ASSIGNED, true, BOOT).node;
     assert_eq!(
         standby.claimant(None, true, T0, true),
         (
@@ -363,6 +382,9 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 reserved: T0,
                 history_lost: false,
                 patient: true,
+                boot: BOOT.value,
+                after_clean_stop: true,
+                met_holder: false,
             },
             None
         )
@@ -373,7 +395,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
 /// its first claim (whose intent the state file then holds).
 #[test]
 fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
-    let mut node = Node::start(&Found::Damaged, ASSIGNED, false).node;
+    let mut node = Node::start(&Found::Damaged, ASSIGNED, false, BOOT).node;
     assert_eq!(node.refusing, Refusing::AwaitingClaim);
     let (claimant, recorded) = node.claimant(None, false, i64::MIN, true);
     assert!(claimant.history_lost);
@@ -391,7 +413,7 @@ fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
     node.intend(&mut generator, &taken, true);
     assert!(!node.claimant(None, false, T0, true).0.history_lost);
     assert!(
-        !Node::start(&Found::Nothing, ASSIGNED, false)
+        !Node::start(&Found::Nothing, ASSIGNED, false, BOOT)
             .node
             .claimant(None, false, T0, true)
             .0
@@ -401,7 +423,7 @@ fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
 
 #[test]
 fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
-    let mut node = Node::start(&Found::Nothing, ASSIGNED, false).node;
+    let mut node = Node::start(&Found::Nothing, ASSIGNED, false, BOOT).node;
     let lease = Lease::granted(1_000, T0, 3_000);
     let held = Holding::Held {
         pinned: true,
@@ -429,7 +451,7 @@ fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
     assert_eq!(node.refusing, Refusing::ClaimLost);
     assert!(node.publish(Holding::None { refused: true }, false, false, 0));
     assert_eq!(node.refusing, Refusing::ClaimRefused);
-    let mut marked = Node::start(&Found::AwaitingOldStateFile, ASSIGNED, false).node;
+    let mut marked = Node::start(&Found::AwaitingOldStateFile, ASSIGNED, false, BOOT).node;
     assert!(!marked.publish(held, false, true, 2_000));
     assert_eq!(marked.refusing, Refusing::AwaitingOldStateFile);
 }
@@ -525,7 +547,7 @@ fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
         lease,
     };
     let found = Found::Reservation(reservation(T0, Some(4), Some(TOKEN)));
-    let mut node = Node::start(&found, ASSIGNED, false).node;
+    let mut node = Node::start(&found, ASSIGNED, false, BOOT).node;
     assert_eq!(
         node.resumable(lease),
         None,
@@ -543,7 +565,7 @@ fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
     assert_eq!((held.node, held.identity, held.pinned), (4, TOKEN, true));
     node.publish(Holding::Lost, false, false, 0);
     assert_eq!(node.resumable(lease), None, "a lost claim is claimed again");
-    let mut standby = Node::start(&found, ASSIGNED, true).node;
+    let mut standby = Node::start(&found, ASSIGNED, true, BOOT).node;
     standby.publish(pinned, false, false, 0);
     assert_eq!(standby.resumable(lease), None, "a promoted standby claims");
 }
@@ -560,7 +582,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
         registry: true,
     };
     let found = Found::Reservation(reservation(T0, Some(7), Some(TOKEN)));
-    let mut copy = Node::start(&found, configured, false).node;
+    let mut copy = Node::start(&found, configured, false, BOOT).node;
     let generator = Generator::resume(T0);
     let at = Bounds {
         now: T0 + 1_000,
@@ -575,6 +597,11 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
         lease_until: T0 + 20_000,
         connected: true,
         same_label: false,
+        // The running holder's, which the copy (started from its files) does not have.
+        boot: Some(BOOT.value + 1),
+        last_seen: T0,
+        absent_since: T0,
+        released: false,
     };
     let judged = |node: &Node, row: &Row| {
         let (claimant, _) = node.claimant(Some(7), false, T0, false);
@@ -584,10 +611,17 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
     assert_eq!(judged(&copy, &row), Decision::Refuse { node: 7, refusal });
     assert!(refusal.found_a_copy() && Refusal::StaleCopy.found_a_copy());
     assert!(!Refusal::HeldByAnother { connected: true }.found_a_copy());
-    // The holder's renewer restarts: its session is gone, its lease runs. Before the fix the
-    // copy took the id here as "restart".
+    // The holder's renewer restarts: its session is gone, its lease runs. A copy that kept the
+    // token would still not pass for the holder: it cannot prove it is the running server, and
+    // waits for it to come back.
     row.connected = false;
-    assert!(matches!(judged(&copy, &row), Decision::Take { .. }));
+    assert!(matches!(
+        judged(&copy, &row),
+        Decision::Refuse {
+            refusal: Refusal::HolderMayReturn { .. },
+            ..
+        }
+    ));
     let durable = copy.disown(&generator).expect("the file forgets the claim");
     assert_eq!((durable.claim, durable.node), (None, Some(7)));
     assert_eq!(copy.disown(&generator), None, "once");
@@ -600,5 +634,6 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
     );
     // Taken over only once the holder's lease has run out and its session is gone.
     row.lease_until = at.now;
+    row.absent_since = at.now - at.lease_ms;
     assert!(matches!(judged(&copy, &row), Decision::Take { .. }));
 }

@@ -55,6 +55,8 @@ pub struct Request {
     pub recorded_node: Option<u32>,
     /// A token for a claim that needs a new one.
     pub new_token: u128,
+    /// Its boot value (`registry::Claimant::boot`), written into the row it claims.
+    pub boot: u64,
     /// The node ids it made IDs under before (`registry::used_before`), up to `used_until`
     /// (Unix ms): recorded before the claim.
     pub used_before: Vec<u32>,
@@ -68,8 +70,27 @@ pub struct RowRead {
     pub row: Row,
     /// Its holder's label.
     pub label: String,
-    /// Its holder's last heartbeat (Unix ms, the registry's clock).
-    pub last_seen: i64,
+}
+
+/// How a release brings its row's mark down: from `from`, the value its claim wrote last (and
+/// only from that: `registry::own_mark`), to `mark` (Unix ms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lowering {
+    pub from: i64,
+    pub mark: i64,
+}
+
+/// What one heartbeat writes into its row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RenewRequest {
+    /// The lease, from now (ms).
+    pub lease_ms: i64,
+    /// The mark to raise the row's to (Unix ms).
+    pub high_water: i64,
+    /// This server's clock less the registry's (ms).
+    pub clock_offset_ms: i64,
+    /// This server's boot value (`registry::Claimant::boot`): the row's holder is running.
+    pub boot: u64,
 }
 
 /// A claim the registry decided to grant (committed once [`claim`] returns it).
@@ -181,28 +202,29 @@ pub trait Table {
         mark: i64,
         request: &Request,
     ) -> Result<(), Self::Failure>;
-    /// Renews `node`'s lease for `lease_ms` and raises its mark to `high_water`, if its row is
-    /// live and names `identity`: the mark it found before raising it (Unix ms; `i64::MIN`:
-    /// none), or `None` if the row is not this claim's.
+    /// Renews `node`'s lease for `renewal.lease_ms`, raises its mark to `renewal.high_water`
+    /// and writes the holder's boot value, if its row is live and names `identity`: the mark
+    /// it found before raising it (Unix ms; `i64::MIN`: none), or `None` if the row is not
+    /// this claim's.
     fn renew(
         &mut self,
         node: u32,
         identity: Identity,
-        lease_ms: i64,
-        high_water: i64,
-        clock_offset_ms: i64,
+        renewal: &RenewRequest,
     ) -> Result<Option<i64>, Self::Failure>;
     /// The label of `node`'s live row's holder, if it has a live row.
     fn live_label(&mut self, node: u32) -> Result<Option<String>, Self::Failure>;
-    /// Brings `node`'s mark down from `from` to `mark`, if its row is live, names `claim` and
-    /// its mark is still `from` (a compare-and-set: `registry::own_mark`): whether it did.
-    fn lower_mark(
+    /// Marks `node`'s row released by its holder, if it is live and names `claim`, and brings
+    /// its mark down as `lower` says if the mark is still `lower.from` (a compare-and-set:
+    /// `registry::own_mark`), else raises it to `covers` if it is lower: `None` if the row is
+    /// not the claim's any more, else whether the mark came down.
+    fn release(
         &mut self,
         node: u32,
         claim: Identity,
-        from: i64,
-        mark: i64,
-    ) -> Result<bool, Self::Failure>;
+        lower: Option<Lowering>,
+        covers: i64,
+    ) -> Result<Option<bool>, Self::Failure>;
     /// Marks `node`'s row retired, now.
     fn retire_row(&mut self, node: u32) -> Result<(), Self::Failure>;
 }
@@ -313,11 +335,16 @@ fn decide_id<T: Table>(
                 generation,
                 floor,
                 recycled,
+                own,
                 ..
             } => {
-                let keep = claimant
-                    .identity
-                    .filter(|_| request.recorded_node == Some(node));
+                // The row's token is kept only by its running holder: a restart from disk, a
+                // copy or a promoted standby that takes it over does so under a new one, and
+                // whoever else still carries the old token finds the id taken over.
+                let keep = claimant.identity.filter(|k| {
+                    request.recorded_node == Some(node)
+                        && (own || row.is_none_or(|r| r.holder.token != k.token))
+                });
                 let how = match (row, recycled) {
                     (None, _) => "new",
                     (_, true) => "recycled",
@@ -329,7 +356,9 @@ fn decide_id<T: Table>(
             }
             Decision::Refuse { node, refusal } => {
                 table.unlock(node)?;
-                let (holder, last_seen) = found.map(|f| (f.label, f.last_seen)).unwrap_or_default();
+                let (holder, last_seen) = found
+                    .map(|f| (f.label, f.row.last_seen))
+                    .unwrap_or_default();
                 return Ok(ClaimOutcome::Refused {
                     node,
                     why: refusal,
@@ -409,21 +438,19 @@ fn take<T: Table>(
     }))
 }
 
-/// One heartbeat of the holder of `node` under `identity`: renews the lease for `lease_ms` and
-/// raises the high-water mark to `high_water`, if the row still names this holder. With
-/// `take_lock` (a new session, or the lock not had yet), the id's advisory lock is tried first;
-/// whether the session got it or not, the row decides ([`beat`]).
+/// One heartbeat of the holder of `node` under `identity`: renews the lease and raises the
+/// high-water mark ([`RenewRequest`]), if the row still names this holder. With `take_lock` (a new
+/// session, or the lock not had yet), the id's advisory lock is tried first; whether the
+/// session got it or not, the row decides ([`beat`]).
 pub fn heartbeat<T: Table>(
     table: &mut T,
     take_lock: bool,
     node: u32,
     identity: Identity,
-    lease_ms: i64,
-    high_water: i64,
-    clock_offset_ms: i64,
+    renewal: &RenewRequest,
 ) -> Result<Heartbeat, T::Failure> {
     let locked = !take_lock || table.try_lock(node)?;
-    let before = table.renew(node, identity, lease_ms, high_water, clock_offset_ms)?;
+    let before = table.renew(node, identity, renewal)?;
     Ok(match (beat(before.is_some(), locked), before) {
         (Beat::Renewed { locked }, Some(before)) => Heartbeat::Renewed { locked, before },
         _ => Heartbeat::Lost {
@@ -432,18 +459,21 @@ pub fn heartbeat<T: Table>(
     })
 }
 
-/// Brings the mark of `node`, held under `claim`, down from `from`, the value that claim wrote
-/// last, to `mark`, if the row still names that claim (a takeover since keeps its own) and
-/// its mark is still `from` (anyone else's raise since stays: `registry::own_mark`):
-/// `node::Node::release` says why that is safe. Returns whether it did.
+/// Releases `claim` of `node`, if the row still names it (a takeover since keeps its own): the
+/// row says so, and the next claim of its token from disk (the holder's own restart) need not
+/// wait for it to come back ([`registry::decide`]). With `lower`, the mark comes down from
+/// `lower.from`, the value that claim wrote last, to `lower.mark`, if it is still `from`
+/// (anyone else's raise since stays: `registry::own_mark`): `node::Node::release` says why
+/// that is safe; else it rises to `covers`, above every ID made under the claim, if it is
+/// lower. `None` if the row is not the claim's any more, else whether the mark came down.
 pub fn release<T: Table>(
     table: &mut T,
     node: u32,
     claim: Identity,
-    from: i64,
-    mark: i64,
-) -> Result<bool, T::Failure> {
-    table.lower_mark(node, claim, from, mark)
+    lower: Option<Lowering>,
+    covers: i64,
+) -> Result<Option<bool>, T::Failure> {
+    table.release(node, claim, lower, covers)
 }
 
 /// Retires `node` once its holder is gone ([`may_retire`]), in one transaction under the

@@ -25,6 +25,22 @@ fn row(holder: Identity) -> Row {
         lease_until: NOW + 10_000,
         connected: false,
         same_label: false,
+        boot: Some(BOOT),
+        last_seen: NOW - 1_000,
+        absent_since: NOW - 1_000,
+        released: false,
+    }
+}
+
+/// The boot value of the running holder the cases' claimants are, unless they say otherwise.
+const BOOT: u64 = 0xb007;
+
+/// `claimant` started from disk (a restart, a copy, a promoted standby): its boot value is not
+/// the one the row's holder wrote.
+fn from_disk(claimant: Claimant) -> Claimant {
+    Claimant {
+        boot: 0xd15c,
+        ..claimant
     }
 }
 
@@ -35,6 +51,9 @@ fn claimant(identity: Option<Identity>, wanted: Want) -> Claimant {
         reserved: i64::MIN,
         history_lost: false,
         patient: true,
+        boot: BOOT,
+        after_clean_stop: true,
+        met_holder: false,
     }
 }
 
@@ -47,6 +66,7 @@ fn mine_at(generation: i64) -> Claimant {
 fn gone(holder: Identity) -> Row {
     Row {
         lease_until: NOW - 1,
+        absent_since: NOW - 1 - AT.lease_ms,
         ..row(holder)
     }
 }
@@ -57,6 +77,18 @@ fn take(floor: i64, generation: i64, recycled: bool) -> Decision {
         floor,
         generation,
         recycled,
+        own: false,
+    }
+}
+
+/// Taken by its running holder, which keeps its token.
+fn resume(floor: i64, generation: i64) -> Decision {
+    Decision::Take {
+        node: 7,
+        floor,
+        generation,
+        recycled: false,
+        own: true,
     }
 }
 
@@ -67,10 +99,62 @@ fn an_id_nobody_had_is_taken_with_nothing_owed() {
 }
 
 #[test]
-fn a_restart_continues_its_own_id_above_the_high_water_mark() {
+fn the_running_holder_continues_its_own_id_above_the_mark_under_its_token() {
     let me = claimant(Some(MINE), Want::Configured(7));
     let row = row(MINE);
-    assert_eq!(decide(&me, 7, Some(&row), &AT), take(NOW - 1_000, 5, false));
+    assert_eq!(decide(&me, 7, Some(&row), &AT), resume(NOW - 1_000, 5));
+}
+
+/// A claimant with the row's claim but not the holder's shared memory (a restart from disk, a
+/// copy, a promoted standby) waits a heartbeat interval and the margin from the holder's last
+/// contact, for a running holder between two sessions to come back; then takes the id over,
+/// above its mark, under a token of its own (`own: false`), whatever the lease says.
+#[test]
+fn a_claimant_from_disk_waits_for_a_holder_seen_lately_then_takes_over() {
+    let row = Row {
+        lease_until: NOW + AT.lease_ms - 1_000,
+        ..row(MINE)
+    };
+    let until = row.absent_since + heartbeat_interval_ms(AT.lease_ms) + MARGIN;
+    for wanted in [Want::Configured(7), Want::Pinned(7)] {
+        let me = from_disk(claimant(Some(MINE), wanted));
+        assert_eq!(
+            decide(&me, 7, Some(&row), &AT),
+            Decision::Refuse {
+                node: 7,
+                refusal: Refusal::HolderMayReturn { until }
+            }
+        );
+        let later = Bounds { now: until, ..AT };
+        assert!(row.lease_until > until, "the lease still runs");
+        assert_eq!(
+            decide(&me, 7, Some(&row), &later),
+            take(row.high_water, MINE.generation + 1, false)
+        );
+    }
+    // The same for the claim's intent, one generation ahead of the row.
+    let intent = from_disk(mine_at(MINE.generation + 1));
+    assert_eq!(
+        decide(&intent, 7, Some(&row), &AT),
+        Decision::Refuse {
+            node: 7,
+            refusal: Refusal::HolderMayReturn { until }
+        }
+    );
+    // A row its holder wrote without a boot value (an older server) proves no one.
+    let unproven = Row { boot: None, ..row };
+    assert_eq!(
+        decide(
+            &claimant(Some(MINE), Want::Configured(7)),
+            7,
+            Some(&unproven),
+            &AT
+        ),
+        Decision::Refuse {
+            node: 7,
+            refusal: Refusal::HolderMayReturn { until }
+        }
+    );
 }
 
 #[test]
@@ -80,7 +164,7 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
         same_label: false,
         ..row(MINE)
     };
-    let configured = claimant(Some(MINE), Want::Configured(7));
+    let configured = from_disk(claimant(Some(MINE), Want::Configured(7)));
     assert_eq!(
         decide(&configured, 7, Some(&row), &AT),
         Decision::Refuse {
@@ -88,7 +172,17 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
             refusal: Refusal::CopyOfLiveHolder
         }
     );
-    let pinned = claimant(Some(MINE), Want::Pinned(7));
+    // The running holder itself, its old session not ended yet: never taken for a copy.
+    for wanted in [Want::Configured(7), Want::Pinned(7)] {
+        assert_eq!(
+            decide(&claimant(Some(MINE), wanted), 7, Some(&row), &AT),
+            Decision::Refuse {
+                node: 7,
+                refusal: Refusal::OpenSession
+            }
+        );
+    }
+    let pinned = from_disk(claimant(Some(MINE), Want::Pinned(7)));
     assert_eq!(
         decide(&pinned, 7, Some(&row), &AT),
         Decision::Fresh {
@@ -125,6 +219,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
         connected: true,
         same_label: false,
         lease_until: NOW - 1,
+        absent_since: NOW - 1 - AT.lease_ms,
         ..row(OTHER)
     };
     assert_eq!(
@@ -136,6 +231,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
     );
     let expired = Row {
         lease_until: NOW,
+        absent_since: NOW - AT.lease_ms,
         ..row(OTHER)
     };
     assert_eq!(
@@ -226,7 +322,7 @@ fn a_restart_between_the_claims_intent_and_the_registrys_commit_is_the_holder() 
     let row = gone(MINE);
     assert_eq!(
         decide(&me, 7, Some(&row), &AT),
-        take(row.high_water, MINE.generation + 1, false)
+        resume(row.high_water, MINE.generation + 1)
     );
     // Two generations ahead is no intent of this row's: a copy of something else.
     let me = mine_at(MINE.generation + 2);
@@ -244,6 +340,7 @@ fn a_mark_far_ahead_of_the_registrys_clock_is_refused_as_a_clock_fault() {
     let year = 365 * 86_400_000;
     let ahead = Row {
         lease_until: NOW - 1,
+        absent_since: NOW - 1 - AT.lease_ms,
         high_water: NOW + year,
         ..row(OTHER)
     };
@@ -282,6 +379,7 @@ fn a_mark_ahead_by_the_holders_own_lead_is_its_own_restarts() {
     let lead = 5 * 60_000;
     let ahead = Row {
         lease_until: NOW - 1,
+        absent_since: NOW - 1 - AT.lease_ms,
         high_water: NOW + lead + AT.lease_ms,
         ..row(MINE)
     };
@@ -291,7 +389,7 @@ fn a_mark_ahead_by_the_holders_own_lead_is_its_own_restarts() {
     };
     assert_eq!(
         decide(&restart, 7, Some(&ahead), &AT),
-        take(ahead.high_water, MINE.generation + 1, false)
+        resume(ahead.high_water, MINE.generation + 1)
     );
     let refusal = Refusal::MarkAhead {
         mark: ahead.high_water,
@@ -373,6 +471,7 @@ fn a_heartbeat_is_judged_by_the_row_not_by_the_lock() {
 fn only_an_id_whose_holder_is_gone_is_retired() {
     let gone = Row {
         lease_until: NOW - 1,
+        absent_since: NOW - 1 - AT.lease_ms,
         ..row(OTHER)
     };
     assert_eq!(may_retire(Some(&gone), NOW), Ok(()));
@@ -420,10 +519,10 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
         same_label: true,
         ..row(MINE)
     };
-    let patient = |wanted| claimant(Some(MINE), wanted);
+    let patient = |wanted| from_disk(claimant(Some(MINE), wanted));
     let impatient = |wanted| Claimant {
         patient: false,
-        ..claimant(Some(MINE), wanted)
+        ..from_disk(claimant(Some(MINE), wanted))
     };
     for wanted in [Want::Configured(7), Want::Pinned(7)] {
         assert_eq!(
@@ -465,14 +564,30 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
             not: Some((7, Refusal::HeldByAnother { connected: true }))
         }
     );
-    // Once the session is gone, the restart takes its id back.
+    // Once the session is gone, the restart waits for a holder seen lately, then takes its
+    // id over.
     let ended = Row {
         connected: false,
         ..open
     };
     assert!(matches!(
         decide(&impatient(Want::Pinned(7)), 7, Some(&ended), &AT),
-        Decision::Take { node: 7, .. }
+        Decision::Refuse {
+            node: 7,
+            refusal: Refusal::HolderMayReturn { .. }
+        }
+    ));
+    let later = Bounds {
+        now: ended.absent_since + holder_may_return_ms(AT.lease_ms, MARGIN),
+        ..AT
+    };
+    assert!(matches!(
+        decide(&impatient(Want::Pinned(7)), 7, Some(&ended), &later),
+        Decision::Take {
+            node: 7,
+            own: false,
+            ..
+        }
     ));
 }
 
@@ -577,4 +692,41 @@ fn a_row_of_another_layout_is_a_stray_to_the_fleet_and_its_layout_still_refused(
     // Of two layouts with more rows than the claimant's, the one of the most.
     let two = [layout_rows("A", 2, 3, 100), layout_rows("A2", 4, 1, 190)];
     assert_eq!(check_layout(&two, "B"), Err(&two[1]));
+}
+
+/// A claim its holder released (its renewer stopped) is taken at once by a claimant from disk
+/// that started after a clean stop and has not met a running holder of its token: the holder's
+/// planned restart. A claimant that started otherwise (a crash, a copy of a running server) or
+/// that met the holder live waits for it, as for a claim not released.
+#[test]
+fn a_released_claim_is_taken_at_once_only_by_a_clean_start_that_met_no_holder() {
+    let released = Row {
+        released: true,
+        ..row(MINE)
+    };
+    let until = released.absent_since + holder_may_return_ms(AT.lease_ms, MARGIN);
+    let planned = from_disk(claimant(Some(MINE), Want::Configured(7)));
+    assert_eq!(
+        decide(&planned, 7, Some(&released), &AT),
+        take(released.high_water, MINE.generation + 1, false)
+    );
+    let waits = Decision::Refuse {
+        node: 7,
+        refusal: Refusal::HolderMayReturn { until },
+    };
+    let crashed = Claimant {
+        after_clean_stop: false,
+        ..planned
+    };
+    assert_eq!(decide(&crashed, 7, Some(&released), &AT), waits);
+    let met = Claimant {
+        met_holder: true,
+        ..planned
+    };
+    assert_eq!(decide(&met, 7, Some(&released), &AT), waits);
+    assert!(Refusal::HolderMayReturn { until }.met_holder());
+    assert!(Refusal::OpenSession.met_holder() && Refusal::CopyOfLiveHolder.met_holder());
+    assert!(!Refusal::HeldByAnother { connected: true }.met_holder());
+    // Not released: the planned restart's claimant waits too.
+    assert_eq!(decide(&planned, 7, Some(&row(MINE)), &AT), waits);
 }

@@ -18,7 +18,7 @@ use crate::issuer::{Issuer, Renewal};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::{GivenUp, HolderState};
-use crate::registry::table::{self, Request, Retirement, RowRead, Table};
+use crate::registry::table::{self, Lowering, RenewRequest, Request, Retirement, RowRead, Table};
 use crate::registry::{Bounds, LayoutRows, Row};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -172,7 +172,15 @@ impl Server {
             configured: Some(configured),
             registry: false,
         };
-        let start = Node::start(&found(file), settings, standby);
+        let start = Node::start(
+            &found(file),
+            settings,
+            standby,
+            Boot {
+                value: 0,
+                after_clean_stop: false,
+            },
+        );
         Server {
             configured,
             issuer: Issuer::start(&start),
@@ -493,6 +501,10 @@ struct RegRow {
     last_seen: i64,
     /// The data directory whose claim wrote it ([`Member::range`]; 0: none of the fleet's).
     by: u128,
+    /// The boot value its holder wrote with its claim and heartbeats (`None`: none).
+    boot: Option<u64>,
+    /// Released by its holder's renewer on its way out, not claimed or renewed since.
+    released: bool,
 }
 
 #[derive(Default)]
@@ -506,6 +518,9 @@ struct Registry {
     /// Its clock less real time (ms): another host's after a failover ([`Act::RegistryFailover`]).
     skew: i64,
     next_session: u64,
+    /// When its server last started (its clock): `pg_postmaster_start_time()`. A failover's
+    /// standby started long before, as far as the model knows.
+    started: i64,
 }
 
 impl Registry {
@@ -642,6 +657,8 @@ impl Table for Session<'_> {
             claimed_at: now,
             last_seen: now,
             by: 0,
+            boot: None,
+            released: false,
         });
         // A live row's mark moves by a millisecond at least, as `client::Sql` moves it.
         let moved = if row.retired {
@@ -666,10 +683,13 @@ impl Table for Session<'_> {
     }
 
     fn read_row(&mut self, node: u32) -> Result<Option<RowRead>, Failed> {
+        let started = self.registry.started;
         Ok(self.rows().get(&node).map(|r| RowRead {
-            row: row_of(node, r),
+            row: Row {
+                absent_since: r.last_seen.max(started),
+                ..row_of(node, r)
+            },
             label: r.label.clone(),
-            last_seen: r.last_seen,
         }))
     }
 
@@ -700,6 +720,8 @@ impl Table for Session<'_> {
                 claimed_at: now,
                 last_seen: now,
                 by,
+                boot: Some(request.boot),
+                released: false,
             },
         );
         Ok(())
@@ -709,16 +731,16 @@ impl Table for Session<'_> {
         &mut self,
         node: u32,
         identity: Identity,
-        lease_ms: i64,
-        high_water: i64,
-        _clock_offset_ms: i64,
+        renewal: &RenewRequest,
     ) -> Result<Option<i64>, Failed> {
         let now = self.now;
         Ok(self.live(node, identity).map(|r| {
             let before = r.high_water;
-            r.lease_until = now + lease_ms;
+            r.lease_until = now + renewal.lease_ms;
             r.last_seen = now;
-            r.high_water = r.high_water.max(high_water);
+            r.high_water = r.high_water.max(renewal.high_water);
+            r.boot = Some(renewal.boot);
+            r.released = false;
             before
         }))
     }
@@ -731,18 +753,24 @@ impl Table for Session<'_> {
             .map(|r| r.label.clone()))
     }
 
-    fn lower_mark(
+    fn release(
         &mut self,
         node: u32,
         claim: Identity,
-        from: i64,
-        mark: i64,
-    ) -> Result<bool, Failed> {
-        Ok(self
-            .live(node, claim)
-            .filter(|r| r.high_water == from && from != i64::MIN)
-            .map(|r| r.high_water = mark)
-            .is_some())
+        lower: Option<Lowering>,
+        covers: i64,
+    ) -> Result<Option<bool>, Failed> {
+        Ok(self.live(node, claim).map(|r| {
+            r.released = true;
+            let lowered = lower
+                .filter(|l| r.high_water == l.from && l.from != i64::MIN)
+                .map(|l| r.high_water = l.mark)
+                .is_some();
+            if !lowered {
+                r.high_water = r.high_water.max(covers);
+            }
+            lowered
+        }))
     }
 
     fn retire_row(&mut self, node: u32) -> Result<(), Failed> {
@@ -795,6 +823,11 @@ struct Member {
     /// The claim a promoted standby started under, its primary's ([`Act::Failover`]): the
     /// only claim its contacts may retire.
     inherited: Option<Identity>,
+    /// The data directory it is a copy of ([`Act::Copy`], [`Act::Failover`]: its origin's
+    /// [`Member::range`], or its origin's origin).
+    origin: Option<u128>,
+    /// Its last claim was refused as a copy of its claim's holder (`Refusal::found_a_copy`).
+    refused_as_copy: bool,
 }
 
 impl Member {
@@ -810,7 +843,27 @@ impl Member {
         tokens: u128,
         standby: bool,
     ) -> Member {
-        let start = Node::start(&found(file), settings, standby);
+        Member::started(layout, settings, file, id, tokens, standby, false)
+    }
+
+    /// [`Member::start_in`], `after_clean_stop` or not (a clean restart, or a crash).
+    fn started(
+        layout: Layout,
+        settings: Settings,
+        file: Option<Reservation>,
+        id: usize,
+        tokens: u128,
+        standby: bool,
+        after_clean_stop: bool,
+    ) -> Member {
+        // Each start draws a boot value none other has: its shared memory's.
+        static BOOTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let boot = BOOTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let boot = Boot {
+            value: boot,
+            after_clean_stop,
+        };
+        let start = Node::start(&found(file), settings, standby, boot);
         Member {
             settings,
             fenced: true,
@@ -833,13 +886,16 @@ impl Member {
             refused_for_layout: false,
             fresh_on_promotion: false,
             inherited: None,
+            origin: None,
+            refused_as_copy: false,
         }
     }
 
     /// The same server started again from its state file (a crash's or a clean restart's),
     /// its registry session left to the caller.
-    fn restarted(&self, s: usize) -> Member {
-        let mut m = Member::start_in(self.layout, self.settings, self.file, s, self.tokens, false);
+    fn restarted(&self, s: usize, after_clean_stop: bool) -> Member {
+        let (layout, settings, file, tokens) = (self.layout, self.settings, self.file, self.tokens);
+        let mut m = Member::started(layout, settings, file, s, tokens, false, after_clean_stop);
         m.fenced = self.fenced;
         m.fresh_on_promotion = self.fresh_on_promotion;
         m.link = self.link;
@@ -849,6 +905,7 @@ impl Member {
         m.label = self.label.clone();
         m.crashes = self.crashes;
         m.inherited = self.inherited;
+        m.origin = self.origin;
         m
     }
 
@@ -915,6 +972,10 @@ impl contact::Host for Host<'_> {
 
     fn retirement_pending(&mut self, given_up: Option<GivenUp>) {
         self.m.issuer.retirement_pending(given_up);
+    }
+
+    fn met_holder(&mut self) {
+        self.m.issuer.met_holder();
     }
 
     fn names(&mut self) -> contact::Names {
@@ -1033,6 +1094,32 @@ impl Fleet {
         let registry = &mut self.registry;
         let holders: BTreeMap<u32, Identity> =
             registry.rows.iter().map(|(&n, r)| (n, r.holder)).collect();
+        // Each live row's holder, the running server that wrote it if it still runs (the same
+        // data directory and shared memory), and its last contact (the registry's clock, or its
+        // start if later), before this contact.
+        let seen: BTreeMap<u32, (Identity, Option<usize>, i64, bool)> = registry
+            .rows
+            .iter()
+            .filter(|(_, r)| !r.retired)
+            .map(|(&n, r)| {
+                let running = self
+                    .members
+                    .iter()
+                    .position(|o| o.range == r.by && Some(o.issuer.node().boot) == r.boot);
+                let since = r.last_seen.max(registry.started);
+                (n, (r.holder, running, since, r.released))
+            })
+            .collect();
+        // Whether this member may take a released claim of its token at once, as the holder's
+        // planned restart does (FLEETS, *The rules that keep IDs unique*, its one exemption).
+        let (restarted_clean, token) = {
+            let node = self.members[s].issuer.node();
+            (
+                node.after_clean_stop && !node.met_holder,
+                node.claim.map(|c| c.token),
+            )
+        };
+        let registry_now = now + registry.skew;
         let m = &mut self.members[s];
         m.reached_at = now;
         // As the extension's `Holder::contact`: the skew the contact reads stays until the next
@@ -1092,13 +1179,32 @@ impl Fleet {
         match &contacted {
             Ok(contact::Contact::Refused { why, .. }) => {
                 m.refused_for_layout = *why == Refusal::OtherLayout;
+                m.refused_as_copy = why.found_a_copy();
             }
-            Ok(contact::Contact::Granted { .. }) => m.refused_for_layout = false,
+            Ok(contact::Contact::Granted { .. }) => {
+                m.refused_for_layout = false;
+                m.refused_as_copy = false;
+            }
             _ => {}
         }
         // As `Holder::show`: what a taken claim's lease is, for a successor to resume.
         if let Ok(contact::Contact::Granted { taken, .. }) = &contacted {
             m.issuer.taken(taken.lease.ends_at);
+            // A running holder keeps its id: no other server's claim takes it within a
+            // heartbeat interval and the clock margin of its holder's last contact (FLEETS,
+            // *The rules that keep IDs unique*).
+            // (Or of the registry's start, if later: no holder reaches a registry that is down.)
+            if let Some(&(holder, Some(o), last_seen, released)) = seen.get(&taken.node) {
+                let quiet = registry_now.saturating_sub(last_seen);
+                let may_return = crate::registry::holder_may_return_ms(LEASE, MARGIN);
+                let exempt = released && restarted_clean && token == Some(holder.token);
+                prop_assert!(
+                    holder == taken.identity || o == s || quiet >= may_return || exempt,
+                    "member {s} took node id {} from member {o}, which runs and was last seen \
+                     {quiet} ms ago (a running holder comes back within {may_return} ms)",
+                    taken.node
+                );
+            }
         }
         if let Some(old) = m.holder.retire_pending {
             self.given_up
@@ -1120,13 +1226,15 @@ impl Fleet {
         let reachable = self.registry.up && self.members[s].link;
         let m = &mut self.members[s];
         if let Some(released) = m.issuer.release() {
-            m.released = Some(released.mark);
+            if let Some(lower) = released.lower {
+                m.released = Some(lower.mark);
+            }
             if reachable {
                 // On a connection of its own (`holder.rs`'s `release_on_exit`).
                 let session = self.registry.new_session();
                 let mut table = Session::new(&mut self.registry, session, self.now, Commit::Done);
                 let (node, claim) = (released.node, released.claim);
-                table::release(&mut table, node, claim, released.from, released.mark)
+                table::release(&mut table, node, claim, released.lower, released.covers)
                     .expect("the registry is up");
                 self.registry.end_session(session);
             }
@@ -1324,6 +1432,9 @@ fn run_fleet(
     }
     // Every fault heals (clocks set right); the registry notices the dead sessions; time
     // passes lease by lease with every renewer turning.
+    if !fleet.registry.up {
+        fleet.registry.started = fleet.now + fleet.registry.skew;
+    }
     fleet.registry.up = true;
     fleet.registry.skew = 0;
     for m in &mut fleet.members {
@@ -1397,6 +1508,20 @@ fn run_fleet(
                     held_by_other || configured.is_none(),
                     "member {s} refused {configured:?}, held by no one"
                 );
+                // The refusal is true: a server told it is a copy is one, never the origin
+                // while a copy of it makes IDs under its id.
+                let copy_of_it_issues = fleet.members.iter().enumerate().find(|(_, other)| {
+                    other.origin == Some(m.range)
+                        && other.issuer.issuing()
+                        && Some(other.issuer.node().id) == configured
+                });
+                if let (true, Some((o, _))) = (m.refused_as_copy, copy_of_it_issues) {
+                    prop_assert!(
+                        false,
+                        "member {s} refused {configured:?} as a copy, while its copy, member \
+                         {o}, makes IDs under it"
+                    );
+                }
             }
             refusing => prop_assert!(false, "member {s} stranded: {refusing:?}"),
         }
@@ -1415,6 +1540,10 @@ fn row_of(node: u32, r: &RegRow) -> Row {
         lease_until: r.lease_until,
         connected: false,
         same_label: false,
+        boot: r.boot,
+        last_seen: r.last_seen,
+        absent_since: r.last_seen,
+        released: r.released,
     }
 }
 
@@ -1428,7 +1557,7 @@ impl Fleet {
             Act::Crash { s } => {
                 // Its registry session lives on until the registry notices.
                 self.session_gone(s);
-                self.members[s] = self.members[s].restarted(s);
+                self.members[s] = self.members[s].restarted(s, false);
                 self.members[s].crashes += 1;
             }
             Act::Release { s, restart } => {
@@ -1436,7 +1565,7 @@ impl Fleet {
                 if restart {
                     // A release that could not reach the registry leaves the mark a lease
                     // ahead, as a crash does.
-                    self.members[s] = self.members[s].restarted(s);
+                    self.members[s] = self.members[s].restarted(s, true);
                     self.members[s].crashes += 1;
                 }
             }
@@ -1445,6 +1574,8 @@ impl Fleet {
                 if !up {
                     // Every session ends with the registry's server.
                     self.registry.end_sessions_but(&[]);
+                } else if !self.registry.up {
+                    self.registry.started = self.now + self.registry.skew;
                 }
                 self.registry.up = up;
             }
@@ -1484,14 +1615,16 @@ impl Fleet {
                     claimed_at: now,
                     last_seen: now,
                     by: 0,
+                    boot: None,
+                    released: false,
                 });
             }
             Act::Stray => {}
             Act::Clock { s, offset } => self.members[s].offset = offset,
-            // In fenced mode only: in available mode the registry's mark lags its holder's IDs
-            // by up to a heartbeat (no ceiling), and a copy that claims while its origin is
-            // between sessions (a restart, its renewer's, the registry's) passes for the origin
-            // restarted and continues at that mark: the risk FLEETS names for available mode.
+            // A copy never passes for its running origin (it cannot prove it is that server),
+            // and waits for an origin seen lately to come back. In fenced mode only, for now:
+            // in available mode the registry's mark lags the holder's IDs by up to a heartbeat,
+            // and a copy that takes the id over once the origin is cut off starts at that mark.
             Act::Copy {
                 s,
                 from,
@@ -1506,6 +1639,7 @@ impl Fleet {
                 copy.fenced = origin.fenced;
                 copy.system = origin.system;
                 copy.range = range;
+                copy.origin = origin.origin.or(Some(origin.range));
                 copy.crashes = origin.crashes;
                 copy.offset = self.members[s].offset;
                 if same_label {
@@ -1541,6 +1675,7 @@ impl Fleet {
                 let mut standby = Member::start_in(layout, settings, file, s, range, true);
                 standby.fenced = fenced;
                 standby.range = range;
+                standby.origin = primary.origin.or(Some(primary.range));
                 standby.system = primary.system;
                 standby.crashes = primary.crashes;
                 standby.offset = self.members[s].offset;
@@ -1548,7 +1683,7 @@ impl Fleet {
                 standby.inherited = standby.issuer.node().claim;
                 self.members[s] = standby;
                 if fenced {
-                    self.members[from] = self.members[from].restarted(from);
+                    self.members[from] = self.members[from].restarted(from, false);
                     self.members[from].crashes += 1;
                 } else {
                     self.copies += 1;
@@ -1904,3 +2039,188 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
 }
 
 mod sim;
+
+/// Runs `acts` on a fleet of these settings, each act checked as the seeded simulation checks
+/// it, and panics with the act that failed.
+fn directed(configured: &[Option<u32>], fenced: bool, acts: &[Act]) -> Fleet {
+    let mut fleet = Fleet::new(configured, fenced);
+    for act in acts {
+        fleet
+            .act(act.clone())
+            .unwrap_or_else(|e| panic!("at {act:?}: {e}"));
+        fleet.keepalives();
+        fleet.rows_per_member().expect("one row per member");
+        fleet
+            .locks_name_their_holders()
+            .expect("locks name holders");
+    }
+    fleet
+}
+
+/// A copy carrying its origin's whole label (a cloned VM: cluster name, host name and port)
+/// waits while its origin's session is open; the origin's renewer then restarts (in fenced
+/// mode it releases and claims again), and the copy's next claim comes first. The copy cannot
+/// prove it is the running holder: it waits for it to come back, and the origin's new renewer,
+/// which can, takes its id again. The copy is then found out and never makes an ID under it.
+/// It used to take the id as "the holder restarted", and the origin was refused as "a copy".
+#[test]
+fn a_same_label_copy_never_wins_its_origins_renewer_restart() {
+    use Act::*;
+    let done = Commit::Done;
+    let mut acts = vec![
+        Turn { s: 0, commit: done },
+        Turn { s: 0, commit: done },
+        Call { s: 0, want: 10 },
+        Copy {
+            s: 1,
+            from: 0,
+            same_label: true,
+        },
+        Turn { s: 1, commit: done },
+        Release {
+            s: 0,
+            restart: false,
+        },
+        Turn { s: 1, commit: done },
+        Turn { s: 0, commit: done },
+        Turn { s: 0, commit: done },
+        Turn { s: 1, commit: done },
+    ];
+    for _ in 0..8 {
+        acts.extend([
+            Wait { ms: LEASE / 2 },
+            Turn { s: 1, commit: done },
+            Turn { s: 0, commit: done },
+            Call { s: 0, want: 10 },
+            Call { s: 1, want: 10 },
+        ]);
+    }
+    let fleet = directed(&[Some(0), None, None, None], true, &acts);
+    let (origin, copy) = (&fleet.members[0], &fleet.members[1]);
+    assert!(
+        origin.issuer.issuing() && origin.issuer.node().id == 0,
+        "the origin makes IDs under node id 0: {:?}",
+        origin.issuer.node().refusing
+    );
+    assert!(
+        !(copy.issuer.issuing() && copy.issuer.node().id == 0),
+        "the copy makes none under it"
+    );
+    run_fleet(&[Some(0), None, None, None], true, acts).expect("the end's checks hold");
+}
+
+/// A clone of a holder started while the registry restarts claims the moment the registry is
+/// back, before its origin's renewer has noticed its session gone. It cannot prove it is the
+/// running holder, and the origin was seen a moment ago: it waits, the origin reconnects at
+/// once and heartbeats, and the clone is found out (the origin's session is open) and given an
+/// id of its own. It used to take the origin's id as "the holder restarted".
+#[test]
+fn a_clone_started_during_a_registry_restart_never_takes_its_origins_id() {
+    use Act::*;
+    let done = Commit::Done;
+    let mut acts = vec![
+        Turn { s: 0, commit: done },
+        Turn { s: 0, commit: done },
+        Call { s: 0, want: 10 },
+        Registry { up: false },
+        Copy {
+            s: 1,
+            from: 0,
+            same_label: false,
+        },
+        Wait { ms: LEASE / 4 },
+        Registry { up: true },
+        Turn { s: 1, commit: done },
+        Turn { s: 1, commit: done },
+        Turn { s: 0, commit: done },
+        Turn { s: 1, commit: done },
+        Turn { s: 1, commit: done },
+    ];
+    for _ in 0..8 {
+        acts.extend([
+            Wait { ms: LEASE / 3 },
+            Turn { s: 0, commit: done },
+            Turn { s: 1, commit: done },
+            Call { s: 0, want: 10 },
+            Call { s: 1, want: 10 },
+        ]);
+    }
+    let fleet = directed(&[None, None, None, None], true, &acts);
+    let (origin, clone) = (&fleet.members[0], &fleet.members[1]);
+    assert!(
+        origin.issuer.issuing() && origin.issuer.node().id == 0,
+        "the origin keeps node id 0: {:?}",
+        origin.issuer.node().refusing
+    );
+    assert!(
+        clone.issuer.issuing() && clone.issuer.node().id != 0,
+        "the clone makes IDs under an id of its own: {:?} under {}",
+        clone.issuer.node().refusing,
+        clone.issuer.node().id
+    );
+    run_fleet(&[None, None, None, None], true, acts).expect("the end's checks hold");
+}
+
+/// A planned restart waits for nothing: the renewer's exit released the claim, the server
+/// starts after a clean stop, and its first claim takes the id back at once (under a token of
+/// its own), in both modes. A crash releases nothing: the restart cannot prove it is not a copy
+/// of a running holder, and waits until its old run has been silent a heartbeat interval and the
+/// clock margin.
+#[test]
+fn a_clean_restart_takes_its_released_claim_at_once_a_crash_waits() {
+    use Act::*;
+    let done = Commit::Done;
+    for fenced in [true, false] {
+        let start = [
+            Turn { s: 0, commit: done },
+            Turn { s: 0, commit: done },
+            Call { s: 0, want: 10 },
+        ];
+        let mut fleet = directed(&[Some(0), None, None, None], fenced, &start);
+        let token = fleet.members[0].issuer.node().claim.map(|c| c.token);
+        for act in [
+            Release {
+                s: 0,
+                restart: true,
+            },
+            Turn { s: 0, commit: done },
+            Turn { s: 0, commit: done },
+        ] {
+            fleet.act(act).expect("the act");
+        }
+        let node = *fleet.members[0].issuer.node();
+        assert!(
+            fleet.members[0].issuer.issuing() && node.id == 0,
+            "fenced {fenced}: the clean restart makes IDs under node id 0 at once: {:?}",
+            node.refusing
+        );
+        assert_ne!(
+            node.claim.map(|c| c.token),
+            token,
+            "under a token of its own"
+        );
+        fleet.act(Call { s: 0, want: 10 }).expect("IDs");
+        // A crash: refused until the old run has been silent long enough.
+        fleet.act(Crash { s: 0 }).expect("the crash");
+        fleet.act(Notice).expect("the registry notices");
+        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
+        assert_eq!(
+            fleet.members[0].issuer.node().refusing,
+            Refusing::ClaimRefused,
+            "fenced {fenced}: the crashed server waits"
+        );
+        fleet
+            .act(Wait {
+                ms: crate::registry::holder_may_return_ms(LEASE, MARGIN),
+            })
+            .expect("time");
+        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
+        fleet.act(Turn { s: 0, commit: done }).expect("the pin");
+        let node = fleet.members[0].issuer.node();
+        assert!(
+            fleet.members[0].issuer.issuing() && node.id == 0,
+            "fenced {fenced}: then takes its id back: {:?}",
+            node.refusing
+        );
+    }
+}
