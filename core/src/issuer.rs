@@ -282,9 +282,20 @@ impl Issuer {
         self.node.replay(&mut self.generator, record, configured)
     }
 
-    /// The registry decided a claim for this server (`Node::intend`): its intent.
-    pub fn intend(&mut self, taken: &Claim, fenced: bool) -> Durable {
-        self.node.intend(&mut self.generator, taken, fenced)
+    /// The registry decided a claim for this server (`Node::intend`): its intent, and the node
+    /// as it was before it, for [`Issuer::intent_unwritten`].
+    pub fn intend(&mut self, taken: &Claim, fenced: bool) -> (Durable, Node) {
+        let before = self.node;
+        (self.node.intend(&mut self.generator, taken, fenced), before)
+    }
+
+    /// The intent could not be written to the state file, so the registry's transaction of the
+    /// claim rolls back: the node is again as it was `before` ([`Issuer::intend`]). Else its
+    /// next claim would come from the intent's identity, a new token the registry never
+    /// recorded, and be refused as another server's; and a lost history would pass for found.
+    /// (The reservation the claim's floor raised stays raised: raising one is always safe.)
+    pub fn intent_unwritten(&mut self, before: Node) {
+        self.node = before;
     }
 
     /// The registry found this server a copy of its claim's holder (`Node::disown`).

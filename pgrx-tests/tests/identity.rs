@@ -179,7 +179,10 @@ fn a_restart_between_a_claim_and_its_pin_does_not_refuse_the_server_for_good() {
     assert_eq!(
         refusing(&server).as_deref(),
         Some("awaiting the registry claim"),
-        "no claim without its state file"
+        "no claim without its state file; the server's log:\n{}\nstats {}\nrow {}",
+        server.log(),
+        server.query_one::<String>("SELECT row_to_json(s)::text FROM snowflake_stats() s"),
+        registry.query_one::<String>("SELECT row_to_json(n)::text FROM snowflake_nodes n")
     );
     println!("the registry's generation meanwhile: {}", generation());
     server.stop();

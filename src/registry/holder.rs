@@ -404,7 +404,7 @@ impl contact::Host for Server {
     }
 
     fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failure> {
-        let durable = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        let (durable, before) = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
             issuer.intend(taken, fenced)
         });
         let role = self
@@ -412,6 +412,9 @@ impl contact::Host for Server {
             .as_ref()
             .expect("the writer's turn is held while a claim is asked");
         role.write_state_file(&durable).map_err(|e| {
+            self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                issuer.intent_unwritten(before);
+            });
             self.unwritten = Some(e.raw_os_error().unwrap_or(0));
             Failure {
                 message: format!("could not record the claim in the state file: {e}"),

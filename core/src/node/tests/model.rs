@@ -828,6 +828,9 @@ struct Member {
     origin: Option<u128>,
     /// Its last claim was refused as a copy of its claim's holder (`Refusal::found_a_copy`).
     refused_as_copy: bool,
+    /// Its state file cannot be written (a directory in the way of its temporary file, a
+    /// read-only disk): every claim's intent fails, and the registry's transaction with it.
+    unwritable: bool,
 }
 
 impl Member {
@@ -888,6 +891,7 @@ impl Member {
             inherited: None,
             origin: None,
             refused_as_copy: false,
+            unwritable: false,
         }
     }
 
@@ -953,7 +957,11 @@ impl contact::Host for Host<'_> {
     fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failed> {
         // A claim's floor may raise the reservation past a released mark: the new claim's
         // mark covers it, whether or not it commits.
-        let intent = self.m.issuer.intend(taken, fenced);
+        let (intent, before) = self.m.issuer.intend(taken, fenced);
+        if self.m.unwritable {
+            self.m.issuer.intent_unwritten(before);
+            return Err(Failed);
+        }
         self.m.released = None;
         self.m.write(&intent);
         Ok(())
@@ -2166,6 +2174,47 @@ fn a_clone_started_during_a_registry_restart_never_takes_its_origins_id() {
 /// its own), in both modes. A crash releases nothing: the restart cannot prove it is not a copy
 /// of a running holder, and waits until its old run has been silent a heartbeat interval and the
 /// clock margin.
+/// A clean restart whose state file cannot be written for a while (its temporary file's name
+/// taken by a directory): each claim's intent fails and the registry's transaction rolls back.
+/// Once the file can be written, the next claim is the same claimant's and takes the id back at
+/// once. The failed intent used to leave its new token in shared memory: the next claim came
+/// from a stranger, refused while the id's lease ran ("held by another server").
+#[test]
+fn a_claim_whose_intent_cannot_be_written_leaves_the_server_as_it_was() {
+    use Act::*;
+    let done = Commit::Done;
+    for fenced in [true, false] {
+        let start = [
+            Turn { s: 0, commit: done },
+            Turn { s: 0, commit: done },
+            Call { s: 0, want: 10 },
+            Release {
+                s: 0,
+                restart: true,
+            },
+        ];
+        let mut fleet = directed(&[Some(0), None], fenced, &start);
+        let before = *fleet.members[0].issuer.node();
+        fleet.members[0].unwritable = true;
+        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
+        assert_eq!(
+            *fleet.members[0].issuer.node(),
+            before,
+            "fenced {fenced}: the failed intent changed the server"
+        );
+        fleet.members[0].unwritable = false;
+        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
+        fleet.act(Turn { s: 0, commit: done }).expect("the pin");
+        let node = fleet.members[0].issuer.node();
+        assert!(
+            fleet.members[0].issuer.issuing() && node.id == 0,
+            "fenced {fenced}: the file writable again, the server takes its id back at once: \
+             {:?}",
+            node.refusing
+        );
+    }
+}
+
 #[test]
 fn a_clean_restart_takes_its_released_claim_at_once_a_crash_waits() {
     use Act::*;
