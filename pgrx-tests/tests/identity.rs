@@ -560,7 +560,8 @@ fn a_copy_with_its_origins_label_never_wins_its_origins_renewer_restart() {
 /// back. Every holder's session ended with the registry; the origin finds its own gone within
 /// a turn and reconnects at once, and the clone, which cannot prove it is the holder, waits for
 /// it (from the registry's start: the holder could not reach a registry that was down). The
-/// clone is then found a copy of a running holder and refused; the origin keeps its id. Before,
+/// clone is then found a copy of a running holder, forgets its token, and is refused as held by
+/// its origin; the origin keeps its id. Before,
 /// the origin reconnected only at its next heartbeat, the clone took the id as "the holder
 /// restarted" about a second after the registry came back, and both made IDs under it
 /// (available) or the origin was refused as "a copy" (fenced).
@@ -608,11 +609,20 @@ fn a_clone_started_during_a_registry_restart_never_takes_its_origins_id() {
                 origin.log()
             );
         }
+        // Found a copy once (and told so in its log), the clone forgets the origin's token:
+        // from then on it is refused as any other server would be, naming its origin.
+        assert!(
+            clone
+                .log()
+                .contains("this data directory is a copy of the server holding node id 7"),
+            "{mode}: the clone was never told it is a copy; its log:\n{}",
+            clone.log()
+        );
         let refused = next_id(&clone).expect_err("the clone refuses");
         snowflake_it::assert_error(
             &refused,
             "55000",
-            "this data directory is a copy of the server holding node id 7, \"origin (…",
+            "node id 7 is held by another server, \"origin (…",
             None,
             None,
         );
