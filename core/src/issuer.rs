@@ -50,6 +50,20 @@ pub struct Issuer {
     /// (`HolderState::retire_pending`), kept here so that a renewer's restart goes on trying
     /// (audit 3, R-a: it was forgotten, and the id never retired).
     retire_pending: Option<GivenUp>,
+    /// IDs made while the ceiling had given way (available mode: heartbeats failed for about a
+    /// lease, or between a release and the next claim): they may lie past the mark the registry holds,
+    /// where a later holder of the id may repeat them. Counted from `past_mark_from` (the
+    /// count of IDs issued when it gave way; `None`: bounded now) and summed in `past_mark`.
+    past_mark: u64,
+    past_mark_from: Option<u64>,
+}
+
+/// What a claim's intent changed, put back when it cannot be written
+/// ([`Issuer::intent_unwritten`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Before {
+    node: Node,
+    past_mark_from: Option<u64>,
 }
 
 /// Why a turn failed.
@@ -109,6 +123,26 @@ impl Issuer {
             last_failure: RenewalFailure::Io { errno: 0 },
             writer_pid: 0,
             retire_pending: None,
+            past_mark: 0,
+            past_mark_from: None,
+        }
+    }
+
+    /// How many IDs this server made while no ceiling bounded them in available mode
+    /// ([`Node::gives_way`]): IDs that may lie past the mark the registry holds for their
+    /// node id, available mode's one risk (`snowflake_stats().ids_past_mark`).
+    pub fn ids_past_mark(&self) -> u64 {
+        let issued = self.generator.stats().issued;
+        self.past_mark + self.past_mark_from.map_or(0, |from| issued - from)
+    }
+
+    /// The ceiling gives way (available mode), and the IDs made from now on are counted until
+    /// a heartbeat records a mark above them.
+    fn give_way(&mut self) {
+        if self.node.gives_way {
+            self.node.ceiling = i64::MAX;
+            self.past_mark_from
+                .get_or_insert(self.generator.stats().issued);
         }
     }
 
@@ -214,10 +248,11 @@ impl Issuer {
     /// The due renewal, for process `pid` (the renewer: `by_renewer`, or a backend standing in
     /// for it), if one is due and no turn is taken; capped at the fenced lease's ceiling.
     pub fn renewal_turn(&mut self, by_renewer: bool, pid: i32) -> Option<Turn> {
-        let until = self
-            .generator
-            .start_renewal(by_renewer)?
-            .min(self.node.ceiling);
+        let wanted = self.generator.start_renewal(by_renewer)?;
+        if wanted > self.node.ceiling {
+            self.give_way();
+        }
+        let until = wanted.min(self.node.ceiling);
         let fenced = until <= self.generator.reserved_until();
         Some(self.turn(until, fenced, pid))
     }
@@ -282,11 +317,17 @@ impl Issuer {
         self.node.replay(&mut self.generator, record, configured)
     }
 
-    /// The registry decided a claim for this server (`Node::intend`): its intent, and the node
-    /// as it was before it, for [`Issuer::intent_unwritten`].
-    pub fn intend(&mut self, taken: &Claim, fenced: bool) -> (Durable, Node) {
-        let before = self.node;
-        (self.node.intend(&mut self.generator, taken, fenced), before)
+    /// The registry decided a claim for this server (`Node::intend`): its intent, and the state
+    /// before it, for [`Issuer::intent_unwritten`]. The claim's ceiling bounds the IDs again.
+    pub fn intend(&mut self, taken: &Claim, fenced: bool) -> (Durable, Before) {
+        let before = Before {
+            node: self.node,
+            past_mark_from: self.past_mark_from,
+        };
+        let ceiling = self.node.ceiling;
+        let intent = self.node.intend(&mut self.generator, taken, fenced);
+        self.bounded_by(taken.lease.ceiling, ceiling);
+        (intent, before)
     }
 
     /// The intent could not be written to the state file, so the registry's transaction of the
@@ -294,8 +335,30 @@ impl Issuer {
     /// next claim would come from the intent's identity, a new token the registry never
     /// recorded, and be refused as another server's; and a lost history would pass for found.
     /// (The reservation the claim's floor raised stays raised: raising one is always safe.)
-    pub fn intent_unwritten(&mut self, before: Node) {
-        self.node = before;
+    pub fn intent_unwritten(&mut self, before: Before) {
+        self.node = before.node;
+        self.past_mark_from = before.past_mark_from;
+    }
+
+    /// A ceiling the registry recorded as the mark bounds the IDs again: those made past the
+    /// mark since the ceiling gave way are counted, unless the reservation already reaches past
+    /// this one too (read before more was made): then the ceiling stays given way, and they
+    /// are counted until a mark above them is recorded.
+    fn bounded_by(&mut self, ceiling: i64, given_way: i64) {
+        let Some(from) = self.past_mark_from else {
+            return;
+        };
+        if self
+            .generator
+            .issued_below()
+            .max(self.generator.reserved_until())
+            > ceiling
+        {
+            self.node.ceiling = given_way;
+        } else {
+            self.past_mark += self.generator.stats().issued - from;
+            self.past_mark_from = None;
+        }
     }
 
     /// The registry found this server a copy of its claim's holder (`Node::disown`).
@@ -310,8 +373,10 @@ impl Issuer {
 
     /// A heartbeat renewed the lease (`Node::lease_renewed`).
     pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
+        let ceiling = self.node.ceiling;
         self.node.lease_renewed(lease, fenced, before);
         self.registry.lease_ends_at = lease.ends_at;
+        self.bounded_by(lease.ceiling, ceiling);
     }
 
     /// The claim a restarted renewer may go on under (`Node::resumable`), with the lease its
@@ -341,12 +406,34 @@ impl Issuer {
 
     /// The renewer stops holding a fenced claim (`Node::release`).
     pub fn release(&mut self) -> Option<Release> {
-        self.node.release(&self.generator)
+        let release = self.node.release(&self.generator)?;
+        if release.lower.is_some() && self.node.gives_way {
+            self.past_mark_from
+                .get_or_insert(self.generator.stats().issued);
+        }
+        Some(release)
+    }
+
+    /// Whether the IDs made now are counted as past the mark ([`Issuer::ids_past_mark`]).
+    pub fn past_the_mark(&self) -> bool {
+        self.past_mark_from.is_some()
     }
 
     /// Says whether IDs may be made (`Node::publish`); returns whether that changed.
     pub fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) -> bool {
-        self.node.publish(holding, skewed, fenced, now)
+        let changed = self.node.publish(holding, skewed, fenced, now);
+        if fenced {
+            // Fenced mode counts nothing: it makes no ID without a grant.
+            if let Some(from) = self.past_mark_from.take() {
+                self.past_mark += self.generator.stats().issued - from;
+            }
+        } else if self.node.ceiling == i64::MAX {
+            // Available mode without a ceiling (switched from fenced mode without a grant):
+            // nothing bounds its IDs by a mark, so each is counted until a heartbeat's does.
+            self.past_mark_from
+                .get_or_insert(self.generator.stats().issued);
+        }
+        changed
     }
 
     /// The node and the durable reservation, as a contact reads them.

@@ -69,9 +69,15 @@ pub struct Node {
     /// The registry claim the node id is held under (`None`: no registry, or not claimed yet),
     /// written with every reservation.
     pub claim: Option<Identity>,
-    /// No reservation may reach past this (Unix ms): in fenced mode, the ceiling the registry
-    /// recorded for the lease; `i64::MAX` otherwise.
+    /// No reservation may reach past this (Unix ms): the ceiling the registry recorded with the
+    /// claim's last committed heartbeat (in either mode: the mark covers every ID made below
+    /// it); `i64::MAX`: none (no claim yet, or given way: [`Node::gives_way_at`]).
     pub ceiling: i64,
+    /// Available mode: the ceiling gives way to a reservation that reaches it (the holder's
+    /// heartbeats failed for about a lease, its clock stepped forward past it), and the IDs
+    /// made from then on, which may lie past the mark, are counted (`Issuer::ids_past_mark`)
+    /// until a heartbeat records a mark above them. Fenced mode refuses instead.
+    pub gives_way: bool,
     /// The server started as a standby and has not claimed a node id since (with
     /// `pg_snowflake.fresh_node_id_on_promotion`, its first claim takes a fresh one).
     pub started_as_standby: bool,
@@ -273,6 +279,7 @@ impl Node {
             history,
             claim,
             ceiling: i64::MAX,
+            gives_way: false,
             started_as_standby: standby,
             history_lost: *found == Found::Damaged,
             mark: None,
@@ -397,11 +404,7 @@ impl Node {
         generator.observe_reservation(taken.floor);
         self.claim = Some(taken.identity);
         self.mark = Some(taken.lease.ceiling);
-        self.ceiling = if fenced {
-            taken.lease.ceiling
-        } else {
-            i64::MAX
-        };
+        self.bound_by(&taken.lease, fenced);
         self.started_as_standby = false;
         self.history_lost = false;
         if self.refusing != Refusing::AwaitingOldStateFile {
@@ -436,8 +439,15 @@ impl Node {
     /// to the lease's ceiling: in fenced mode that ceiling bounds the reservations; the mark
     /// stays this claim's own only if `before` was (`registry::own_mark`).
     pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
-        self.ceiling = if fenced { lease.ceiling } else { i64::MAX };
+        self.bound_by(lease, fenced);
         self.mark = registry::own_mark(self.mark, before, lease.ceiling);
+    }
+
+    /// The lease's ceiling, which the registry recorded as the id's mark, bounds the
+    /// reservations in both modes; in available mode it gives way when one reaches it.
+    fn bound_by(&mut self, lease: &Lease, fenced: bool) {
+        self.ceiling = lease.ceiling;
+        self.gives_way = !fenced;
     }
 
     /// The claim a restarted renewer may resume without claiming again: one this server made
@@ -501,7 +511,10 @@ impl Node {
                 self.ceiling != i64::MAX && !generator.renewing() && mark != i64::MIN && mark < from
             })
             .map(|from| Lowering { from, mark });
-        if lower.is_some() {
+        // Fenced mode makes no ID past the mark it leaves; available mode goes on under its
+        // ceiling until the next claim (a renewer's restart takes a second), and counts what
+        // it makes from now on as past the mark (`Issuer::release`).
+        if lower.is_some() && !self.gives_way {
             self.ceiling = self.ceiling.min(mark);
         }
         Some(Release {
@@ -515,9 +528,18 @@ impl Node {
     /// Says whether IDs may be made, from the renewer's `holding` at monotonic `now`; returns
     /// whether that changed, or the ceiling was lifted (the callers waiting for it are then
     /// woken). A skewed clock refuses whatever is held; in `fenced` mode a lease that ran out
-    /// refuses too, while in available mode nothing caps the reservations. The pg_upgrade
-    /// marker is never overridden.
+    /// refuses too, while in available mode the ceiling gives way to a reservation that
+    /// reaches it instead (`Issuer::renewal_turn`). The pg_upgrade marker is never overridden.
     pub fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) -> bool {
+        // A switch of mode. To fenced: an available lease's ceiling is no grant (it gives way),
+        // so none is left. To available: the fenced ceiling gives way when a reservation
+        // reaches it; a server switched while the registry is out of reach hears no heartbeat
+        // to lift it, and must not be refused for good.
+        let switched = self.gives_way == fenced;
+        if fenced && self.gives_way {
+            self.ceiling = i64::MAX;
+        }
+        self.gives_way = !fenced;
         let refusing = match holding {
             Holding::Lost => Refusing::ClaimLost,
             _ if skewed => Refusing::ClockSkew,
@@ -526,24 +548,18 @@ impl Node {
                 Refusing::AwaitingClaim
             }
             Holding::Held { lease, .. } if fenced && !lease.runs_at(now) => Refusing::LeaseExpired,
-            // Switched from available mode since the last heartbeat: its reservations reach
-            // past the mark that heartbeat recorded, a takeover may start there, and nothing
-            // bounds them until a fenced heartbeat grants a ceiling (which covers them).
+            // Switched from available mode since the last heartbeat: its ceiling may have given
+            // way, its reservations past the mark that heartbeat recorded, where a takeover may
+            // start; nothing bounds them until a fenced heartbeat grants a ceiling (which
+            // covers them).
             Holding::Held { .. } if fenced && self.ceiling == i64::MAX => Refusing::AwaitingLease,
             Holding::Held { .. } => Refusing::Nothing,
         };
         if self.refusing == Refusing::AwaitingOldStateFile {
             return false;
         }
-        // Available mode caps nothing, from the first publication in it: a server switched
-        // from fenced mode while the registry is out of reach hears no heartbeat to lift the
-        // lease's ceiling, and refuses nothing before or after (audit 3, H4).
-        let uncapped = !fenced && self.ceiling != i64::MAX;
-        if uncapped {
-            self.ceiling = i64::MAX;
-        }
         if self.refusing == refusing {
-            return uncapped;
+            return switched;
         }
         self.refusing = refusing;
         true

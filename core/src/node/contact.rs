@@ -138,11 +138,9 @@ where
         return Ok(Contact::Skewed);
     }
     let (node, reserved) = host.state();
-    let high_water = if settings.fenced {
-        Lease::ceiling_for(sent, reserved, settings.lease_ms)
-    } else {
-        reserved
-    };
+    // In both modes the mark covers every ID the holder may make until the lease ends (the
+    // reservations stop at it until then), so that a later holder starts above them.
+    let high_water = Lease::ceiling_for(sent, reserved, settings.lease_ms);
     let Some(held) = holder.held else {
         let at = At {
             sent_mono,
@@ -229,11 +227,7 @@ where
         max_node: names.max_node,
         lease_ms: settings.lease_ms,
         high_water: at.high_water,
-        ahead_of_floor_ms: if settings.fenced {
-            settings.lease_ms
-        } else {
-            0
-        },
+        ahead_of_floor_ms: settings.lease_ms,
         clock_offset_ms: at.offset,
         margin_ms: settings.max_clock_skew_ms,
         recorded_node: recorded,

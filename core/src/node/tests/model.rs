@@ -970,6 +970,8 @@ impl contact::Host for Host<'_> {
     fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
         debug_assert_eq!(fenced, self.fenced);
         self.m.issuer.lease_renewed(lease, fenced, before);
+        // The heartbeat recorded a mark above the reservation: the release's is behind it.
+        self.m.released = None;
     }
 
     fn disown(&mut self) {
@@ -1281,43 +1283,24 @@ impl Fleet {
     fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {
         let now = self.now;
         let node = *self.members[s].issuer.node();
-        // Fenced mode makes no ID without a grant (FLEETS, *Fenced or available*): each ID lies
-        // below the mark the registry holds for the claim it was made under, so that whoever
-        // takes the id next starts above it — a switch to fenced mode while cut off included.
-        let granted = self.members[s]
-            .fenced
-            .then(|| node.claim.and_then(|claim| self.mark_of(node.id, claim)));
+        // Every ID lies below the mark the registry holds for the claim it was made under, so
+        // that whoever takes the id next starts above it (FLEETS, *The rules that keep IDs
+        // unique*): in fenced mode always (no ID without a grant), in available mode unless it
+        // was made while its ceiling had given way, counted (`Issuer::ids_past_mark`): the one
+        // exemption the rules grant, and the only IDs a later holder may repeat.
+        let granted = node.claim.and_then(|claim| self.mark_of(node.id, claim));
         let m = &mut self.members[s];
-        // Available mode makes IDs while cut off from the registry (FLEETS, *Fenced or
-        // available*: two servers under one id are "possible while one of them is cut off"):
-        // past its lease while the registry is out of reach, until it is reached again (so is a
-        // renewer's restart that outlasts the lease), and between sessions (its session ended
-        // by a registry restart or by the registry noticing it gone, its renewer restarting),
-        // when a copy of it may claim as the holder restarted, until its next contact.
-        // So are IDs made with its clock further off than the margin: stamped where the mark
-        // does not reach until the next contact refuses it, which a takeover during an outage
-        // may meet.
-        let session_open = m.session.is_some_and(|s| self.registry.open.contains(&s));
-        // And a holder whose renewer is late (no contact for a heartbeat's interval: the
-        // model's turns come when they come, a real renewer's every third of a lease): its
-        // IDs since lie past the mark its last heartbeat left, as a cut-off holder's do.
-        let late = now.saturating_sub(m.reached_at) > crate::registry::heartbeat_interval_ms(LEASE);
-        let cut_off = !m.fenced
-            && (!session_open
-                || late
-                || m.offset.abs() > MARGIN
-                || m.holder
-                    .held
-                    .map(|h| h.lease)
-                    .or(m.orphaned)
-                    .is_some_and(|lease| !lease.runs_at(now) && m.reached_at < lease.ends_at));
+        let counted_before = m.issuer.ids_past_mark();
         let mut file = m.file;
         let layout = m.layout;
         let ids = issue_in(&mut m.issuer, layout, now + m.offset, want, |durable| {
             file = Some(file_in(durable, layout));
         });
         m.file = file;
-        if let Some(mark) = m.released {
+        // Past its release's mark only in available mode, counted (FLEETS, *The rules that
+        // keep IDs unique*: the IDs made between a release and the next claim).
+        let counted = m.issuer.past_the_mark();
+        if let Some(mark) = m.released.filter(|_| !counted && !ids.is_empty()) {
             let until = m.issuer.generator().reserved_until();
             prop_assert!(
                 until <= mark,
@@ -1328,34 +1311,35 @@ impl Fleet {
         // take (`registry::MARK_AHEAD_SLACK_MS`: the lease, the clock margin and a minute), and
         // a lease more for each crash since (each resumes a lease past the last reservation).
         let bound = LEASE * (1 + m.crashes) + MARGIN + crate::registry::MARK_AHEAD_SLACK_MS;
+        let made = ids.len() as u64;
         for id in ids {
             let stamped = layout.id_unix_ms(id).expect("an ID of the layout");
-            if let Some(granted) = granted {
-                prop_assert!(
-                    granted.is_some_and(|mark| stamped < mark),
-                    "ID {id} of member {s}, fenced, stamped {stamped}: not below the mark the \
-                     registry holds for its claim ({granted:?})"
-                );
-            }
+            let mode = if m.fenced { "fenced" } else { "available" };
+            prop_assert!(
+                counted || granted.is_some_and(|mark| stamped < mark),
+                "ID {id} of member {s}, {mode}, stamped {stamped}: not below the mark the \
+                 registry holds for its claim ({granted:?}), and not counted as past it"
+            );
             prop_assert!(
                 stamped - now <= bound,
                 "ID {id} of member {s} stamped {} ms ahead of the registry's clock, past {bound}",
                 stamped - now
             );
-            // In available mode, an ID stamped further ahead of the registry's clock than the
-            // margin (a clock stepped forward, or the reservation it left that a restart
-            // resumes at) lies past the mark the registry recorded until a heartbeat reports
-            // it, with no ceiling to bound it: a takeover once its holder is cut off may meet
-            // it, the same risk.
-            let cut_off = cut_off || (!m.fenced && stamped - now > MARGIN);
-            if let Some(&(other, other_cut_off)) = self.issued.get(&id) {
+            if let Some(&(other, other_counted)) = self.issued.get(&id) {
                 prop_assert!(
-                    cut_off || other_cut_off,
-                    "ID {id} (node {}) issued by member {s} and member {other}, neither cut off",
+                    counted || other_counted,
+                    "ID {id} (node {}) issued by member {s} and member {other}, neither counted \
+                     as past the mark",
                     node.id
                 );
             }
-            self.issued.insert(id, (s, cut_off));
+            self.issued.insert(id, (s, counted));
+        }
+        if counted && made > 0 {
+            prop_assert!(
+                m.issuer.ids_past_mark() > counted_before,
+                "member {s} made {made} IDs past the mark, uncounted"
+            );
         }
         Ok(())
     }
@@ -1630,14 +1614,12 @@ impl Fleet {
             Act::Stray => {}
             Act::Clock { s, offset } => self.members[s].offset = offset,
             // A copy never passes for its running origin (it cannot prove it is that server),
-            // and waits for an origin seen lately to come back. In fenced mode only, for now:
-            // in available mode the registry's mark lags the holder's IDs by up to a heartbeat,
-            // and a copy that takes the id over once the origin is cut off starts at that mark.
+            // and waits for an origin seen lately to come back; in either mode.
             Act::Copy {
                 s,
                 from,
                 same_label,
-            } if s != from && self.members[from].fenced => {
+            } if s != from => {
                 // Server `s` is gone for good (its session left to the registry to notice).
                 self.session_gone(s);
                 let origin = &self.members[from];
@@ -2197,9 +2179,22 @@ fn a_claim_whose_intent_cannot_be_written_leaves_the_server_as_it_was() {
         let before = *fleet.members[0].issuer.node();
         fleet.members[0].unwritable = true;
         fleet.act(Turn { s: 0, commit: done }).expect("a claim");
+        let after = fleet.members[0].issuer.node();
         assert_eq!(
-            *fleet.members[0].issuer.node(),
-            before,
+            (
+                after.id,
+                after.claim,
+                after.history,
+                after.mark,
+                after.ceiling
+            ),
+            (
+                before.id,
+                before.claim,
+                before.history,
+                before.mark,
+                before.ceiling
+            ),
             "fenced {fenced}: the failed intent changed the server"
         );
         fleet.members[0].unwritable = false;
