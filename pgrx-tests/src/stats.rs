@@ -29,6 +29,7 @@ pub struct Stats {
     pub registry_generation: Option<i64>,
     pub lease_remaining_ms: Option<i64>,
     pub registry_clock_offset_ms: Option<i64>,
+    pub ids_past_mark: i64,
     /// `snowflake_registry()`'s node ids per state; None without a registry.
     pub registry_nodes: Option<BTreeMap<String, i64>>,
 }
@@ -41,7 +42,7 @@ pub fn stats(server: &Server, registry: bool) -> Stats {
             "SELECT node_id, ids_issued, last_issued, lead_ms, borrowed_ms, clock_regressions, \
              exhausted_ms, overload_waits, reservations, reserved_until, time_field_ends, \
              reservation_waits, renewal_failures, renewing, clock_jumps, refusing, \
-             registry_generation, lease_remaining_ms, registry_clock_offset_ms \
+             registry_generation, lease_remaining_ms, registry_clock_offset_ms, ids_past_mark \
              FROM snowflake_stats()",
             &[],
         )
@@ -79,6 +80,7 @@ pub fn stats(server: &Server, registry: bool) -> Stats {
         registry_generation: row.get(16),
         lease_remaining_ms: row.get(17),
         registry_clock_offset_ms: row.get(18),
+        ids_past_mark: row.get(19),
         registry_nodes,
     }
 }

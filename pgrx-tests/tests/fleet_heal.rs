@@ -11,6 +11,7 @@ use snowflake_it::registry::{
 };
 use snowflake_it::{describe, take_ids, wait_until, Proxy, Server};
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -451,4 +452,132 @@ fn a_server_switched_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
         ),
         "{refused}"
     );
+}
+
+/// Available mode's one risk, bounded and counted. A holds node id 652 in available mode
+/// (lease 3 s) and makes IDs without a pause; B, configured with 652 and refused, has a clock
+/// 5 s behind (its margin 6 s). While both are connected, A counts no ID past the mark. Then
+/// A's link to the registry is cut: A goes on making IDs, B takes 652 over once A has been
+/// silent a heartbeat interval and B's margin, and starts at the mark A's last heartbeat
+/// recorded. B may repeat only IDs A made after that heartbeat's lease had run out (the
+/// ceiling gave way), and never more than A counts in `snowflake_stats().ids_past_mark`.
+/// Before, available mode's mark was A's reservation at its last heartbeat: B started below
+/// IDs A made within that lease, and nothing counted them.
+#[test]
+fn a_takeover_in_available_mode_repeats_only_ids_made_past_the_mark_and_counted() {
+    let registry = registry_server("pastmarkregistry");
+    let link = Proxy::to(registry.port);
+    let available = "pg_snowflake.registry_mode = 'available'";
+    let a = Server::start(
+        "pastmarka",
+        member_config(&link.conninfo("postgres"), Some(652)).setting(available),
+    );
+    create_table(&a);
+    assert_eq!(claimed_node(&a), 652);
+    let b = Server::start(
+        "pastmarkb",
+        member_config(&registry.conninfo("postgres"), Some(652))
+            .setting(available)
+            .fake_clock("-5s")
+            .setting("pg_snowflake.max_clock_skew_ms = 6000"),
+    );
+    wait_until(Duration::from_secs(20), "B's refusal", || {
+        refusing(&b).as_deref() == Some("claim refused")
+    });
+    let past_mark = || a.query_one::<i64>("SELECT ids_past_mark FROM snowflake_stats()");
+
+    // A makes IDs without a pause from now until the end: connected for 3 s, then cut off.
+    let done = AtomicBool::new(false);
+    let (a_ids, b_ids, last_seen, connected_past) = thread::scope(|scope| {
+        let from_a = scope.spawn(|| {
+            let mut client = a.connect();
+            let (mut ids, mut error) = (vec![], None);
+            while !done.load(Ordering::Relaxed) {
+                match client.query(
+                    "SELECT snowflake_nextval() FROM generate_series(1, 1000)",
+                    &[],
+                ) {
+                    Ok(rows) => ids.extend(rows.iter().map(|row| row.get::<_, i64>(0))),
+                    Err(e) => {
+                        error = Some(describe(&e));
+                        break;
+                    }
+                }
+            }
+            (ids, error)
+        });
+        // A stops when this ends, a failed assertion's unwinding too (the scope waits for it).
+        let _stop_a = SetOnDrop(&done);
+        thread::sleep(Duration::from_secs(3));
+        let connected_past = past_mark();
+        link.cut();
+        let cut = Instant::now();
+        // A's last heartbeat: none passes the cut link.
+        let last_seen: i64 = registry.query_one(
+            "SELECT (extract(epoch FROM last_seen) * 1000)::bigint FROM snowflake_nodes \
+             WHERE node_id = 652",
+        );
+        let took = claimed_within(&b, Duration::from_secs(25))
+            .unwrap_or_else(|said| panic!("B never took 652 over: {said}"));
+        assert_eq!(took, 652);
+        println!("B took 652 over {:?} after the cut", cut.elapsed());
+        let (b_ids, b_error) = ids_until(&b, Instant::now() + Duration::from_secs(3));
+        done.store(true, Ordering::Relaxed);
+        assert_eq!(b_error, None, "B, the holder, refused");
+        let (a_ids, a_error) = from_a.join().unwrap();
+        assert_eq!(a_error, None, "A, available, refused while cut off");
+        (a_ids, b_ids, last_seen, connected_past)
+    });
+    assert_eq!(
+        connected_past, 0,
+        "A counted IDs past the mark while connected to the registry"
+    );
+    let b_set: HashSet<i64> = b_ids.iter().copied().collect();
+    let repeated: Vec<i64> = a_ids
+        .iter()
+        .copied()
+        .filter(|id| b_set.contains(id))
+        .collect();
+    // Within the lease (less 100 ms for the heartbeat's way to the registry): stamped below it.
+    let lease_end = last_seen + LEASE_MS - 100;
+    let within_lease: i64 = a
+        .connect()
+        .query_one(
+            "SELECT count(*) FROM unnest($1::int8[]) AS id \
+             WHERE extract(epoch FROM snowflake_timestamp(id)) * 1000 < $2::int8",
+            &[&repeated, &lease_end],
+        )
+        .unwrap()
+        .get(0);
+    println!(
+        "A made {} IDs, B {} after its takeover; {} made by both, {within_lease} of them \
+         stamped within the lease of A's last heartbeat (seen at {last_seen}, Unix ms)",
+        a_ids.len(),
+        b_ids.len(),
+        repeated.len()
+    );
+    assert_eq!(
+        within_lease,
+        0,
+        "B repeated {within_lease} IDs A made within the lease of its last heartbeat; the \
+         registry:\n{}",
+        registry_rows(&registry)
+    );
+    let counted = past_mark();
+    println!("A counts {counted} IDs past the mark");
+    assert!(
+        repeated.len() as i64 <= counted,
+        "B repeated {} of A's IDs, more than the {counted} A counts as past the mark",
+        repeated.len()
+    );
+    assert!(counted > 0, "A, cut off past its lease, counted nothing");
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }

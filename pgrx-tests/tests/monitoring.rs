@@ -124,6 +124,7 @@ fn expected(s: &Stats) -> BTreeMap<Series, Option<f64>> {
             s.renewal_failures as f64,
         ),
         ("pg_snowflake_clock_jumps_total", s.clock_jumps as f64),
+        ("pg_snowflake_ids_past_mark_total", s.ids_past_mark as f64),
         ("pg_snowflake_renewing", f64::from(u8::from(s.renewing))),
         (
             "pg_snowflake_time_field_end_timestamp_seconds",
@@ -359,6 +360,7 @@ fn every_metric_of_the_queries_file_has_an_expectation_here() {
         registry_generation: None,
         lease_remaining_ms: None,
         registry_clock_offset_ms: None,
+        ids_past_mark: 0,
         registry_nodes: None,
     };
     let here: BTreeSet<&str> = expected(&stats).keys().map(|(name, _)| *name).collect();

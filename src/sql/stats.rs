@@ -34,6 +34,7 @@ fn snowflake_stats() -> TableIterator<
         name!(registry_generation, Option<i64>),
         name!(lease_remaining_ms, Option<i64>),
         name!(registry_clock_offset_ms, Option<i64>),
+        name!(ids_past_mark, i64),
     ),
 > {
     let issuer = shmem::get().or_report().snapshot();
@@ -66,6 +67,7 @@ fn snowflake_stats() -> TableIterator<
         (registry && status.lease_ends_at > i64::MIN)
             .then(|| (status.lease_ends_at - SystemClock.monotonic()).max(0)),
         (registry && status.last_contact > i64::MIN).then_some(status.clock_offset_ms),
+        issuer.ids_past_mark() as i64,
     ))
 }
 
