@@ -383,6 +383,7 @@ impl Node {
             boot: self.boot,
             after_clean_stop: self.after_clean_stop,
             met_holder: self.met_holder,
+            mark: self.mark,
         };
         (claimant, recorded)
     }

@@ -63,6 +63,9 @@ pub struct Claimant {
     /// its token, and takes no released row at once (the release may be that server's renewer
     /// restarting).
     pub met_holder: bool,
+    /// The registry's mark as its claim last wrote it, while no one else has raised it
+    /// (`node::Node::mark`); `None`: not known.
+    pub mark: Option<i64>,
 }
 
 /// Who holds a node id: the owner token and the generation of its claim.
@@ -459,7 +462,26 @@ fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> 
         // written before the registry's commit (`node::Node::intend`), which did not commit; or
         // did, unseen (a time-out), and then the row names it. Either way it claims the row's
         // next generation, so that intents that keep failing never run ahead of the row.
-        Some(_) if own.is_some() && proven => taken(true),
+        //
+        // And when the row is still as its claim left it (the same claim, the mark it wrote),
+        // the claim is asked again, its answer lost: no other server's IDs lie above the floor
+        // it was granted, which its reservation reaches (`node::Node::intend`), so it takes the
+        // id again from there, not a lease past the mark the lost answer recorded (answers lost
+        // in a row each moved its IDs a lease ahead of the clock, until a claim found the mark
+        // too far ahead and refused it).
+        Some(me) if own.is_some() && proven => {
+            let unchanged = me == row.holder && claimant.mark == Some(row.high_water);
+            Ok(Taken {
+                floor: if unchanged {
+                    claimant.reserved
+                } else {
+                    row.high_water
+                },
+                generation: next,
+                recycled: false,
+                own: true,
+            })
+        }
         Some(_) if same_token && own.is_none() => Err(Refusal::StaleCopy),
         // The row's claim, from disk: the holder restarted, a copy of it, or a standby promoted
         // in its place. Released by its holder (its renewer stopped), and this claimant
@@ -678,6 +700,17 @@ pub fn hosts(host: Option<&str>, hostaddr: Option<&str>, port: Option<&str>) -> 
             })
             .collect(),
     )
+}
+
+/// How long one exchange with the registry may take at most (ms), whatever the lease.
+pub const EXCHANGE_TIMEOUT_MS: i64 = 5_000;
+
+/// How long a holder of a lease of `lease_ms` gives one exchange with the registry (a
+/// heartbeat, a claim, a connection) before it gives up on it (ms): a third of the lease, from
+/// half a second to [`EXCHANGE_TIMEOUT_MS`], so that a registry that hangs (stopped, not down)
+/// is given up in time to renew the lease on the next try.
+pub fn exchange_deadline_ms(lease_ms: i64) -> i64 {
+    (lease_ms / 3).clamp(500, EXCHANGE_TIMEOUT_MS)
 }
 
 /// How often the holder renews a lease of `lease_ms`: three times per lease, so two heartbeats

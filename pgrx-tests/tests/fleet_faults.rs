@@ -11,7 +11,7 @@
 //! own that drops every packet of one connection.
 
 use snowflake_it::registry::{
-    claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, next_id,
+    claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, next_id, refusing,
     registry_rows, registry_server, VacantPort, LEASE_MS,
 };
 use snowflake_it::{assert_error, describe, take_ids, wait_until, Proxy, Server};
@@ -565,7 +565,7 @@ fn a_holder_whose_link_froze_before_it_died_frees_its_node_id_within_seconds() {
 /// so that its claim writes its intent on that disk while the claim's transaction holds the
 /// registry table's lock, which every heartbeat waits for. A healthy fenced member beside it
 /// makes IDs through three leases of it without a refusal: the registry ends the stuck claim
-/// once it has been idle for a quarter of the lease (its log says so), and the heartbeats
+/// once it has been idle for half a heartbeat's deadline (its log says so), and the heartbeats
 /// behind it pass. The slow member claims its id again once its disk is fast. Before the fix
 /// the healthy member's heartbeats waited behind the lock until its lease ran out (the audit:
 /// refused from 3.9 s to 31 s after the slow claim began, with 15 s fsyncs).
@@ -614,6 +614,75 @@ fn a_slow_disk_in_one_members_claim_never_stops_the_others() {
             .unwrap_or_else(|said| panic!("the slow member, its disk fast again: {said}")),
         2
     );
+}
+
+/// A heartbeat never times out behind a claim. Two fenced members under the shipped lease of
+/// 30 s (a heartbeat every 10 s, its exchange deadline 5 s); the slow one's disk turns slow
+/// (every fsync 12 s) and its renewer is restarted about a second before the healthy member's
+/// next heartbeat, so that its claim stalls on its intent under the registry table's lock just
+/// as that heartbeat queues for it. Twice. The registry ends each stalled claim once it has been
+/// idle half a heartbeat's deadline (2.5 s), so the heartbeat behind it never times out. Before,
+/// the idle limit was a quarter of the lease (7.5 s), past the 5 s deadline: the heartbeat timed
+/// out ("could not reach the pg_snowflake registry: timed out"), and three in a row would have
+/// stopped the member.
+#[test]
+fn a_heartbeat_behind_a_stalled_claim_never_times_out_under_the_shipped_lease() {
+    let registry = registry_server("j4registry");
+    let conninfo = registry.conninfo("postgres");
+    let shipped = "pg_snowflake.registry_lease_ms = 30000";
+    let healthy = Server::start(
+        "j4healthy",
+        member_config(&conninfo, Some(1)).setting(shipped),
+    );
+    healthy.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&healthy), 1);
+    let slow = Server::start(
+        "j4slow",
+        member_config(&conninfo, Some(2))
+            .setting(shipped)
+            .slow_disk(),
+    );
+    assert_eq!(claimed_node(&slow), 2);
+    let (healthy_log, registry_log) = (healthy.log().len(), registry.log().len());
+    let last_seen = || -> String {
+        registry.query_one("SELECT last_seen::text FROM snowflake_nodes WHERE node_id = 1")
+    };
+
+    slow.set_fsync_delay_ms(12_000);
+    for _ in 0..2 {
+        // The healthy member's heartbeat lands; its next is due 10 s later.
+        let seen = last_seen();
+        wait_until(
+            Duration::from_secs(15),
+            "the healthy member's heartbeat",
+            || last_seen() != seen,
+        );
+        thread::sleep(Duration::from_millis(7_800));
+        let old = *slow.renewer_pids().first().expect("a renewer runs");
+        slow.as_postgres(&format!("kill -TERM {old}"));
+        // The restarted renewer's claim stalls from about 9 s to its end; the heartbeat at 10 s
+        // waits for it and gives up 5 s later if nothing ends the claim first.
+        thread::sleep(Duration::from_secs(10));
+    }
+    let timed_out = log_lines_since(&healthy, healthy_log, "could not reach the pg_snowflake");
+    let ended = log_lines_since(&registry, registry_log, "idle-in-transaction");
+    slow.set_fsync_delay_ms(0);
+    println!(
+        "of two claims stalled before the healthy member's heartbeat, the registry ended {}; \
+         the healthy member's heartbeats timed out {} times",
+        ended.len(),
+        timed_out.len()
+    );
+    assert!(
+        !ended.is_empty(),
+        "no stalled claim was ended (did the slow member claim?); its log:\n{}",
+        slow.log()
+    );
+    assert!(
+        timed_out.is_empty(),
+        "the healthy member's heartbeats timed out behind stalled claims: {timed_out:?}"
+    );
+    assert_eq!(refusing(&healthy), None, "the healthy member refuses");
 }
 
 /// Audit 3, P2. A fenced holder of node id 11 reaches the registry through a proxy, which then

@@ -15,9 +15,9 @@ use snowflake_core::registry::{self, Identity, LayoutRows, Row, Token};
 
 /// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
 const KEY: &str = "1936617335";
-/// How long one exchange with the registry may take (ms), at most: a holder's exchanges take
-/// at most a third of its lease (`holder.rs`).
-pub const TIMEOUT_MS: i64 = 5_000;
+/// How long one exchange with the registry may take (ms), at most (a holder's take less:
+/// `registry::exchange_deadline_ms`).
+pub const TIMEOUT_MS: i64 = registry::EXCHANGE_TIMEOUT_MS;
 
 /// The table, made by `snowflake_registry_create()`.
 pub const CREATE: &str = "

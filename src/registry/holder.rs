@@ -135,9 +135,7 @@ impl Holder {
             Some(conn) if conn.is_ok() => conn,
             _ => {
                 self.state.new_session();
-                // An exchange may take a third of the lease: a registry that hangs (stopped,
-                // not down) is given up in time to renew the lease on the next try.
-                let timeout = (settings.lease_ms / 3).clamp(500, client::TIMEOUT_MS);
+                let timeout = registry::exchange_deadline_ms(settings.lease_ms);
                 let (conn, host) = Conn::connect_from(&self.conninfo, timeout, self.host)?;
                 self.host = host;
                 client::keep_alive(&conn, settings.lease_ms)?;

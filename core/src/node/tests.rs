@@ -370,6 +370,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 boot: BOOT.value,
                 after_clean_stop: true,
                 met_holder: false,
+                mark: None,
             },
             Some(2)
         )
@@ -392,6 +393,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 boot: BOOT.value,
                 after_clean_stop: true,
                 met_holder: false,
+                mark: None,
             },
             None
         )

@@ -7,30 +7,33 @@
 //! procedure that ships.
 
 use super::{
-    beat, check_layout, decide, is_free, may_retire, vouched, Beat, Bounds, Claimant, Decision,
-    Identity, LayoutRows, Refusal, Row, Unretirable, Want,
+    beat, check_layout, decide, exchange_deadline_ms, is_free, may_retire, vouched, Beat, Bounds,
+    Claimant, Decision, Identity, LayoutRows, Refusal, Row, Unretirable, Want,
 };
 
 /// How many free ids a claim of any id tries, lowest first, before it says none is free.
 pub const FRESH_CANDIDATES: usize = 64;
 
 /// How long a claim's transaction may stay idle on the registry (ms) under a lease of
-/// `lease_ms`: a quarter of it, at least 250 ms. The claim holds the table's lock, which every
-/// heartbeat waits for; a claimant's intent is written between its statements (a state file
-/// and its directory fsynced: milliseconds on a healthy disk), so a disk that stalls, or a link
-/// that froze, would hold every member's heartbeats until their leases ran out (audit 3, H3:
-/// 27 s of refusals fleet-wide for one disk's 15 s fsyncs; for good if it hangs). Ended past
-/// this, the claim is not committed; its intent, once written, is accepted by the next claim
-/// (`judge`: the generation it recorded or the row's). A heartbeat waits at most this long
-/// behind a claim, less than the exchange's deadline (a third of the lease), and a holder
-/// heartbeats three times a lease: no lease runs out for it.
+/// `lease_ms`: half a heartbeat's exchange deadline ([`exchange_deadline_ms`]), at least 250 ms.
+/// The claim holds the table's lock, which every heartbeat waits for; a claimant's intent is
+/// written between its statements (a state file and its directory fsynced: milliseconds on a
+/// healthy disk), so a disk that stalls, or a link that froze, would hold every member's
+/// heartbeats until their leases ran out (15 s fsyncs on one member's disk refused IDs
+/// fleet-wide for 27 s; for good if the disk hangs). Ended past this, the claim is not
+/// committed; its intent, once written, is accepted by the next claim (`judge`: the generation
+/// it recorded or the row's). A heartbeat waits at most this long behind one stalled claim,
+/// half its own deadline, so it never times out behind one (a quarter of the lease did, past
+/// 5 s, for leases over 20 s); and a holder heartbeats three times a lease: no lease runs out
+/// for it. Members of one fleet share the lease.
 pub fn idle_limit_ms(lease_ms: i64) -> i64 {
-    (lease_ms / 4).max(250)
+    (exchange_deadline_ms(lease_ms) / 2).max(250)
 }
 
 /// The same for a retirement, whose transaction does nothing between its statements but wait
-/// for the registry: a frozen link's bound.
-const RETIRE_IDLE_LIMIT_MS: i64 = 5_000;
+/// for the registry's answers: half the shortest exchange deadline, so that a frozen link under
+/// a retirement never makes a heartbeat behind it time out.
+const RETIRE_IDLE_LIMIT_MS: i64 = 250;
 
 /// What a server tells the registry with a claim.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -54,6 +54,7 @@ fn claimant(identity: Option<Identity>, wanted: Want) -> Claimant {
         boot: BOOT,
         after_clean_stop: true,
         met_holder: false,
+        mark: None,
     }
 }
 
@@ -103,6 +104,49 @@ fn the_running_holder_continues_its_own_id_above_the_mark_under_its_token() {
     let me = claimant(Some(MINE), Want::Configured(7));
     let row = row(MINE);
     assert_eq!(decide(&me, 7, Some(&row), &AT), resume(NOW - 1_000, 5));
+}
+
+/// A claim asked again because its answer was lost (the row names it, with the mark it wrote)
+/// is taken again from where its reservation reaches, not from that mark: answers lost in a row
+/// leave the IDs where they were. Anything else that moved the row (another's raise, a
+/// heartbeat since, another generation, a claimant from disk) makes the mark the floor.
+#[test]
+fn a_claim_asked_again_after_its_answer_was_lost_starts_where_it_was_granted() {
+    let row = row(MINE);
+    let asked_again = Claimant {
+        reserved: NOW - 20_000,
+        mark: Some(row.high_water),
+        ..claimant(Some(MINE), Want::Configured(7))
+    };
+    assert_eq!(
+        decide(&asked_again, 7, Some(&row), &AT),
+        resume(NOW - 20_000, 5)
+    );
+    let raised = Claimant {
+        mark: Some(row.high_water - 1),
+        ..asked_again
+    };
+    assert_eq!(decide(&raised, 7, Some(&row), &AT), resume(NOW - 1_000, 5));
+    let unknown = Claimant {
+        mark: None,
+        ..asked_again
+    };
+    assert_eq!(decide(&unknown, 7, Some(&row), &AT), resume(NOW - 1_000, 5));
+    let intent_ahead = Claimant {
+        identity: Some(Identity {
+            generation: MINE.generation + 1,
+            ..MINE
+        }),
+        ..asked_again
+    };
+    assert_eq!(
+        decide(&intent_ahead, 7, Some(&row), &AT),
+        resume(NOW - 1_000, 5)
+    );
+    assert_ne!(
+        decide(&from_disk(asked_again), 7, Some(&row), &AT),
+        resume(NOW - 20_000, 5)
+    );
 }
 
 /// A claimant with the row's claim but not the holder's shared memory (a restart from disk, a

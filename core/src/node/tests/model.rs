@@ -19,8 +19,9 @@ use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::{GivenUp, HolderState};
 use crate::registry::table::{self, Lowering, RenewRequest, Request, Retirement, RowRead, Table};
-use crate::registry::{Bounds, LayoutRows, Row};
+use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
 use proptest::prelude::*;
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 const L: Layout = DEFAULT_LAYOUT;
@@ -429,6 +430,11 @@ enum Act {
     /// its renewer's next turn publishes what the new mode lets it do (before its contact,
     /// which may not reach the registry).
     Mode { s: usize, fenced: bool },
+    /// Server `s`'s disk turns slow (every fsync outlasts the time a claim may stay idle on the
+    /// registry), or fast again: each claim it makes stalls on writing its intent while its
+    /// transaction holds the registry table's lock, until the registry ends the transaction;
+    /// the intent is written once the fsync returns, after the claim failed.
+    Stall { s: usize, slow: bool },
 }
 
 /// The layout of [`Act::Foreign`]'s server: 9 bits of node id and 13 of sequence, so that its
@@ -484,6 +490,7 @@ fn act() -> impl Strategy<Value = Act> {
         1 => prop_oneof![Just(0i64), Just(MARGIN / 2), Just(-MARGIN / 2), Just(3 * MARGIN)]
             .prop_map(|skew| Act::RegistryFailover { skew }),
         1 => (0..SERVERS, any::<bool>()).prop_map(|(s, fenced)| Act::Mode { s, fenced }),
+        1 => (0..SERVERS, any::<bool>()).prop_map(|(s, slow)| Act::Stall { s, slow }),
     ]
 }
 
@@ -521,6 +528,10 @@ struct Registry {
     /// When its server last started (its clock): `pg_postmaster_start_time()`. A failover's
     /// standby started long before, as far as the model knows.
     started: i64,
+    /// The stalled claims that hold or wait for the table's lock ([`Act::Stall`]), in the
+    /// lock's queue: whose (its data directory, [`Member::range`]), and until when (the
+    /// registry's clock) it holds the lock before the registry ends it for being idle.
+    locked: Vec<(u128, i64)>,
 }
 
 impl Registry {
@@ -539,6 +550,8 @@ impl Registry {
     fn end_sessions_but(&mut self, kept: &[u64]) {
         self.locks.retain(|_, session| kept.contains(session));
         self.open.retain(|session| kept.contains(session));
+        // A stalled claim's session is never one kept (its server waits on its disk).
+        self.locked.clear();
     }
 }
 
@@ -557,11 +570,22 @@ struct Session<'a> {
     by: u128,
     /// The rows as the open transaction wrote them (`None`: no transaction open).
     pending: Option<BTreeMap<u32, RegRow>>,
+    /// How long the open transaction may stay idle on the registry (`Table::begin`).
+    idle_limit_ms: i64,
+    /// The claimant's disk stalled on its intent ([`Act::Stall`]): the registry ends the
+    /// transaction once it has been idle its idle limit, and its COMMIT fails.
+    stalled: &'a Cell<bool>,
 }
 
 impl<'a> Session<'a> {
     /// A session at real time `now` (its clock is the registry's: `now` and its skew).
-    fn new(registry: &'a mut Registry, session: u64, now: i64, commit: Commit) -> Session<'a> {
+    fn new(
+        registry: &'a mut Registry,
+        session: u64,
+        now: i64,
+        commit: Commit,
+        stalled: &'a Cell<bool>,
+    ) -> Session<'a> {
         Session {
             now: now + registry.skew,
             registry,
@@ -569,6 +593,8 @@ impl<'a> Session<'a> {
             commit,
             by: 0,
             pending: None,
+            idle_limit_ms: 0,
+            stalled,
         }
     }
 
@@ -586,13 +612,26 @@ impl<'a> Session<'a> {
 impl Table for Session<'_> {
     type Failure = Failed;
 
-    fn begin(&mut self, _idle_limit_ms: i64) -> Result<(), Failed> {
+    fn begin(&mut self, idle_limit_ms: i64) -> Result<(), Failed> {
         self.pending = Some(self.registry.rows.clone());
+        self.idle_limit_ms = idle_limit_ms;
         Ok(())
     }
 
     fn commit(&mut self) -> Result<(), Failed> {
         let written = self.pending.take().expect("a transaction");
+        if self.stalled.get() {
+            // The table stays locked until the registry ends the idle transaction (which took
+            // the lock once the claims ahead of it in the queue were ended).
+            let start = self
+                .registry
+                .locked
+                .last()
+                .map_or(self.now, |&(_, until)| until);
+            let until = start.max(self.now) + self.idle_limit_ms;
+            self.registry.locked.push((self.by, until));
+            return Err(Failed);
+        }
         match self.commit {
             Commit::Done => {
                 self.registry.rows = written;
@@ -831,6 +870,8 @@ struct Member {
     /// Its state file cannot be written (a directory in the way of its temporary file, a
     /// read-only disk): every claim's intent fails, and the registry's transaction with it.
     unwritable: bool,
+    /// Its disk is slow ([`Act::Stall`]): kept across restarts (the same disk).
+    slow_disk: bool,
 }
 
 impl Member {
@@ -892,6 +933,7 @@ impl Member {
             origin: None,
             refused_as_copy: false,
             unwritable: false,
+            slow_disk: false,
         }
     }
 
@@ -910,6 +952,7 @@ impl Member {
         m.crashes = self.crashes;
         m.inherited = self.inherited;
         m.origin = self.origin;
+        m.slow_disk = self.slow_disk;
         m
     }
 
@@ -929,6 +972,8 @@ struct Host<'a> {
     m: &'a mut Member,
     now: i64,
     fenced: bool,
+    /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
+    stalled: &'a Cell<bool>,
 }
 
 impl contact::Host for Host<'_> {
@@ -964,6 +1009,7 @@ impl contact::Host for Host<'_> {
         }
         self.m.released = None;
         self.m.write(&intent);
+        self.stalled.set(self.m.slow_disk);
         Ok(())
     }
 
@@ -1020,6 +1066,8 @@ struct Fleet {
     /// The mark each claim's row held when last seen naming it: what the registry knows of
     /// that claim's IDs after another has taken its id.
     marks: HashMap<(u128, i64), i64>,
+    /// Every member's `pg_snowflake.registry_lease_ms` ([`LEASE`] unless a run sets another).
+    lease: i64,
 }
 
 impl Fleet {
@@ -1050,6 +1098,7 @@ impl Fleet {
             copies: 0,
             given_up: BTreeMap::new(),
             marks: HashMap::new(),
+            lease: LEASE,
         }
     }
 
@@ -1081,9 +1130,9 @@ impl Fleet {
 
     /// The registry's keepalives end the sessions whose process has been gone for a lease.
     fn keepalives(&mut self) {
-        let (now, registry) = (self.now, &mut self.registry);
+        let (now, lease, registry) = (self.now, self.lease, &mut self.registry);
         self.gone.retain(|&(session, since)| {
-            let ended = now - since >= LEASE;
+            let ended = now - since >= lease;
             if ended {
                 registry.end_session(session);
             }
@@ -1094,12 +1143,34 @@ impl Fleet {
     /// A turn's contact (`node::contact`, as `registry/holder.rs` runs it), on the member's
     /// session, made anew when it has none.
     fn contact(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
-        let (now, fenced) = (self.now, self.members[s].fenced);
+        let (now, fenced, lease) = (self.now, self.members[s].fenced, self.lease);
         if !self.registry.up || !self.members[s].link {
             // The exchange times out and the server drops its session; the registry's end of
             // it lives on until its keepalives find the server gone.
             self.session_gone(s);
             return Ok(());
+        }
+        // A claim stalled on its intent holds the table's lock, which every exchange waits
+        // for, until the registry ends it: behind one member's stalled claim no exchange waits
+        // past its own deadline (FLEETS, *a member's disk stalls in the middle of its claim*).
+        // Behind the claims of several, stalled at once, it may, as FLEETS says: it times out.
+        // (The model does not move the clock for the wait.)
+        let registry_now = now + self.registry.skew;
+        self.registry
+            .locked
+            .retain(|&(_, until)| until > registry_now);
+        if let Some(&(_, until)) = self.registry.locked.last() {
+            let (waited, deadline) = (until - registry_now, exchange_deadline_ms(lease));
+            let stalled: BTreeSet<u128> = self.registry.locked.iter().map(|l| l.0).collect();
+            if waited > deadline {
+                prop_assert!(
+                    stalled.len() > 1,
+                    "member {s}'s exchange waited {waited} ms behind a stalled claim, past its \
+                     deadline of {deadline} ms (lease {lease} ms)"
+                );
+                self.session_gone(s);
+                return Ok(());
+            }
         }
         let registry = &mut self.registry;
         let holders: BTreeMap<u32, Identity> =
@@ -1129,7 +1200,6 @@ impl Fleet {
                 node.claim.map(|c| c.token),
             )
         };
-        let registry_now = now + registry.skew;
         let m = &mut self.members[s];
         m.reached_at = now;
         // As the extension's `Holder::contact`: the skew the contact reads stays until the next
@@ -1152,17 +1222,23 @@ impl Fleet {
         };
         let settings = contact::Settings {
             fenced,
-            lease_ms: LEASE,
+            lease_ms: lease,
             max_clock_skew_ms: MARGIN,
             configured: m.settings.configured,
             fresh_on_promotion: m.fresh_on_promotion,
         };
         let mut holder = std::mem::take(&mut m.holder);
-        let mut table = Session::new(registry, session, now, commit);
+        let stalled = Cell::new(false);
+        let mut table = Session::new(registry, session, now, commit, &stalled);
         table.by = m.range;
         let contacted = contact::contact(
             &mut table,
-            &mut Host { m, now, fenced },
+            &mut Host {
+                m,
+                now,
+                fenced,
+                stalled: &stalled,
+            },
             &mut holder,
             &settings,
         );
@@ -1206,7 +1282,7 @@ impl Fleet {
             // (Or of the registry's start, if later: no holder reaches a registry that is down.)
             if let Some(&(holder, Some(o), last_seen, released)) = seen.get(&taken.node) {
                 let quiet = registry_now.saturating_sub(last_seen);
-                let may_return = crate::registry::holder_may_return_ms(LEASE, MARGIN);
+                let may_return = crate::registry::holder_may_return_ms(lease, MARGIN);
                 let exempt = released && restarted_clean && token == Some(holder.token);
                 prop_assert!(
                     holder == taken.identity || o == s || quiet >= may_return || exempt,
@@ -1242,7 +1318,14 @@ impl Fleet {
             if reachable {
                 // On a connection of its own (`holder.rs`'s `release_on_exit`).
                 let session = self.registry.new_session();
-                let mut table = Session::new(&mut self.registry, session, self.now, Commit::Done);
+                let stalled = Cell::new(false);
+                let mut table = Session::new(
+                    &mut self.registry,
+                    session,
+                    self.now,
+                    Commit::Done,
+                    &stalled,
+                );
                 let (node, claim) = (released.node, released.claim);
                 table::release(&mut table, node, claim, released.lower, released.covers)
                     .expect("the registry is up");
@@ -1265,6 +1348,18 @@ impl Fleet {
     }
 
     fn turn(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
+        // A renewer whose claim stalled on its disk is stuck in that write until the registry
+        // ends the claim (and after, as far as the model knows).
+        let registry_now = self.now + self.registry.skew;
+        let range = self.members[s].range;
+        if self
+            .registry
+            .locked
+            .iter()
+            .any(|&(by, until)| by == range && until > registry_now)
+        {
+            return Ok(());
+        }
         self.contact(s, commit)?;
         let now = self.now;
         let m = &mut self.members[s];
@@ -1310,7 +1405,7 @@ impl Fleet {
         // How far ahead of the registry's clock an ID may be stamped: the mark a claim may
         // take (`registry::MARK_AHEAD_SLACK_MS`: the lease, the clock margin and a minute), and
         // a lease more for each crash since (each resumes a lease past the last reservation).
-        let bound = LEASE * (1 + m.crashes) + MARGIN + crate::registry::MARK_AHEAD_SLACK_MS;
+        let bound = self.lease * (1 + m.crashes) + MARGIN + crate::registry::MARK_AHEAD_SLACK_MS;
         let made = ids.len() as u64;
         for id in ids {
             let stamped = layout.id_unix_ms(id).expect("an ID of the layout");
@@ -1415,7 +1510,18 @@ fn run_fleet(
     fenced: bool,
     acts: Vec<Act>,
 ) -> Result<(), TestCaseError> {
+    run_fleet_leased(configured, fenced, LEASE, acts)
+}
+
+/// [`run_fleet`] with every member's lease `lease` ms.
+fn run_fleet_leased(
+    configured: &[Option<u32>],
+    fenced: bool,
+    lease: i64,
+    acts: Vec<Act>,
+) -> Result<(), TestCaseError> {
     let mut fleet = Fleet::new(configured, fenced);
+    fleet.lease = lease;
     for act in acts {
         fleet.act(act)?;
         fleet.keepalives();
@@ -1432,11 +1538,12 @@ fn run_fleet(
     for m in &mut fleet.members {
         m.link = true;
         m.offset = 0;
+        m.slow_disk = false;
     }
     for _ in 0..12 {
         let live: Vec<u64> = fleet.members.iter().filter_map(|m| m.session).collect();
         fleet.registry.end_sessions_but(&live);
-        fleet.now += LEASE / 2;
+        fleet.now += fleet.lease / 2;
         for s in 0..SERVERS {
             fleet.turn(s, Commit::Done)?;
             fleet.call(s, 10)?;
@@ -1445,7 +1552,7 @@ fn run_fleet(
     let at = Bounds {
         now: fleet.now + fleet.registry.skew,
         margin_ms: MARGIN,
-        lease_ms: LEASE,
+        lease_ms: fleet.lease,
     };
     let none_free =
         (0..=MAX_NODE).all(|node| {
@@ -1584,7 +1691,8 @@ impl Fleet {
                 // `snowflake_registry_retire`, on a connection of its own.
                 let registry = &mut self.registry;
                 let session = registry.new_session();
-                let mut table = Session::new(registry, session, self.now, Commit::Done);
+                let stalled = Cell::new(false);
+                let mut table = Session::new(registry, session, self.now, Commit::Done, &stalled);
                 table::retire(&mut table, node).expect("an operator's retirement commits");
                 registry.end_session(session);
             }
@@ -1691,6 +1799,7 @@ impl Fleet {
                 self.registry.end_sessions_but(&[]);
                 self.registry.skew = skew;
             }
+            Act::Stall { s, slow } => self.members[s].slow_disk = slow,
             Act::Mode { s, fenced } => {
                 let now = self.now;
                 let m = &mut self.members[s];
@@ -2045,6 +2154,94 @@ fn directed(configured: &[Option<u32>], fenced: bool, acts: &[Act]) -> Fleet {
             .expect("locks name holders");
     }
     fleet
+}
+
+/// [`directed`] under the lease that ships (30 s): a heartbeat's exchange deadline and a
+/// claim's idle limit reach their caps.
+fn directed_shipped(configured: &[Option<u32>], fenced: bool, acts: &[Act]) -> Fleet {
+    let mut fleet = directed(configured, fenced, &[]);
+    fleet.lease = 30_000;
+    for act in acts {
+        fleet
+            .act(act.clone())
+            .unwrap_or_else(|e| panic!("at {act:?}: {e}"));
+        fleet.keepalives();
+    }
+    fleet
+}
+
+/// Under the lease that ships, a fenced member's disk turns slow and its renewer restarts: its claim
+/// stalls on its intent under the registry table's lock a second before the other member's
+/// heartbeat, which waits for the lock. The registry ends the stalled claim once it has been
+/// idle half a heartbeat's deadline (2.5 s), so the heartbeat never times out. The idle limit
+/// used to be a quarter of the lease (7.5 s), past the heartbeat's 5 s deadline.
+#[test]
+fn a_heartbeat_behind_a_stalled_claim_never_waits_past_its_deadline() {
+    use Act::*;
+    let done = Commit::Done;
+    {
+        let fenced = true;
+        let fleet = directed_shipped(
+            &[Some(0), Some(1)],
+            fenced,
+            &[
+                Turn { s: 0, commit: done },
+                Turn { s: 1, commit: done },
+                Stall { s: 1, slow: true },
+                Release {
+                    s: 1,
+                    restart: false,
+                },
+                Turn { s: 1, commit: done },
+                Wait { ms: 1_000 },
+                Turn { s: 0, commit: done },
+            ],
+        );
+        assert_eq!(fleet.registry.locked.len(), 1, "the claim did not stall");
+        assert!(
+            fleet.members[0].session.is_some() && fleet.members[0].issuer.issuing(),
+            "the heartbeat behind the stalled claim failed"
+        );
+    }
+}
+
+/// Under the lease that ships, four claims in a row commit and lose their answers (time-outs),
+/// each asked again at once. Each is the same claimant asking for the claim it recorded, and
+/// the registry grants it again from where it was granted: its first IDs are stamped no further
+/// ahead of the clock than one claim's lead. Each used to be taken a lease past the mark the
+/// one before recorded: its IDs were stamped two minutes ahead, and a fifth lost answer would
+/// have found the mark too far ahead and refused the server its own id.
+#[test]
+fn claims_whose_answers_are_lost_in_a_row_leave_the_ids_where_they_were() {
+    use Act::*;
+    for fenced in [true, false] {
+        let lost = Commit::AnswerLost;
+        let fleet = directed_shipped(
+            &[Some(0)],
+            fenced,
+            &[
+                Turn { s: 0, commit: lost },
+                Turn { s: 0, commit: lost },
+                Turn { s: 0, commit: lost },
+                Turn { s: 0, commit: lost },
+                Turn {
+                    s: 0,
+                    commit: Commit::Done,
+                },
+                Turn {
+                    s: 0,
+                    commit: Commit::Done,
+                },
+                Call { s: 0, want: 1 },
+            ],
+        );
+        let mark = fleet.registry.rows[&0].high_water;
+        assert!(
+            mark <= fleet.now + 2 * fleet.lease,
+            "fenced {fenced}: the mark ran {} ms ahead of the clock",
+            mark - fleet.now
+        );
+    }
 }
 
 /// A copy carrying its origin's whole label (a cloned VM: cluster name, host name and port)

@@ -5,14 +5,15 @@
 //! does), then its acts, steered where the mutations of the rules would show: waits that end
 //! right at a lease's end, calls in the same millisecond on every member, clock steps either
 //! way, copies (same label or not), failovers to a standby (with or without a fresh id), the
-//! registry's failover to a host with another clock, a server of another layout and crashes
-//! between any two steps.
+//! registry's failover to a host with another clock, a server of another layout, disks that
+//! stall a claim under the registry table's lock (one seed in four under the lease that ships)
+//! and crashes between any two steps.
 //!
 //! `cargo test -p snowflake-core --lib seeded_fault_simulation` runs seeds 0 to 99,999 on two
 //! threads; `PGSF_SIM_SEEDS=N` runs N of them and `PGSF_SIM_FIRST=S` starts at seed S (a
 //! failure names its seed: `PGSF_SIM_FIRST=S PGSF_SIM_SEEDS=1` replays it alone, with its acts).
 
-use super::{run_fleet, Act, Commit, LEASE, MARGIN, MAX_NODE, SERVERS};
+use super::{run_fleet_leased, Act, Commit, LEASE, MARGIN, MAX_NODE, SERVERS};
 
 /// splitmix64 (small, fast, and the same numbers on every machine), and how many of the
 /// servers the seed's acts fall on.
@@ -42,12 +43,17 @@ impl Rng {
 }
 
 /// The kinds of act a seed may run, each with the weight the seed drew for it.
-const KINDS: usize = 16;
+const KINDS: usize = 17;
 
-/// One seed's run: the members' settings, the mode, and the acts.
+/// The lease that ships (`pg_snowflake.registry_lease_ms`'s default), which one seed in four
+/// runs under: exchange deadlines and idle limits reach their caps only past 15 s.
+const SHIPPED_LEASE: i64 = 30_000;
+
+/// One seed's run: the members' settings, the mode, the lease and the acts.
 pub(super) struct Scenario {
     pub configured: Vec<Option<u32>>,
     pub fenced: bool,
+    pub lease: i64,
     pub acts: Vec<Act>,
 }
 
@@ -57,6 +63,7 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         .map(|_| (rng.chance(3)).then(|| rng.below(2) as u32))
         .collect();
     let mut fenced = rng.chance(2);
+    let lease = if rng.chance(4) { SHIPPED_LEASE } else { LEASE };
     // The swarm: calls, turns and waits always; every other kind on in two seeds of three,
     // with a weight of its own.
     let mut weights = [0u64; KINDS];
@@ -77,8 +84,8 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         fenced = true;
         configured.iter_mut().for_each(|c| *c = None);
         //         wait call turn crash release link registry notice retire stray clock copy foreign
-        //         failover registry-failover mode
-        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0];
+        //         failover registry-failover mode stall
+        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0, 0];
         failing = 60;
     }
     let total: u64 = weights.iter().sum();
@@ -94,16 +101,17 @@ pub(super) fn scenario(seed: u64) -> Scenario {
                 here
             })
             .expect("a kind");
-        acts.push(act(&mut rng, kind, failing));
+        acts.push(act(&mut rng, kind, failing, lease));
     }
     Scenario {
         configured,
         fenced,
+        lease,
         acts,
     }
 }
 
-fn act(rng: &mut Rng, kind: usize, failing: u64) -> Act {
+fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
     let s = rng.server();
     match kind {
         0 => Act::Wait {
@@ -111,8 +119,8 @@ fn act(rng: &mut Rng, kind: usize, failing: u64) -> Act {
                 // The same millisecond.
                 0 => 0,
                 // Right at a lease's end, either side.
-                1 => LEASE - 1 + rng.below(3) as i64,
-                2 => LEASE / 3,
+                1 => lease - 1 + rng.below(3) as i64,
+                2 => lease / 3,
                 // A quiet spell: the next call is a wake.
                 3 => 61_000 + rng.below(30_000) as i64,
                 _ => rng.below(2_500) as i64,
@@ -174,6 +182,10 @@ fn act(rng: &mut Rng, kind: usize, failing: u64) -> Act {
             s,
             fenced: rng.chance(2),
         },
+        16 => Act::Stall {
+            s,
+            slow: !rng.chance(3),
+        },
         _ => Act::RegistryFailover {
             skew: match rng.below(4) {
                 0 => 0,
@@ -210,11 +222,16 @@ pub(super) fn first_failure(seeds: impl Iterator<Item = u64>) -> Option<(u64, St
         let Scenario {
             configured,
             fenced,
+            lease,
             acts,
         } = scenario(seed);
-        let shown = format!("{configured:?}, fenced {fenced}, {} acts", acts.len());
+        let shown = format!(
+            "{configured:?}, fenced {fenced}, lease {lease} ms, {} acts",
+            acts.len()
+        );
         // A panic (an overflow, a broken assertion of the core) fails its seed too.
-        let run = std::panic::catch_unwind(move || run_fleet(&configured, fenced, acts));
+        let run =
+            std::panic::catch_unwind(move || run_fleet_leased(&configured, fenced, lease, acts));
         match run {
             Ok(Ok(())) => {}
             Ok(Err(why)) => return Some((seed, format!("{why} ({shown})"))),
@@ -225,12 +242,12 @@ pub(super) fn first_failure(seeds: impl Iterator<Item = u64>) -> Option<(u64, St
 }
 
 /// `acts` less every act the run still fails without (one at a time, until none can go).
-fn shrink(configured: &[Option<u32>], fenced: bool, mut acts: Vec<Act>) -> Vec<Act> {
+fn shrink(configured: &[Option<u32>], fenced: bool, lease: i64, mut acts: Vec<Act>) -> Vec<Act> {
     let mut i = 0;
     while i < acts.len() {
         let mut fewer = acts.clone();
         fewer.remove(i);
-        if run_fleet(configured, fenced, fewer.clone()).is_err() {
+        if run_fleet_leased(configured, fenced, lease, fewer.clone()).is_err() {
             acts = fewer;
             i = 0;
         } else {
@@ -262,11 +279,12 @@ fn seeded_fault_simulation() {
             let Scenario {
                 configured,
                 fenced,
+                lease,
                 acts,
             } = scenario(seed);
             eprintln!(
                 "its acts, shortened to those it fails without: {:#?}",
-                shrink(&configured, fenced, acts)
+                shrink(&configured, fenced, lease, acts)
             );
         }
         panic!(
