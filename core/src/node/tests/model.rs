@@ -22,7 +22,7 @@ use crate::registry::table::{self, Lowering, RenewRequest, Request, Retirement, 
 use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
 use proptest::prelude::*;
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{hash_map::Entry, BTreeMap, BTreeSet, HashMap};
 
 const L: Layout = DEFAULT_LAYOUT;
 const T0: i64 = DEFAULT_EPOCH_UNIX_MS + 1_000_000_000;
@@ -418,8 +418,8 @@ enum Act {
     RegistryFailover { skew: i64 },
     /// Server `s` is gone for good and a server that made IDs without a registry under node
     /// id `node` (a few in each of `span` milliseconds), its clock `lead` ms ahead, joins in
-    /// its place with its node id unset and its clock set right (FLEETS, *Joining with IDs
-    /// made before*): its state file names `node`, which its first claim records as used.
+    /// its place with its node id unset and its clock set right (FLEETS, *Servers that already
+    /// make IDs*): its state file names `node`, which its first claim records as used.
     Join {
         s: usize,
         node: u32,
@@ -872,6 +872,9 @@ struct Member {
     unwritable: bool,
     /// Its disk is slow ([`Act::Stall`]): kept across restarts (the same disk).
     slow_disk: bool,
+    /// The IDs a joiner made without a registry ([`Act::Join`]), until a claim of its records
+    /// them as used: their node id, the last one's stamp, and the IDs.
+    unjoined: Option<(u32, i64, Vec<i64>)>,
 }
 
 impl Member {
@@ -934,6 +937,7 @@ impl Member {
             refused_as_copy: false,
             unwritable: false,
             slow_disk: false,
+            unjoined: None,
         }
     }
 
@@ -953,6 +957,7 @@ impl Member {
         m.inherited = self.inherited;
         m.origin = self.origin;
         m.slow_disk = self.slow_disk;
+        m.unjoined = self.unjoined.clone();
         m
     }
 
@@ -1068,6 +1073,13 @@ struct Fleet {
     marks: HashMap<(u128, i64), i64>,
     /// Every member's `pg_snowflake.registry_lease_ms` ([`LEASE`] unless a run sets another).
     lease: i64,
+    /// The contacts made so far: the order of claims and records below.
+    contacts: i64,
+    /// After how many contacts each claim was first seen, noted as [`Fleet::marks`] is.
+    claimed_at: HashMap<(u128, i64), i64>,
+    /// The IDs joiners made before they joined, once a claim recorded their node id as used:
+    /// after how many contacts.
+    recorded: HashMap<i64, i64>,
 }
 
 impl Fleet {
@@ -1099,16 +1111,36 @@ impl Fleet {
             given_up: BTreeMap::new(),
             marks: HashMap::new(),
             lease: LEASE,
+            contacts: 0,
+            claimed_at: HashMap::new(),
+            recorded: HashMap::new(),
         }
     }
 
     /// Notes the mark each live row holds for its claim.
     fn note_marks(&mut self) {
         for row in self.registry.rows.values() {
-            let claim = row.holder;
-            self.marks
-                .insert((claim.token, claim.generation), row.high_water);
+            let claim = (row.holder.token, row.holder.generation);
+            self.marks.insert(claim, row.high_water);
+            self.claimed_at.entry(claim).or_insert(self.contacts);
         }
+    }
+
+    /// What [`Fleet::call`] needs to tell, of an ID member `s` makes again, whether a joiner
+    /// made it before it joined while `s`'s claim already held the id, before the registry
+    /// knew of the joiner's IDs: two servers made IDs under one id, one of them outside the
+    /// fleet, which no registry can keep apart (FLEETS, *Servers that already make IDs*). When
+    /// `s`'s claim was taken, and the IDs joiners made that no claim has recorded yet.
+    fn joiners_before(&self, s: usize) -> (Option<i64>, BTreeSet<i64>) {
+        let claim = self.members[s].issuer.node().claim;
+        let claimed = claim.and_then(|c| self.claimed_at.get(&(c.token, c.generation)).copied());
+        let unrecorded = self
+            .members
+            .iter()
+            .filter_map(|m| m.unjoined.as_ref())
+            .flat_map(|(_, _, ids)| ids.iter().copied())
+            .collect();
+        (claimed, unrecorded)
     }
 
     /// The mark the registry holds for `claim` of node id `node`: its row's, while the row
@@ -1128,6 +1160,25 @@ impl Fleet {
         }
     }
 
+    /// Server `s` is gone for good, another runs in its place: its session is left to the
+    /// registry to notice, and the IDs it made without a registry and never told one of leave
+    /// the count once no copy of its data carries them (made outside the fleet by a server
+    /// that never claimed: FLEETS, *Servers that already make IDs*).
+    fn gone_for_good(&mut self, s: usize) {
+        self.session_gone(s);
+        if let Some((_, _, ids)) = self.members[s].unjoined.take() {
+            let carried: BTreeSet<i64> = self
+                .members
+                .iter()
+                .filter_map(|m| m.unjoined.as_ref())
+                .flat_map(|(_, _, ids)| ids.iter().copied())
+                .collect();
+            for id in ids.into_iter().filter(|id| !carried.contains(id)) {
+                self.issued.remove(&id);
+            }
+        }
+    }
+
     /// The registry's keepalives end the sessions whose process has been gone for a lease.
     fn keepalives(&mut self) {
         let (now, lease, registry) = (self.now, self.lease, &mut self.registry);
@@ -1143,6 +1194,7 @@ impl Fleet {
     /// A turn's contact (`node::contact`, as `registry/holder.rs` runs it), on the member's
     /// session, made anew when it has none.
     fn contact(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
+        self.contacts += 1;
         let (now, fenced, lease) = (self.now, self.members[s].fenced, self.lease);
         if !self.registry.up || !self.members[s].link {
             // The exchange times out and the server drops its session; the registry's end of
@@ -1300,6 +1352,23 @@ impl Fleet {
             registry.end_session(session);
             m.session = None;
         }
+        if let Some((node, last, ids)) = m.unjoined.clone() {
+            if registry
+                .rows
+                .get(&node)
+                .is_some_and(|r| r.high_water > last)
+            {
+                // The registry knows of them: for every copy of the data that carries them.
+                for o in &mut self.members {
+                    if o.unjoined.as_ref().is_some_and(|u| u.2 == ids) {
+                        o.unjoined = None;
+                    }
+                }
+                for id in ids {
+                    self.recorded.insert(id, self.contacts);
+                }
+            }
+        }
         self.note_marks();
         Ok(())
     }
@@ -1384,6 +1453,7 @@ impl Fleet {
         // was made while its ceiling had given way, counted (`Issuer::ids_past_mark`): the one
         // exemption the rules grant, and the only IDs a later holder may repeat.
         let granted = node.claim.and_then(|claim| self.mark_of(node.id, claim));
+        let (claimed, unrecorded) = self.joiners_before(s);
         let m = &mut self.members[s];
         let counted_before = m.issuer.ids_past_mark();
         let mut file = m.file;
@@ -1422,7 +1492,14 @@ impl Fleet {
             );
             if let Some(&(other, other_counted)) = self.issued.get(&id) {
                 prop_assert!(
-                    counted || other_counted,
+                    counted || other_counted || {
+                        let known_at = self
+                            .recorded
+                            .get(&id)
+                            .copied()
+                            .or(unrecorded.contains(&id).then_some(i64::MAX));
+                        claimed.zip(known_at).is_some_and(|(c, k)| c < k)
+                    },
                     "ID {id} (node {}) issued by member {s} and member {other}, neither counted \
                      as past the mark",
                     node.id
@@ -1603,8 +1680,14 @@ fn run_fleet_leased(
                 let held_by_other = fleet.members.iter().enumerate().any(|(o, other)| {
                     o != s && other.issuer.issuing() && Some(other.issuer.node().id) == configured
                 });
+                // An id a joiner recorded as used, retired at the end of its IDs: refused until
+                // the registry's clock is past them (FLEETS, *What each failure does*: a server
+                // that made IDs before it joined).
+                let retired_ahead = configured
+                    .and_then(|node| fleet.registry.rows.get(&node))
+                    .is_some_and(|r| r.retired && at.now <= r.high_water + MARGIN);
                 prop_assert!(
-                    held_by_other || configured.is_none(),
+                    held_by_other || retired_ahead || configured.is_none(),
                     "member {s} refused {configured:?}, held by no one"
                 );
                 // The refusal is true: a server told it is a copy is one, never the origin
@@ -1728,8 +1811,8 @@ impl Fleet {
                 from,
                 same_label,
             } if s != from => {
-                // Server `s` is gone for good (its session left to the registry to notice).
-                self.session_gone(s);
+                // Server `s` is gone for good.
+                self.gone_for_good(s);
                 let origin = &self.members[from];
                 self.copies += 1;
                 let range = (SERVERS as u128 + self.copies) << 64;
@@ -1740,6 +1823,7 @@ impl Fleet {
                 copy.origin = origin.origin.or(Some(origin.range));
                 copy.crashes = origin.crashes;
                 copy.offset = self.members[s].offset;
+                copy.unjoined = origin.unjoined.clone();
                 if same_label {
                     copy.label = origin.label.clone();
                 }
@@ -1747,7 +1831,7 @@ impl Fleet {
             }
             Act::Copy { .. } => {}
             Act::Foreign { s } => {
-                self.session_gone(s);
+                self.gone_for_good(s);
                 self.copies += 1;
                 let range = (SERVERS as u128 + self.copies) << 64;
                 let settings = Settings {
@@ -1763,7 +1847,7 @@ impl Fleet {
                 self.members[s] = foreign;
             }
             Act::Failover { s, from, fresh } if s != from => {
-                self.session_gone(s);
+                self.gone_for_good(s);
                 self.session_gone(from);
                 let primary = &self.members[from];
                 self.copies += 1;
@@ -1779,11 +1863,13 @@ impl Fleet {
                 standby.offset = self.members[s].offset;
                 standby.fresh_on_promotion = fresh;
                 standby.inherited = standby.issuer.node().claim;
+                standby.unjoined = primary.unjoined.clone();
                 self.members[s] = standby;
                 if fenced {
                     self.members[from] = self.members[from].restarted(from, false);
                     self.members[from].crashes += 1;
                 } else {
+                    self.gone_for_good(from);
                     self.copies += 1;
                     let range = (SERVERS as u128 + self.copies) << 64;
                     let mut new = Member::start_in(L, settings, None, from, range, false);
@@ -1812,7 +1898,7 @@ impl Fleet {
                 lead,
                 span,
             } => {
-                self.session_gone(s);
+                self.gone_for_good(s);
                 self.copies += 1;
                 let range = (SERVERS as u128 + self.copies) << 64;
                 let alone = Settings {
@@ -1828,14 +1914,18 @@ impl Fleet {
                         file = Some(file_of(durable));
                     }));
                 }
+                // An ID some member made already was made twice before the join, by two
+                // servers under one id, one of them outside the fleet: no registry can undo
+                // that (FLEETS, *Servers that already make IDs*). Every other one must stay
+                // unique.
+                let mut made = vec![];
                 for id in ids {
-                    prop_assert!(
-                        !self.issued.contains_key(&id),
-                        "ID {id} made by the joiner before it joined, and by member {:?}",
-                        self.issued.get(&id)
-                    );
-                    self.issued.insert(id, (s, false));
+                    if let Entry::Vacant(v) = self.issued.entry(id) {
+                        v.insert((s, false));
+                        made.push(id);
+                    }
                 }
+                let last = self.now + lead + span - 1;
                 let joined = Settings {
                     configured: None,
                     registry: true,
@@ -1846,6 +1936,7 @@ impl Fleet {
                 joiner.system = 1_000 + self.copies as u64;
                 joiner.label = format!("joiner {}", self.copies);
                 joiner.offset = self.members[s].offset;
+                joiner.unjoined = Some((node, last, made));
                 self.members[s] = joiner;
             }
         }

@@ -43,7 +43,7 @@ impl Rng {
 }
 
 /// The kinds of act a seed may run, each with the weight the seed drew for it.
-const KINDS: usize = 17;
+const KINDS: usize = 18;
 
 /// The lease that ships (`pg_snowflake.registry_lease_ms`'s default), which one seed in four
 /// runs under: exchange deadlines and idle limits reach their caps only past 15 s.
@@ -84,8 +84,8 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         fenced = true;
         configured.iter_mut().for_each(|c| *c = None);
         //         wait call turn crash release link registry notice retire stray clock copy foreign
-        //         failover registry-failover mode stall
-        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0, 0];
+        //         failover registry-failover mode stall join
+        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0, 0, 0];
         failing = 60;
     }
     let total: u64 = weights.iter().sum();
@@ -185,6 +185,13 @@ fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
         16 => Act::Stall {
             s,
             slow: !rng.chance(3),
+        },
+        17 => Act::Join {
+            s,
+            node: rng.below(u64::from(MAX_NODE) + 1) as u32,
+            // Within the margin, past a lease and the margin, or far ahead.
+            lead: [MARGIN / 2, lease + 2 * MARGIN, 40_000][rng.below(3) as usize],
+            span: 1 + rng.below(20) as i64,
         },
         _ => Act::RegistryFailover {
             skew: match rng.below(4) {
