@@ -45,7 +45,7 @@ use steady_clock::{Reading, SteadyClock};
 pub use steady_clock::{FORWARD_CONFIRM_MS, FORWARD_STEP_MS};
 
 /// Tunables of the policy, read from the GUCs by the caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Limits {
     /// How far the logical clock may lead the steady clock by borrowing before callers wait.
     pub max_borrow_ms: i64,
@@ -66,7 +66,7 @@ pub struct Limits {
 
 /// What the generator has done since the server started. Counters only: nothing here decides
 /// an ID.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Stats {
     /// IDs issued.
@@ -89,7 +89,7 @@ pub struct Stats {
 }
 
 /// Something about the clock that the caller should warn about (after releasing the lock).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ClockEvent {
     /// The wall clock stepped back by `ms` (warned at most once a minute).
     SteppedBack { ms: i64 },
@@ -100,7 +100,7 @@ pub enum ClockEvent {
 }
 
 /// The outcome of one call of [`Generator::allocate`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Allocation {
     /// IDs. `clock_event` is set when this call saw the clock do something worth a warning (a
     /// step back: at most one warning a minute). `wake_renewer`: this call raised the demand for
@@ -122,7 +122,7 @@ pub enum Allocation {
 /// `count` consecutive positions of one node's ID space, from tick `time` (since the layout's
 /// epoch) and sequence `seq` on: the sequence counts up, and after the layout's last sequence
 /// number continues at 0 in the next tick. Every ID of a run is greater than the one before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Run {
     pub time: i64,
     pub seq: u32,
@@ -182,7 +182,7 @@ const BULK_BORROW_DIVISOR: i64 = 2;
 const BULK_COVER_MARGIN_DIVISOR: i64 = 4;
 
 /// The server's generator: plain data (`#[repr(C)]`, `Copy`), kept in shared memory.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Generator {
     /// The steady clock and its floor (`steady_clock.rs`). First, so that the hot path reaches

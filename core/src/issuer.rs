@@ -34,7 +34,7 @@ pub use crate::node::Refusing;
 /// The issuing state: the generator, the node's identity, the registry's last word and the
 /// writer's turn. Plain data (`#[repr(C)]`, `Copy`), kept in shared memory; read through its
 /// accessors, changed only through its methods.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Issuer {
     /// First, so that the hot path reaches the steady clock at the value's own address.
@@ -67,7 +67,7 @@ pub struct Before {
 }
 
 /// Why a turn failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub enum RenewalFailure {
     /// The state file could not be written: this OS error number (0: none known).
@@ -77,7 +77,7 @@ pub enum RenewalFailure {
 }
 
 /// How a turn ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Renewal {
     /// Durable (and confirmed by the synchronous standbys): IDs below `until` may be issued;
     /// the write took `took_ms` (slow writes lengthen the next reservations).
@@ -92,7 +92,7 @@ pub enum Renewal {
 }
 
 /// A writer's turn: the reservation to write and the identity to write with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Turn {
     /// The reservation's end (Unix ms).
     pub until: i64,

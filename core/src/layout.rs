@@ -37,7 +37,7 @@ pub const MAX_SEQ_BITS: u32 = 31;
 pub const MIN_TIME_BITS: u32 = 16;
 
 /// How the 63 usable bits of an ID are split, and where and how fast time counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Layout {
     /// Unix time, in milliseconds, that the time field counts from.
@@ -60,7 +60,7 @@ pub const DEFAULT_LAYOUT: Layout = Layout {
 };
 
 /// The three fields of an ID.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Parts {
     /// Ticks since the layout's epoch.
     pub time: u64,

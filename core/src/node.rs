@@ -29,7 +29,7 @@ use crate::state_file::{self, History, Reservation};
 use crate::wal_record::Record;
 
 /// Why no ID may be made now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub enum Refusing {
     Nothing,
@@ -55,7 +55,7 @@ pub enum Refusing {
 }
 
 /// The server's identity: kept in shared memory beside the generator, under the same lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct Node {
     /// Why no ID may be made now; IDs are made only at [`Refusing::Nothing`]. First, so that
@@ -102,7 +102,7 @@ pub struct Node {
 }
 
 /// This start of the server, as the registry's proofs of identity see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Boot {
     /// Drawn at random for this start of shared memory ([`Node::boot`]).
     pub value: u64,
@@ -112,7 +112,7 @@ pub struct Boot {
 }
 
 /// What the data directory holds at start-up (the extension reads and checks the file).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Found {
     /// No state file: a server that never issued an ID with this extension.
     Nothing,
@@ -127,7 +127,7 @@ pub enum Found {
 }
 
 /// How the server is configured, as far as its identity goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Settings {
     /// `pg_snowflake.node_id` (`None`: unset).
     pub configured: Option<u32>,
@@ -140,7 +140,7 @@ pub struct Settings {
 /// `rewrite` is then what the state file must say before the server goes on (a standby that
 /// replays a record of the new node id later must find the old one in its file, or a restart
 /// would forget that record).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Start {
     pub node: Node,
     pub floor: i64,
@@ -149,7 +149,7 @@ pub struct Start {
 }
 
 /// The node id changed since the state file was written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Switch {
     pub from: Option<u32>,
     pub to: u32,
@@ -160,7 +160,7 @@ pub struct Switch {
 
 /// What the state file must say after a transition: a reservation until `until` (Unix ms)
 /// under `node` (`None`: none), with this history and claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Durable {
     pub until: i64,
     pub node: Option<u32>,
@@ -170,7 +170,7 @@ pub struct Durable {
 
 /// A claim the registry decided for this server (not committed there yet when
 /// [`Node::intend`] is first applied to a copy, to write its intent).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Claim {
     pub node: u32,
     pub identity: Identity,
@@ -197,7 +197,7 @@ impl Claim {
 /// (the server's next start from its files takes it without waiting), and in fenced mode the
 /// mark that now bounds every ID made under the id, to replace the mark as the claim wrote it
 /// last (and only that: `registry::own_mark`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Release {
     pub node: u32,
     pub claim: Identity,
@@ -210,7 +210,7 @@ pub struct Release {
 
 /// The renewer's view of its registry claim, from which [`Node::publish`] decides whether IDs
 /// may be made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Holding {
     /// No claim yet (or given up after a loss); `refused`: the last claim was refused.
     None { refused: bool },
@@ -573,7 +573,7 @@ const LABEL_BYTES: usize = 128;
 
 /// The registry's view of this server, as last seen: for reporting (`snowflake_stats()`, the
 /// errors a refused call meets), never for deciding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct RegistryStatus {
     /// The last successful contact (Unix ms; `i64::MIN`: none).

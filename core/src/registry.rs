@@ -25,7 +25,7 @@
 pub mod table;
 
 /// What a server wants to claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Want {
     /// `pg_snowflake.node_id` is set: that id, or nothing.
     Configured(u32),
@@ -38,7 +38,7 @@ pub enum Want {
 
 /// The claimant: its identity from its state file (`None`: none recorded yet, or a state file
 /// that could not be read) and what it wants.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Claimant {
     pub identity: Option<Identity>,
     pub wanted: Want,
@@ -69,7 +69,7 @@ pub struct Claimant {
 }
 
 /// Who holds a node id: the owner token and the generation of its claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Identity {
     pub token: u128,
     pub generation: i64,
@@ -77,7 +77,7 @@ pub struct Identity {
 
 /// An owner token as text: 32 lowercase hex digits, the one form the registry's rows, the state
 /// file and the WAL record's description write it in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Token(pub u128);
 
 impl std::fmt::Display for Token {
@@ -99,7 +99,7 @@ impl std::str::FromStr for Token {
 }
 
 /// A node id's row in the registry, as the claim reads it (row locked).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Row {
     pub node: u32,
     pub holder: Identity,
@@ -132,7 +132,7 @@ pub struct Row {
 }
 
 /// Why a claim of one node id is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Refusal {
     /// Another server holds it and is live: `connected` (its session holds the id's lock; a
     /// holder behind a hung proxy too, until the registry ends its idle session), or its
@@ -174,7 +174,7 @@ pub enum Refusal {
 }
 
 /// The rows of one layout in the registry's table (`table::Table::layouts`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LayoutRows {
     /// The layout, as `Layout::describe` writes it.
     pub layout: String,
@@ -276,7 +276,7 @@ pub const MARK_AHEAD_SLACK_MS: i64 = 60_000;
 pub const OWN_SESSION_PATIENCE_LEASES: i64 = 2;
 
 /// What a claim of one node id comes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Decision {
     /// Take it (again): issue only above `floor` (Unix ms; `i64::MIN`: nothing owed), with
     /// the next generation. `recycled`: a retired id handed out again. `own`: the running
@@ -298,7 +298,7 @@ pub enum Decision {
 }
 
 /// The registry's clock and the bounds a claim is judged by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Bounds {
     /// The registry's time (Unix ms).
     pub now: i64,
@@ -511,7 +511,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> 
 }
 
 /// Why an id may not be retired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Unretirable {
     /// No live row: never claimed, or retired already.
     NoLiveRow,
@@ -539,7 +539,7 @@ pub fn may_retire(row: Option<&Row>, now: i64) -> Result<(), Unretirable> {
 
 /// What one heartbeat found, from whether the registry's row still names this holder (`ours`:
 /// its token and generation) and whether the session now holds the id's advisory lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Beat {
     /// The lease is renewed. Without the lock (`locked: false`: this server's previous session,
     /// cut off, still holds it until the registry notices, or a rival's claim is reading the
@@ -587,7 +587,7 @@ pub fn clock_offset(sent: i64, received: i64, registry_ms: i64) -> i64 {
 /// The registry's lease as the holder sees it, on its monotonic clock: a heartbeat sent at
 /// `sent` renews it for `lease_ms` from then (the registry counts from when it received it,
 /// later, so the holder's end is never after the registry's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lease {
     /// Monotonic ms at which the lease ends here.
     pub ends_at: i64,
@@ -627,7 +627,7 @@ impl Lease {
 /// it does, the id's advisory lock says "connected" and no rival can take the id. Set in the
 /// session (`SET tcp_keepalives_*`, `SET tcp_user_timeout`, `SET idle_session_timeout`), so
 /// nothing needs configuring on the registry's server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Keepalives {
     /// Seconds of silence before the first probe.
     pub idle_s: i64,
@@ -660,7 +660,7 @@ pub fn keepalives(lease_ms: i64) -> Keepalives {
 
 /// One host of a registry's connection string, as the keywords that restrict a connection to
 /// it (`None`: not given).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Host {
     pub host: Option<String>,
     pub hostaddr: Option<String>,

@@ -38,7 +38,7 @@ pub const MAX_LEN: usize = 512;
 /// The node ids a server issued IDs under before its current one, and the highest reservation
 /// any of them made: a server switched back to one of them resumes above that, while a node id
 /// it never used owes nothing to them (see [`resume`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub struct History {
     nodes: [u32; HISTORY_NODES],
@@ -88,7 +88,7 @@ impl History {
 }
 
 /// A durable reservation and what it was made for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Reservation {
     /// IDs of `layout` may have been issued up to (not including) this (Unix ms)...
     pub until: i64,
@@ -104,7 +104,7 @@ pub struct Reservation {
 }
 
 /// What a state file says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum State {
     Reservation(Reservation),
     /// pg_upgrade made this data directory; the old directory's state file has not been copied

@@ -85,7 +85,7 @@ const MAX_RESERVATION_GROWTH: i64 = 10;
 
 /// The protocol's state: a part of the [`Generator`], so plain data in shared memory like it.
 /// (Not `state_file::Reservation`, one written reservation.)
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub(super) struct Reservation {
     /// IDs at times before this are covered by a durable reservation. Never decreases.

@@ -64,7 +64,7 @@ pub const FORWARD_CONFIRM_MS: i64 = 30_000;
 
 /// The steady clock's state: a part of the [`Generator`](super::Generator), so plain data in
 /// shared memory like it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 pub(super) struct SteadyClock {
     /// The steady clock at the previous reading, or `i64::MIN` before the first reading.
@@ -111,7 +111,7 @@ pub(super) struct Reading {
 }
 
 /// What a reading off the normal path changes besides the steady and the wall clock.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[repr(C)]
 struct OffPath {
     monotonic: Option<i64>,

@@ -15,7 +15,7 @@ use crate::registry::table::{
 use crate::registry::{self, Lease, Refusal};
 
 /// The settings one contact runs under.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Settings {
     /// `pg_snowflake.registry_mode = fenced`.
     pub fenced: bool,
@@ -30,7 +30,7 @@ pub struct Settings {
 }
 
 /// How the server is named to the registry.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Names {
     /// `cluster_name`, host and port.
     pub label: String,

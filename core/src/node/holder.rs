@@ -11,7 +11,7 @@ use super::Holding;
 use crate::registry::{Identity, Lease, OWN_SESSION_PATIENCE_LEASES};
 
 /// A claim the renewer holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Held {
     pub node: u32,
     pub identity: Identity,
@@ -21,7 +21,7 @@ pub struct Held {
 }
 
 /// What the renewer knows of its claim between contacts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HolderState {
     /// The claim held, if any.
     pub held: Option<Held>,
@@ -44,7 +44,7 @@ pub struct HolderState {
 /// The claim of a node id a promoted standby inherited from its primary and gave up for a
 /// fresh id: its retirement is that claim's, not the id's (another server may claim the id
 /// once the primary's lease has run out, and it is then that server's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GivenUp {
     pub node: u32,
     pub claim: Identity,

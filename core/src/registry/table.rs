@@ -36,7 +36,7 @@ pub fn idle_limit_ms(lease_ms: i64) -> i64 {
 const RETIRE_IDLE_LIMIT_MS: i64 = 250;
 
 /// What a server tells the registry with a claim.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Request {
     /// How it is named (`cluster_name`, host and port).
     pub label: String,
@@ -67,7 +67,7 @@ pub struct Request {
 }
 
 /// A node id's row as a claim or a retirement reads it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RowRead {
     /// The row as the rules judge it (`connected` and `same_label` are the procedure's to set).
     pub row: Row,
@@ -77,14 +77,14 @@ pub struct RowRead {
 
 /// How a release brings its row's mark down: from `from`, the value its claim wrote last (and
 /// only from that: `registry::own_mark`), to `mark` (Unix ms).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lowering {
     pub from: i64,
     pub mark: i64,
 }
 
 /// What one heartbeat writes into its row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RenewRequest {
     /// The lease, from now (ms).
     pub lease_ms: i64,
@@ -97,7 +97,7 @@ pub struct RenewRequest {
 }
 
 /// A claim the registry decided to grant (committed once [`claim`] returns it).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Grant {
     pub node: u32,
     pub identity: Identity,
@@ -111,7 +111,7 @@ pub struct Grant {
 }
 
 /// How a claim ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ClaimOutcome {
     Granted(Grant),
     Refused {
@@ -124,7 +124,7 @@ pub enum ClaimOutcome {
 }
 
 /// What one heartbeat found.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Heartbeat {
     /// The lease is renewed; `locked`: the session holds the id's advisory lock; `before`: the
     /// mark it found (Unix ms; `i64::MIN`: none), before raising it (`registry::own_mark`).
@@ -135,7 +135,7 @@ pub enum Heartbeat {
 }
 
 /// How an attempt to retire an id ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Retirement {
     /// Retired: it keeps this high-water mark (Unix ms), or none.
     Retired { high_water: Option<i64> },

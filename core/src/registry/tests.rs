@@ -710,7 +710,7 @@ fn layout_rows(layout: &str, rows: u64, first_node: u32, first_claimed_at: i64) 
     }
 }
 
-/// Audit 3, L1: a row of another layout blocks no claim of the fleet's layout, and is named
+/// A row of another layout blocks no claim of the fleet's layout, and is named
 /// as a stray; a claimant of another layout than the fleet's (the most rows') is refused,
 /// naming the fleet's oldest row.
 #[test]

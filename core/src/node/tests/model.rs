@@ -22,7 +22,7 @@ use crate::registry::table::{self, Lowering, RenewRequest, Request, Retirement, 
 use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
 use proptest::prelude::*;
 use std::cell::Cell;
-use std::collections::{hash_map::Entry, BTreeMap, BTreeSet, HashMap};
+use std::collections::{btree_map::Entry, BTreeMap, BTreeSet, HashMap};
 
 const L: Layout = DEFAULT_LAYOUT;
 const T0: i64 = DEFAULT_EPOCH_UNIX_MS + 1_000_000_000;
@@ -495,7 +495,7 @@ fn act() -> impl Strategy<Value = Act> {
 }
 
 /// One row of the registry's table.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct RegRow {
     holder: Identity,
     high_water: i64,
@@ -514,7 +514,7 @@ struct RegRow {
     released: bool,
 }
 
-#[derive(Default)]
+#[derive(Clone, Debug, Default, Hash)]
 struct Registry {
     up: bool,
     rows: BTreeMap<u32, RegRow>,
@@ -820,6 +820,7 @@ impl Table for Session<'_> {
     }
 }
 
+#[derive(Clone, Debug, Hash)]
 struct Member {
     settings: Settings,
     /// `pg_snowflake.registry_mode = fenced` ([`Act::Mode`] switches it).
@@ -1053,13 +1054,14 @@ impl contact::Host for Host<'_> {
     }
 }
 
+#[derive(Clone, Debug, Hash)]
 struct Fleet {
     now: i64,
     registry: Registry,
     members: Vec<Member>,
     /// Every ID issued: by which member, and whether it was made cut off from the registry
     /// past its lease (available mode).
-    issued: HashMap<i64, (usize, bool)>,
+    issued: BTreeMap<i64, (usize, bool)>,
     /// Registry sessions whose server process is gone (a crash, an exit that could not reach
     /// the registry), and since when: TCP keepalives end each within a lease.
     gone: Vec<(u64, i64)>,
@@ -1070,16 +1072,16 @@ struct Fleet {
     given_up: BTreeMap<u32, (u128, i64, Identity)>,
     /// The mark each claim's row held when last seen naming it: what the registry knows of
     /// that claim's IDs after another has taken its id.
-    marks: HashMap<(u128, i64), i64>,
+    marks: BTreeMap<(u128, i64), i64>,
     /// Every member's `pg_snowflake.registry_lease_ms` ([`LEASE`] unless a run sets another).
     lease: i64,
     /// The contacts made so far: the order of claims and records below.
     contacts: i64,
     /// After how many contacts each claim was first seen, noted as [`Fleet::marks`] is.
-    claimed_at: HashMap<(u128, i64), i64>,
+    claimed_at: BTreeMap<(u128, i64), i64>,
     /// The IDs joiners made before they joined, once a claim recorded their node id as used:
     /// after how many contacts.
-    recorded: HashMap<i64, i64>,
+    recorded: BTreeMap<i64, i64>,
 }
 
 impl Fleet {
@@ -1105,15 +1107,15 @@ impl Fleet {
                 ..Registry::default()
             },
             members,
-            issued: HashMap::new(),
+            issued: BTreeMap::new(),
             gone: vec![],
             copies: 0,
             given_up: BTreeMap::new(),
-            marks: HashMap::new(),
+            marks: BTreeMap::new(),
             lease: LEASE,
             contacts: 0,
-            claimed_at: HashMap::new(),
-            recorded: HashMap::new(),
+            claimed_at: BTreeMap::new(),
+            recorded: BTreeMap::new(),
         }
     }
 
@@ -1600,11 +1602,29 @@ fn run_fleet_leased(
     let mut fleet = Fleet::new(configured, fenced);
     fleet.lease = lease;
     for act in acts {
-        fleet.act(act)?;
-        fleet.keepalives();
-        fleet.rows_per_member()?;
-        fleet.locks_name_their_holders()?;
+        fleet.checked(act)?;
     }
+    fleet.healed()
+}
+
+impl Fleet {
+    /// One act, and the checks that hold after every act.
+    fn checked(&mut self, act: Act) -> Result<(), TestCaseError> {
+        self.act(act)?;
+        self.keepalives();
+        self.rows_per_member()?;
+        self.locks_name_their_holders()
+    }
+
+    /// The checks of the end: every fault heals, and the fleet settles as the docs promise.
+    fn healed(self) -> Result<(), TestCaseError> {
+        let mut fleet = self;
+        healed(&mut fleet)
+    }
+}
+
+/// [`Fleet::healed`].
+fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
     // Every fault heals (clocks set right); the registry notices the dead sessions; time
     // passes lease by lease with every renewer turning.
     if !fleet.registry.up {
@@ -2228,6 +2248,7 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
     }
 }
 
+mod search;
 mod sim;
 
 /// Runs `acts` on a fleet of these settings, each act checked as the seeded simulation checks
