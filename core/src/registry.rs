@@ -189,7 +189,9 @@ pub struct LayoutRows {
 /// fleet's layout is the one of the most rows: the first claim sets it, and claims write rows
 /// of the claimant's layout only once this check has passed, so a row of another layout comes
 /// only from outside (another fleet's server pointed at this registry by hand, a hand edit,
-/// junk), and one such row never outweighs a fleet (audit 3, L1: it blocked every claim).
+/// junk), and one such row never outweighs a fleet (it used to block every claim). In a tie
+/// both layouts may claim, and the first to claim once more outweighs the other: a registry
+/// serves one fleet (FLEETS says so).
 /// Yes in an empty table, or when no layout has more rows than `mine`, with the oldest row
 /// of another layout, if any, to warn of (a stray: it blocks its own node id only). No when
 /// another layout has more rows: that layout's oldest row, to name.

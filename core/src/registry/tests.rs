@@ -710,6 +710,18 @@ fn layout_rows(layout: &str, rows: u64, first_node: u32, first_claimed_at: i64) 
     }
 }
 
+/// Two layouts with as many rows each both claim; the first to claim once more is the fleet's,
+/// and the other's claims (its servers' restarts too) are refused from then on, as FLEETS says
+/// (a registry serves one fleet).
+#[test]
+fn of_two_layouts_with_as_many_rows_the_first_to_claim_once_more_is_the_fleets() {
+    let tie = [layout_rows("A", 2, 0, 100), layout_rows("B", 2, 900, 50)];
+    assert_eq!(check_layout(&tie, "A"), Ok(Some(&tie[1])));
+    assert_eq!(check_layout(&tie, "B"), Ok(Some(&tie[0])));
+    let b_ahead = [layout_rows("A", 2, 0, 100), layout_rows("B", 3, 900, 50)];
+    assert_eq!(check_layout(&b_ahead, "A"), Err(&b_ahead[1]));
+}
+
 /// A row of another layout blocks no claim of the fleet's layout, and is named
 /// as a stray; a claimant of another layout than the fleet's (the most rows') is refused,
 /// naming the fleet's oldest row.

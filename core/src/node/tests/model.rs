@@ -2408,6 +2408,49 @@ fn a_same_label_copy_never_wins_its_origins_renewer_restart() {
     run_fleet(&[Some(0), None, None, None], true, acts).expect("the end's checks hold");
 }
 
+/// A server without a node id whose copy (its label too) took its id over while it was down
+/// is given a fresh id at its first claim: the id's holder is connected under another token,
+/// so the server waits for no session under its own label to end (nor two leases).
+#[test]
+fn a_server_without_a_node_id_whose_copy_took_its_id_takes_a_fresh_one_at_once() {
+    use Act::*;
+    let done = Commit::Done;
+    let acts = [
+        Turn { s: 0, commit: done },
+        Turn { s: 0, commit: done },
+        Call { s: 0, want: 10 },
+        Crash { s: 0 },
+        Copy {
+            s: 1,
+            from: 0,
+            same_label: true,
+        },
+        Wait { ms: LEASE + 1 },
+        Notice,
+        Wait { ms: LEASE },
+        Turn { s: 1, commit: done },
+        Turn { s: 1, commit: done },
+        Call { s: 1, want: 10 },
+        Turn { s: 0, commit: done },
+        Turn { s: 0, commit: done },
+        Call { s: 0, want: 10 },
+    ];
+    for fenced in [true, false] {
+        let fleet = directed(&[None, None, None, None], fenced, &acts);
+        let (origin, copy) = (&fleet.members[0], &fleet.members[1]);
+        assert!(
+            copy.issuer.issuing() && copy.issuer.node().id == 0,
+            "fenced {fenced}: the copy took node id 0 over: {:?}",
+            copy.issuer.node()
+        );
+        assert!(
+            origin.issuer.issuing() && origin.issuer.node().id != 0,
+            "fenced {fenced}: the origin has a fresh id after one claim: {:?}",
+            origin.issuer.node()
+        );
+    }
+}
+
 /// A clone of a holder started while the registry restarts claims the moment the registry is
 /// back, before its origin's renewer has noticed its session gone. It cannot prove it is the
 /// running holder, and the origin was seen a moment ago: it waits, the origin reconnects at
