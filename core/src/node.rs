@@ -481,17 +481,18 @@ impl Node {
     /// claim: the claim is released, so that the server's next start (from its files, which
     /// cannot prove it is this running server) takes it without waiting for it to come back.
     ///
-    /// In fenced mode, from now on no reservation reaches past the durable one, or a wake's end
-    /// (`Generator::issued_below`; the ceiling comes down to it, and IDs are made only within
-    /// a reservation), so the registry's mark may come down to it too, from the lease's
-    /// ceiling, and the next claim of the id (this server's restart, or anyone's takeover)
-    /// starts there instead of a lease ahead of the clock (restarts that each added a lease
-    /// to the IDs' lead). Only from the mark as this claim wrote it last (`Lowering::from`): a
-    /// raise by anyone else since stays. The mark stays where it is (no [`Lowering`]) in
-    /// available mode (its mark is the reservation already), while a renewal is being written
-    /// (it may end past the durable reservation read now), when the mark is not known to be its
-    /// own (raised by another: the IDs a server made under the id before it joined lie below
-    /// it), or when there is nothing to lower.
+    /// The registry's mark comes down from the lease's ceiling to the IDs made
+    /// (`Generator::issued_below`: the durable reservation, or a wake's end), so that the next
+    /// claim of the id (this server's restart, or anyone's takeover) starts there instead of a
+    /// lease ahead of the clock (restarts that each added a lease to the IDs' lead). In fenced
+    /// mode no reservation reaches past it from now on (the ceiling comes down to it); in
+    /// available mode the server goes on under its ceiling until its next claim (a renewer's
+    /// restart) and counts those IDs as past the mark (`Issuer::release`). Only from the mark
+    /// as this claim wrote it last (`Lowering::from`): a raise by anyone else since stays. The
+    /// mark stays where it is (no [`Lowering`]) while a renewal is being written (it may end
+    /// past the durable reservation read now), when the mark is not known to be its own (raised
+    /// by another: the IDs a server made under the id before it joined lie below it), or when
+    /// there is nothing to lower.
     ///
     /// `None`, nothing released: no claim of its own, or a claim not seen to hold (an intent
     /// whose commit failed, a loss, a refusal): a copy carrying this server's token may hold
@@ -517,6 +518,15 @@ impl Node {
         // it makes from now on as past the mark (`Issuer::release`).
         if lower.is_some() && !self.gives_way {
             self.ceiling = self.ceiling.min(mark);
+        }
+        // The mark as this claim wrote it last is now the lowered one (if the registry's
+        // compare-and-set found its own; if not, the next heartbeat finds another value and
+        // forgets it). In available mode the server goes on under the claim after a renewer's
+        // restart, and its next release must lower the mark again: kept as the old value, it
+        // was taken for another's raise, and a clean restart after any renewer restart
+        // started a lease ahead of the clock.
+        if lower.is_some() {
+            self.mark = Some(mark);
         }
         Some(Release {
             node: self.id,

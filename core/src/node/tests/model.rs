@@ -512,6 +512,9 @@ struct RegRow {
     boot: Option<u64>,
     /// Released by its holder's renewer on its way out, not claimed or renewed since.
     released: bool,
+    /// The data directories ([`Member::range`]) whose claims recorded this id as used here
+    /// since the row was last written by a claim (`Table::record_used`).
+    recorded_by: Vec<u128>,
 }
 
 #[derive(Clone, Debug, Default, Hash)]
@@ -680,7 +683,7 @@ impl Table for Session<'_> {
     }
 
     fn record_used(&mut self, node: u32, request: &Request) -> Result<(), Failed> {
-        let now = self.now;
+        let (now, by) = (self.now, self.by);
         let until = request.used_until;
         let row = self.rows().entry(node).or_insert(RegRow {
             holder: Identity {
@@ -698,7 +701,9 @@ impl Table for Session<'_> {
             by: 0,
             boot: None,
             released: false,
+            recorded_by: vec![],
         });
+        row.recorded_by.push(by);
         // A live row's mark moves by a millisecond at least, as `client::Sql` moves it.
         let moved = if row.retired {
             row.high_water
@@ -761,6 +766,7 @@ impl Table for Session<'_> {
                 by,
                 boot: Some(request.boot),
                 released: false,
+                recorded_by: vec![],
             },
         );
         Ok(())
@@ -1355,11 +1361,12 @@ impl Fleet {
             m.session = None;
         }
         if let Some((node, last, ids)) = m.unjoined.clone() {
-            if registry
+            // Its claim recorded them (committed, whether or not its answer came back).
+            let recorded = registry
                 .rows
                 .get(&node)
-                .is_some_and(|r| r.high_water > last)
-            {
+                .is_some_and(|r| r.recorded_by.contains(&m.range) && r.high_water > last);
+            if recorded {
                 // The registry knows of them: for every copy of the data that carries them.
                 for o in &mut self.members {
                     if o.unjoined.as_ref().is_some_and(|u| u.2 == ids) {
@@ -1820,6 +1827,7 @@ impl Fleet {
                     by: 0,
                     boot: None,
                     released: false,
+                    recorded_by: vec![],
                 });
             }
             Act::Stray => {}
@@ -2617,6 +2625,50 @@ fn a_clean_restart_takes_its_released_claim_at_once_a_crash_waits() {
             fleet.members[0].issuer.issuing() && node.id == 0,
             "fenced {fenced}: then takes its id back: {:?}",
             node.refusing
+        );
+    }
+}
+
+/// A clean restart after a renewer restart starts where the IDs are, in both modes, not a
+/// lease ahead of the clock. In available mode the server goes on under its claim through a
+/// renewer's restart, whose release lowered the registry's mark; the node kept the old value as
+/// its own, so its next heartbeat took the mark for another's raise and its clean stop left it a
+/// lease ahead: the restart's first IDs were stamped there (29 s ahead under the shipped lease,
+/// measured on a real server by `pgrx-tests/tests/first_id.rs`).
+#[test]
+fn a_clean_restart_after_a_renewer_restart_starts_where_the_ids_are() {
+    use Act::*;
+    let done = Commit::Done;
+    for fenced in [true, false] {
+        let mut fleet = directed(
+            &[Some(0)],
+            fenced,
+            &[
+                Turn { s: 0, commit: done },
+                Turn { s: 0, commit: done },
+                Call { s: 0, want: 10 },
+                Release {
+                    s: 0,
+                    restart: false,
+                },
+                Turn { s: 0, commit: done },
+                Turn { s: 0, commit: done },
+                Call { s: 0, want: 10 },
+                Release {
+                    s: 0,
+                    restart: true,
+                },
+                Turn { s: 0, commit: done },
+                Turn { s: 0, commit: done },
+            ],
+        );
+        let now = fleet.now;
+        let m = &mut fleet.members[0];
+        let ids = issue_in(&mut m.issuer, L, now, 1, |_| {});
+        let lead = L.id_unix_ms(ids[0]).expect("an ID") - now;
+        assert!(
+            lead < LEASE / 2,
+            "fenced {fenced}: the first ID after the clean restart is stamped {lead} ms ahead"
         );
     }
 }

@@ -87,6 +87,12 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         //         failover registry-failover mode stall join
         weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0, 0, 0];
         failing = 60;
+    } else if rng.chance(8) {
+        // One seed in eight of the rest: joiners and clean stops among calls and turns, where
+        // the mark a joiner's IDs raised meets a holder's release.
+        //         wait call turn crash release link registry notice retire stray clock copy foreign
+        //         failover registry-failover mode stall join
+        weights = [4, 6, 8, 0, 4, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3];
     }
     let total: u64 = weights.iter().sum();
     let len = 1 + rng.below(200);
