@@ -1137,7 +1137,8 @@ impl Fleet {
     /// What [`Fleet::call`] needs to tell, of an ID member `s` makes again, whether a joiner
     /// made it before it joined while `s`'s claim already held the id, before the registry
     /// knew of the joiner's IDs: two servers made IDs under one id, one of them outside the
-    /// fleet, which no registry can keep apart (FLEETS, *Servers that already make IDs*). When
+    /// fleet, which no registry can keep apart (FLEETS, *Servers that already make IDs*: "IDs
+    /// two servers made under one node id before either joined … are beyond it"). When
     /// `s`'s claim was taken, and the IDs joiners made that no claim has recorded yet.
     fn joiners_before(&self, s: usize) -> (Option<i64>, BTreeSet<i64>) {
         let claim = self.members[s].issuer.node().claim;
@@ -1171,7 +1172,9 @@ impl Fleet {
     /// Server `s` is gone for good, another runs in its place: its session is left to the
     /// registry to notice, and the IDs it made without a registry and never told one of leave
     /// the count once no copy of its data carries them (made outside the fleet by a server
-    /// that never claimed: FLEETS, *Servers that already make IDs*).
+    /// that never claimed: FLEETS, *Servers that already make IDs*: "those of a server that
+    /// never claims (it was replaced before its first claim reached the registry), are beyond
+    /// it").
     fn gone_for_good(&mut self, s: usize) {
         self.session_gone(s);
         if let Some((_, _, ids)) = self.members[s].unjoined.take() {
@@ -1611,7 +1614,7 @@ fn run_fleet_leased(
     for act in acts {
         fleet.checked(act)?;
     }
-    fleet.healed()
+    healed(&mut fleet)
 }
 
 impl Fleet {
@@ -1622,15 +1625,9 @@ impl Fleet {
         self.rows_per_member()?;
         self.locks_name_their_holders()
     }
-
-    /// The checks of the end: every fault heals, and the fleet settles as the docs promise.
-    fn healed(self) -> Result<(), TestCaseError> {
-        let mut fleet = self;
-        healed(&mut fleet)
-    }
 }
 
-/// [`Fleet::healed`].
+/// The checks of the end: every fault heals, and the fleet settles as the docs promise.
 fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
     // Every fault heals (clocks set right); the registry notices the dead sessions; time
     // passes lease by lease with every renewer turning.
@@ -1708,7 +1705,8 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
                     o != s && other.issuer.issuing() && Some(other.issuer.node().id) == configured
                 });
                 // An id a joiner recorded as used, retired at the end of its IDs: refused until
-                // the registry's clock is past them (FLEETS, *What each failure does*: a server
+                // the registry's clock is past them (FLEETS, *What each failure does*: "a server
+                // configured with one is refused until the registry's clock is past it"; a server
                 // that made IDs before it joined).
                 let retired_ahead = configured
                     .and_then(|node| fleet.registry.rows.get(&node))
