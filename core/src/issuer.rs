@@ -50,6 +50,10 @@ pub struct Issuer {
     /// (`HolderState::retire_pending`), kept here so that a renewer's restart goes on trying
     /// (audit 3, R-a: it was forgotten, and the id never retired).
     retire_pending: Option<GivenUp>,
+    /// The end of the lease (monotonic ms; `i64::MIN`: none) the renewer last published its
+    /// claim held under: what a restarted renewer goes on under ([`Issuer::resumable`]).
+    /// `registry`'s lease is what `snowflake_stats()` shows, and decides nothing.
+    renewer_lease_ends_at: i64,
     /// IDs made while the ceiling had given way (available mode: heartbeats failed for about a
     /// lease, or between a release and the next claim): they may lie past the mark the registry holds,
     /// where a later holder of the id may repeat them. Counted from `past_mark_from` (the
@@ -123,6 +127,7 @@ impl Issuer {
             last_failure: RenewalFailure::Io { errno: 0 },
             writer_pid: 0,
             retire_pending: None,
+            renewer_lease_ends_at: i64::MIN,
             past_mark: 0,
             past_mark_from: None,
         }
@@ -383,7 +388,7 @@ impl Issuer {
     /// predecessor last had.
     pub fn resumable(&self) -> Option<Held> {
         self.node.resumable(Lease {
-            ends_at: self.registry.lease_ends_at,
+            ends_at: self.renewer_lease_ends_at,
             ceiling: self.node.ceiling,
         })
     }
@@ -422,6 +427,9 @@ impl Issuer {
     /// Says whether IDs may be made (`Node::publish`); returns whether that changed.
     pub fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) -> bool {
         let changed = self.node.publish(holding, skewed, fenced, now);
+        if let Holding::Held { lease, .. } = holding {
+            self.renewer_lease_ends_at = lease.ends_at;
+        }
         if fenced {
             // Fenced mode counts nothing: it makes no ID without a grant.
             if let Some(from) = self.past_mark_from.take() {

@@ -8,6 +8,7 @@
 //! - [`node`]: the server's identity (node id, history, registry claim, refusal) and its transitions
 //! - [`issuer`]: the issuing state in shared memory (generator, node, registry status, the
 //!   writer's turn), the gate and the fenced ceiling
+//! - [`renewer`]: the renewer's turn: when it contacts the registry, then the pin and the publication
 //! - [`retry`]: pacing retries and their log lines after failures
 //! - [`base32`]: the 13-character text form
 //! - [`state_file`] and [`wal_record`]: the bytes of the durable reservation
@@ -22,6 +23,7 @@ pub mod issuer;
 pub mod layout;
 pub mod node;
 pub mod registry;
+pub mod renewer;
 pub mod retry;
 pub mod state_file;
 pub mod wal_record;

@@ -1,14 +1,13 @@
-//! The renewer's side of the registry: claims the node id before the first ID, renews the lease
-//! with heartbeats, checks the clock at every contact, and says in shared memory whether IDs
-//! may be made ([`Holder::turn`], once per turn of the renewer's loop, between renewals). One
-//! contact is the core's (`snowflake_core::node::contact`, which the fleet model runs too):
-//! what it asks, and what each answer does to the server's identity (`Node`'s transitions,
-//! through [`Server`], one locked call each) and to what the renewer remembers
-//! (`HolderState`); this file connects, talks through `client::Sql`, and says and shows what a
-//! contact came to. A heartbeat that finds the id taken over closes its session and claims
-//! again at the next contact. A
-//! registry that does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange;
-//! backends stand in for a renewer that is silent that long (`shmem::Handle::renewer_running`).
+//! The renewer's side of the registry, as the extension runs it: the core's `Renewer` turns
+//! ([`Holder::turn`], once per turn of the renewer's loop, between renewals) over this file's
+//! registry session (`client::Sql`), shared memory and state file. What is due when, the order
+//! contact → pin → publish and the clock check are the core's (`snowflake_core::renewer`), and
+//! so is one contact (`snowflake_core::node::contact`): what it asks, and what each answer does
+//! to the server's identity (`Node`'s transitions, through [`Server`], one locked call each) and
+//! to what the renewer remembers (`HolderState`); the fleet model turns both. This file
+//! connects, and says and shows what a contact came to. A registry that does not answer costs
+//! the renewer at most `client::TIMEOUT_MS` per exchange; backends stand in for a renewer that
+//! is silent that long (`shmem::Handle::renewer_running`).
 
 use super::client::{self, Sql};
 use super::libpq::{Conn, Failure};
@@ -20,30 +19,29 @@ use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::contact::{self, Contact};
 use snowflake_core::node::holder::{GivenUp, HolderState};
-use snowflake_core::node::{Claim, Node};
+use snowflake_core::node::{Claim, Holding, Node};
 use snowflake_core::registry::table::{self, Retirement};
 use snowflake_core::registry::{self, Lease};
+use snowflake_core::renewer::{self, Renewer};
 use snowflake_core::retry::LogThrottle;
 
 /// A failure to reach the registry is logged at most once in this long.
 const UNREACHABLE_LOG_INTERVAL_MS: i64 = 10_000;
 
-/// The renewer's registry side: its connection, and what it knows of its claim (the core's
-/// `HolderState`, which the fleet model drives too).
+/// The renewer's registry side: its connection, and the core's `Renewer` (what it knows of its
+/// claim and when its next contact is due, which the fleet model turns too).
 pub struct Holder {
+    link: Link,
+    renewer: Renewer,
+}
+
+/// The registry session and what is said of failing to reach it.
+struct Link {
     conninfo: String,
     conn: Option<Conn>,
     /// Of a registry named with its standbys, the host last reached: the next connection tries
     /// it first.
     host: usize,
-    state: HolderState,
-    /// The clock is off by more than the limit (the offset).
-    skewed: Option<i64>,
-    next_contact: i64,
-    /// The mode (`pg_snowflake.registry_mode`) of the last contact: a switch to fenced mode
-    /// leaves the claim without a ceiling until a heartbeat grants one, so a switch is published
-    /// and makes the next contact at once.
-    contacted_in: Option<RegistryMode>,
     unreachable_log: LogThrottle,
 }
 
@@ -58,231 +56,232 @@ impl Holder {
             issuer.renewer_restarted(available)
         });
         Holder {
-            conninfo,
-            conn: None,
-            host: 0,
-            state,
-            skewed: None,
-            next_contact: i64::MIN,
-            contacted_in: None,
-            unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),
+            link: Link {
+                conninfo,
+                conn: None,
+                host: 0,
+                unreachable_log: LogThrottle::new(UNREACHABLE_LOG_INTERVAL_MS),
+            },
+            renewer: Renewer::new(state),
         }
     }
 
-    /// Contacts the registry if it is time (a claim, or a heartbeat), then updates what shared
-    /// memory says about issuing. Returns how long the renewer may sleep before the next
-    /// contact is due (ms).
+    /// One turn of the core's `Renewer` (a claim or a heartbeat if one is due, the pin, what
+    /// may be made published), with a failure to reach the registry said. Returns how long the
+    /// renewer may sleep before its next turn (ms).
     pub fn turn(&mut self, shm: Handle) -> i64 {
-        let settings = gucs::registry_settings();
-        let now = SystemClock.monotonic();
-        // A switch of mode takes effect at once (a switch to fenced refuses IDs until a
-        // heartbeat grants a ceiling), before a contact that may wait for the registry.
-        let switched = self.contacted_in != Some(settings.mode);
-        if switched {
-            self.publish(shm, settings.mode);
-        }
-        // A session the registry ended (it restarted, failed over, or found this server idle)
-        // is made anew at once: a running holder is back within a turn, before a copy of it
-        // waiting for the id may take it for gone (`registry::Refusal::HolderMayReturn`).
-        let session_lost = self.conn.as_ref().is_some_and(|conn| !conn.still_open());
-        if now >= self.next_contact || switched || session_lost {
-            self.contacted_in = Some(settings.mode);
-            let interval = registry::heartbeat_interval_ms(settings.lease_ms);
-            self.next_contact = now + self.state.next_contact_in(interval);
-            if let Err(failure) = self.contact(shm, &settings) {
-                self.conn = None;
-                // Tried again within a second, not a heartbeat interval later.
-                self.next_contact = now + 1_000.min(interval);
-                if let Some(not_logged) = self.unreachable_log.due(now) {
+        let registry = gucs::registry_settings();
+        let settings = contact::Settings {
+            fenced: registry.mode == RegistryMode::Fenced,
+            lease_ms: registry.lease_ms,
+            max_clock_skew_ms: registry.max_clock_skew_ms,
+            configured: gucs::configured_node(),
+            fresh_on_promotion: registry.fresh_on_promotion,
+        };
+        let turned = self.renewer.turn(
+            &mut Turning {
+                link: &mut self.link,
+                shm,
+            },
+            &settings,
+        );
+        match turned.failure {
+            Some(failure) => {
+                if let Some(not_logged) = self.link.unreachable_log.due(SystemClock.monotonic()) {
                     SnowflakeError::from(RegistryError::Unreachable {
                         cause: failure.message,
                         not_logged,
                     })
                     .report_warning();
                 }
-            } else {
-                self.unreachable_log.reset();
             }
+            None if turned.contacted => self.link.unreachable_log.reset(),
+            None => {}
         }
-        if self.state.pin_due() {
-            self.pin(shm);
-        }
-        self.publish(shm, settings.mode);
-        if self.state.pin_due() {
-            return 10;
-        }
-        (self.next_contact - SystemClock.monotonic()).clamp(10, 1_000)
+        turned.sleep_ms
+    }
+}
+
+/// The server as the core's `Renewer` turns it (`renewer::Server`): the registry session,
+/// shared memory under its lock, the state file.
+struct Turning<'a> {
+    link: &'a mut Link,
+    shm: Handle,
+}
+
+impl renewer::Server for Turning<'_> {
+    type Failure = Failure;
+
+    fn monotonic(&mut self) -> i64 {
+        SystemClock.monotonic()
     }
 
-    /// Writes the new claim into the state file and the WAL (for the standbys) before any ID
-    /// is made under it, as the one writer of the moment (`renew::rewrite_turn`: after a
-    /// stand-in's renewal in progress, if any); tried again on the next turn if it cannot be.
-    fn pin(&mut self, shm: Handle) {
-        let Some(turn) = renew::rewrite_turn(shm) else {
-            return;
-        };
-        match renew::renew(turn) {
-            Renewal::Done { .. } => self.state.pinned(),
-            Renewal::Failed { errno } => self.warn_write_failed(errno),
-            Renewal::Fenced { .. } | Renewal::Abandoned => {}
-        }
+    fn session_lost(&mut self) -> bool {
+        self.link
+            .conn
+            .as_ref()
+            .is_some_and(|conn| !conn.still_open())
     }
 
-    /// One claim or heartbeat, with the clock check, on the open connection (made anew when
-    /// the last one failed).
-    fn contact(&mut self, shm: Handle, settings: &gucs::RegistrySettings) -> Result<(), Failure> {
-        let conn = match self.conn.take() {
+    fn contact(
+        &mut self,
+        state: &mut HolderState,
+        settings: &contact::Settings,
+    ) -> Result<Option<i64>, Failure> {
+        let conn = match self.link.conn.take() {
             Some(conn) if conn.is_ok() => conn,
             _ => {
-                self.state.new_session();
+                state.new_session();
                 let timeout = registry::exchange_deadline_ms(settings.lease_ms);
-                let (conn, host) = Conn::connect_from(&self.conninfo, timeout, self.host)?;
-                self.host = host;
+                let (conn, host) =
+                    Conn::connect_from(&self.link.conninfo, timeout, self.link.host)?;
+                self.link.host = host;
                 client::keep_alive(&conn, settings.lease_ms)?;
                 conn.query(client::UPGRADE, &[])?;
                 conn
             }
         };
-        let result = self.exchange(&conn, shm, settings);
-        if self.state.keeps_session() {
-            self.conn = Some(conn);
+        let result = self.exchange(&conn, state, settings);
+        if result.is_ok() && state.keeps_session() {
+            self.link.conn = Some(conn);
         }
         result
     }
 
+    fn pin(&mut self) -> bool {
+        pin(self.shm, &mut self.link.unreachable_log)
+    }
+
+    fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) {
+        let changed = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            issuer.publish(holding, skewed, fenced, now)
+        });
+        if changed {
+            self.shm.broadcast_renewed();
+        }
+    }
+}
+
+/// Writes the new claim into the state file and the WAL (for the standbys) before any ID is
+/// made under it, as the one writer of the moment (`renew::rewrite_turn`: after a stand-in's
+/// renewal in progress, if any); whether it was written (if not, the next turn tries again).
+fn pin(shm: Handle, log: &mut LogThrottle) -> bool {
+    let Some(turn) = renew::rewrite_turn(shm) else {
+        return false;
+    };
+    match renew::renew(turn) {
+        Renewal::Done { .. } => true,
+        Renewal::Failed { errno } => {
+            warn_write_failed(log, errno);
+            false
+        }
+        Renewal::Fenced { .. } | Renewal::Abandoned => false,
+    }
+}
+
+/// The state file could not be written (`errno`): a WARNING, at most one in a while.
+fn warn_write_failed(log: &mut LogThrottle, errno: i32) {
+    if let Some(not_logged) = log.due(SystemClock.monotonic()) {
+        SnowflakeError::ReservationsFailing {
+            cause: SnowflakeError::state_file_write(errno).message().text,
+            not_logged,
+        }
+        .report_warning();
+    }
+}
+
+impl Turning<'_> {
     /// One contact (`node::contact`: the clock check, a heartbeat or a claim, each answer to
-    /// the core's `HolderState` and `Node`), then what it came to said and shown.
+    /// the core's `HolderState` and `Node`) on `conn`, then what it came to said and shown;
+    /// the clock offset it read, if any.
     fn exchange(
         &mut self,
         conn: &Conn,
-        shm: Handle,
-        settings: &gucs::RegistrySettings,
-    ) -> Result<(), Failure> {
-        let fenced = settings.mode == RegistryMode::Fenced;
-        let contact_settings = contact::Settings {
-            fenced,
-            lease_ms: settings.lease_ms,
-            max_clock_skew_ms: settings.max_clock_skew_ms,
-            configured: gucs::configured_node(),
-            fresh_on_promotion: settings.fresh_on_promotion,
-        };
-        let was_refused = self.state.refused;
+        state: &mut HolderState,
+        settings: &contact::Settings,
+    ) -> Result<Option<i64>, Failure> {
+        let was_refused = state.refused;
         let mut server = Server {
-            shm,
+            shm: self.shm,
             role: None,
             unwritten: None,
             offset: None,
         };
-        let contacted = contact::contact(
-            &mut Sql(conn),
-            &mut server,
-            &mut self.state,
-            &contact_settings,
-        );
-        if let Some(offset) = server.offset {
-            self.skewed = (offset.abs() > settings.max_clock_skew_ms).then_some(offset);
-        }
+        let contacted = contact::contact(&mut Sql(conn), &mut server, state, settings);
         if let Some(errno) = server.unwritten {
             // Rolled back: the registry is fine, the disk is not; said as a failed write.
-            self.warn_write_failed(errno);
-            return Ok(());
+            warn_write_failed(&mut self.link.unreachable_log, errno);
+            return Ok(server.offset);
         }
-        self.show(shm, contacted?, was_refused);
-        Ok(())
+        show(self.shm, contacted?, was_refused);
+        Ok(server.offset)
     }
+}
 
-    /// What a contact came to, said in the log and shown in shared memory's registry status
-    /// (`was_refused`: the claim before it was refused, and warned of).
-    fn show(&mut self, shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
-        match contacted {
-            Contact::Skewed | Contact::Idle => {}
-            Contact::Renewed { retired, .. } => report_retired(retired),
-            Contact::Lost { node, holder } => {
-                SnowflakeError::from(RegistryError::ClaimLost {
-                    node,
-                    holder: holder.clone(),
+/// What a contact came to, said in the log and shown in shared memory's registry status
+/// (`was_refused`: the claim before it was refused, and warned of).
+fn show(shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
+    match contacted {
+        Contact::Skewed | Contact::Idle => {}
+        Contact::Renewed { retired, .. } => report_retired(retired),
+        Contact::Lost { node, holder } => {
+            SnowflakeError::from(RegistryError::ClaimLost {
+                node,
+                holder: holder.clone(),
+            })
+            .report_warning();
+            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                issuer.lost(holder.as_deref().unwrap_or(""));
+            });
+        }
+        Contact::Granted {
+            decided,
+            taken,
+            retired,
+        } => {
+            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                issuer.taken(taken.lease.ends_at);
+            });
+            SnowflakeError::from(RegistryError::ClaimOutcome {
+                node: taken.node,
+                generation: taken.identity.generation,
+                floor: (taken.floor > i64::MIN).then_some(taken.floor),
+                how: decided.how,
+            })
+            .report_log();
+            if let Some((node, stray)) = &decided.stray {
+                SnowflakeError::from(RegistryError::StrayLayout {
+                    node: *node,
+                    stray: stray.clone(),
+                    fleet: gucs::layout().describe(),
                 })
                 .report_warning();
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-                    issuer.lost(holder.as_deref().unwrap_or(""));
-                });
-                self.next_contact = SystemClock.monotonic();
             }
-            Contact::Granted {
-                decided,
-                taken,
-                retired,
-            } => {
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-                    issuer.taken(taken.lease.ends_at);
-                });
-                SnowflakeError::from(RegistryError::ClaimOutcome {
-                    node: taken.node,
-                    generation: taken.identity.generation,
-                    floor: (taken.floor > i64::MIN).then_some(taken.floor),
-                    how: decided.how,
-                })
-                .report_log();
-                if let Some((node, stray)) = &decided.stray {
-                    SnowflakeError::from(RegistryError::StrayLayout {
-                        node: *node,
-                        stray: stray.clone(),
-                        fleet: gucs::layout().describe(),
-                    })
-                    .report_warning();
-                }
-                report_retired(retired);
-            }
-            Contact::Refused {
-                node,
-                why,
-                holder,
-                last_seen,
-                layout,
-            } => {
-                let warn = !was_refused
-                    || shm.snapshot().registry().refusal.map(|(_, was, _)| was) != Some(why);
-                if warn {
-                    let refused =
-                        RegistryError::refused(node, why, holder.clone(), last_seen, || layout);
-                    SnowflakeError::from(refused).report_warning();
-                }
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-                    issuer.refused(node, why, last_seen, &holder);
-                });
-            }
-            Contact::NoFreeId { max } => {
-                SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
-                shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-                    issuer.no_free_id();
-                });
-            }
+            report_retired(retired);
         }
-    }
-
-    /// The state file could not be written (`errno`): a WARNING, at most one in a while.
-    fn warn_write_failed(&mut self, errno: i32) {
-        if let Some(not_logged) = self.unreachable_log.due(SystemClock.monotonic()) {
-            SnowflakeError::ReservationsFailing {
-                cause: SnowflakeError::state_file_write(errno).message().text,
-                not_logged,
+        Contact::Refused {
+            node,
+            why,
+            holder,
+            last_seen,
+            layout,
+        } => {
+            let warn = !was_refused
+                || shm.snapshot().registry().refusal.map(|(_, was, _)| was) != Some(why);
+            if warn {
+                let refused =
+                    RegistryError::refused(node, why, holder.clone(), last_seen, || layout);
+                SnowflakeError::from(refused).report_warning();
             }
-            .report_warning();
+            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                issuer.refused(node, why, last_seen, &holder);
+            });
         }
-    }
-
-    /// Says in shared memory whether IDs may be made (`Node::publish`), and wakes the callers
-    /// waiting for it.
-    fn publish(&self, shm: Handle, mode: RegistryMode) {
-        let holding = self.state.holding();
-        let now = SystemClock.monotonic();
-        let fenced = mode == RegistryMode::Fenced;
-        let skewed = self.skewed.is_some();
-        let changed = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.publish(holding, skewed, fenced, now)
-        });
-        if changed {
-            shm.broadcast_renewed();
+        Contact::NoFreeId { max } => {
+            SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
+            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+                issuer.no_free_id();
+            });
         }
     }
 }

@@ -1,11 +1,11 @@
 //! Models that can break the server's identity: the transitions of [`Node`] driven together
 //! with the generator, the state file, the WAL and the registry's decisions, by actors that
-//! crash, restart, replay, promote, race, partition, step their clocks and heal at any step. A renewer's contact
-//! with the registry is the core's own (`node::contact`, over `registry::table`'s procedures),
-//! run over an in-memory table ([`Session`]) and the member ([`Host`]) as the extension runs it
-//! over SQL and shared memory; the other actors mirror the extension
-//! (`src/reservation/redo.rs`, the renewer's exit in `src/registry/holder.rs`): only the I/O
-//! is modelled.
+//! crash, restart, replay, promote, race, partition, step their clocks and heal at any step. A
+//! renewer's turn and its contact with the registry are the core's own (`renewer::Renewer`,
+//! `node::contact`, over `registry::table`'s procedures), turned over an in-memory table
+//! ([`Session`]) and the member ([`Turning`], [`Host`]) where the extension turns them over SQL
+//! and shared memory; the other actors mirror the extension (`src/reservation/redo.rs`, the
+//! renewer's exit in `src/registry/holder.rs`): only the I/O is modelled.
 //!
 //! The properties are the safety model's: no ID issued twice across the servers (in available
 //! mode, none once a partition has healed and the registry was reached), one registry row per
@@ -20,6 +20,7 @@ use crate::node::contact;
 use crate::node::holder::{GivenUp, HolderState};
 use crate::registry::table::{self, Lowering, RenewRequest, Request, Retirement, RowRead, Table};
 use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
+use crate::renewer::{self, Renewer};
 use proptest::prelude::*;
 use std::cell::Cell;
 use std::collections::{btree_map::Entry, BTreeMap, BTreeSet, HashMap};
@@ -834,8 +835,8 @@ struct Member {
     issuer: Issuer,
     file: Option<Reservation>,
     session: Option<u64>,
-    /// What the renewer remembers of its claim, as `registry/holder.rs` keeps it.
-    holder: HolderState,
+    /// Its renewer: what it remembers of its claim, its clock's last reading, its next contact.
+    renewer: Renewer,
     link: bool,
     /// When a contact last reached the registry (whatever it found).
     reached_at: i64,
@@ -854,8 +855,6 @@ struct Member {
     range: u128,
     /// Its wall clock less the registry's (ms): kept across restarts ([`Act::Clock`]).
     offset: i64,
-    /// The last contact that read the registry's clock found it off by more than the margin.
-    skewed: bool,
     /// Crashes of its data directory so far (a copy's include its origin's): each may resume a
     /// lease past the last reservation (FLEETS, *a crash in fenced mode resumes at the
     /// registry's mark*), so each adds a lease to how far ahead its IDs may be stamped.
@@ -924,7 +923,7 @@ impl Member {
             issuer: Issuer::start(&start),
             file: start.rewrite.as_ref().map(|d| file_in(d, layout)).or(file),
             session: None,
-            holder: HolderState::new(),
+            renewer: Renewer::default(),
             link: true,
             reached_at: i64::MIN,
             orphaned: None,
@@ -934,7 +933,6 @@ impl Member {
             system: id as u64 + 1,
             range: (id as u128 + 1) << 64,
             offset: 0,
-            skewed: false,
             crashes: 0,
             layout,
             refused_for_layout: false,
@@ -978,6 +976,64 @@ impl Member {
     }
 }
 
+/// A member as its renewer turns it ([`renewer::Server`]): the fleet's registry, the member's
+/// session, state file and issuing state.
+struct Turning<'f> {
+    fleet: &'f mut Fleet,
+    s: usize,
+    /// How a claim's COMMIT ends in this turn.
+    commit: Commit,
+    /// A check of the model that failed during the turn.
+    checked: Result<(), TestCaseError>,
+}
+
+impl renewer::Server for Turning<'_> {
+    type Failure = Failed;
+
+    fn monotonic(&mut self) -> i64 {
+        self.fleet.now
+    }
+
+    fn session_lost(&mut self) -> bool {
+        let fleet = &self.fleet;
+        let m = &fleet.members[self.s];
+        // Seen only where the registry's end of it reaches the server.
+        fleet.registry.up
+            && m.link
+            && m.session
+                .is_some_and(|session| !fleet.registry.open.contains(&session))
+    }
+
+    fn contact(
+        &mut self,
+        state: &mut HolderState,
+        settings: &contact::Settings,
+    ) -> Result<Option<i64>, Failed> {
+        match self.fleet.contact(self.s, self.commit, state, settings) {
+            Ok(answered) => answered,
+            Err(failed) => {
+                self.checked = Err(failed);
+                Err(Failed)
+            }
+        }
+    }
+
+    fn pin(&mut self) -> bool {
+        // The pin: the state file (and the WAL) with the claim, before any ID.
+        let m = &mut self.fleet.members[self.s];
+        let (node, reserved) = m.issuer.state();
+        let pin = durable(&node, reserved, None);
+        m.write(&pin);
+        true
+    }
+
+    fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) {
+        self.fleet.members[self.s]
+            .issuer
+            .publish(holding, skewed, fenced, now);
+    }
+}
+
 /// A member as a contact sees it (`node::contact::Host`; shared memory and the state file in
 /// the extension).
 struct Host<'a> {
@@ -986,6 +1042,8 @@ struct Host<'a> {
     fenced: bool,
     /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
     stalled: &'a Cell<bool>,
+    /// The clock offset the contact read, if it read one.
+    offset: Option<i64>,
 }
 
 impl contact::Host for Host<'_> {
@@ -1003,7 +1061,9 @@ impl contact::Host for Host<'_> {
         self.m.issuer.state()
     }
 
-    fn clock_read(&mut self, _offset: i64, _sent: i64) {}
+    fn clock_read(&mut self, offset: i64, _sent: i64) {
+        self.offset = Some(offset);
+    }
 
     fn start_writing(&mut self) -> bool {
         true
@@ -1202,16 +1262,23 @@ impl Fleet {
         });
     }
 
-    /// A turn's contact (`node::contact`, as `registry/holder.rs` runs it), on the member's
-    /// session, made anew when it has none.
-    fn contact(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
+    /// A turn's contact ([`renewer::Server::contact`]: `node::contact` on the member's
+    /// session, made anew when it has none), answered as `commit` says: the clock offset it
+    /// read, or `Err(Failed)` if the exchange failed; the outer `Err` is a check that failed.
+    fn contact(
+        &mut self,
+        s: usize,
+        commit: Commit,
+        holder: &mut HolderState,
+        settings: &contact::Settings,
+    ) -> Result<Result<Option<i64>, Failed>, TestCaseError> {
         self.contacts += 1;
-        let (now, fenced, lease) = (self.now, self.members[s].fenced, self.lease);
+        let (now, fenced, lease) = (self.now, settings.fenced, self.lease);
         if !self.registry.up || !self.members[s].link {
             // The exchange times out and the server drops its session; the registry's end of
             // it lives on until its keepalives find the server gone.
             self.session_gone(s);
-            return Ok(());
+            return Ok(Err(Failed));
         }
         // A claim stalled on its intent holds the table's lock, which every exchange waits
         // for, until the registry ends it: behind one member's stalled claim no exchange waits
@@ -1232,7 +1299,7 @@ impl Fleet {
                      deadline of {deadline} ms (lease {lease} ms)"
                 );
                 self.session_gone(s);
-                return Ok(());
+                return Ok(Err(Failed));
             }
         }
         let registry = &mut self.registry;
@@ -1265,47 +1332,33 @@ impl Fleet {
         };
         let m = &mut self.members[s];
         m.reached_at = now;
-        // As the extension's `Holder::contact`: the skew the contact reads stays until the next
-        // contact that reads the clock.
-        m.skewed = (m.offset - registry.skew).abs() > MARGIN;
         let session = match m.session {
             // Ended by the registry (it noticed the client gone, or restarted): the exchange
             // fails, and the next turn connects anew.
             Some(session) if !registry.open.contains(&session) => {
                 m.session = None;
-                return Ok(());
+                return Ok(Err(Failed));
             }
             Some(session) => session,
             None => {
-                m.holder.new_session();
+                holder.new_session();
                 let session = registry.new_session();
                 m.session = Some(session);
                 session
             }
         };
-        let settings = contact::Settings {
-            fenced,
-            lease_ms: lease,
-            max_clock_skew_ms: MARGIN,
-            configured: m.settings.configured,
-            fresh_on_promotion: m.fresh_on_promotion,
-        };
-        let mut holder = std::mem::take(&mut m.holder);
         let stalled = Cell::new(false);
         let mut table = Session::new(registry, session, now, commit, &stalled);
         table.by = m.range;
-        let contacted = contact::contact(
-            &mut table,
-            &mut Host {
-                m,
-                now,
-                fenced,
-                stalled: &stalled,
-            },
-            &mut holder,
-            &settings,
-        );
-        m.holder = holder;
+        let mut host = Host {
+            m,
+            now,
+            fenced,
+            stalled: &stalled,
+            offset: None,
+        };
+        let contacted = contact::contact(&mut table, &mut host, holder, settings);
+        let offset = host.offset;
         // A contact retires only the claim its server gave up on a promotion, never a claim
         // made of the id since.
         if let Ok(
@@ -1336,9 +1389,7 @@ impl Fleet {
             }
             _ => {}
         }
-        // As `Holder::show`: what a taken claim's lease is, for a successor to resume.
         if let Ok(contact::Contact::Granted { taken, .. }) = &contacted {
-            m.issuer.taken(taken.lease.ends_at);
             // A running holder keeps its id: no other server's claim takes it within a
             // heartbeat interval and the clock margin of its holder's last contact (FLEETS,
             // *The rules that keep IDs unique*).
@@ -1355,11 +1406,11 @@ impl Fleet {
                 );
             }
         }
-        if let Some(old) = m.holder.retire_pending {
+        if let Some(old) = holder.retire_pending {
             self.given_up
                 .insert(old.node, (m.range, m.crashes, old.claim));
         }
-        if contacted.is_err() || !m.holder.keeps_session() {
+        if contacted.is_err() || !holder.keeps_session() {
             registry.end_session(session);
             m.session = None;
         }
@@ -1382,7 +1433,7 @@ impl Fleet {
             }
         }
         self.note_marks();
-        Ok(())
+        Ok(contacted.map(|_| offset))
     }
 
     /// `renewer.rs`'s exit: a fenced claim's mark comes down to the durable reservation where
@@ -1420,14 +1471,28 @@ impl Fleet {
                 self.gone.push((session, self.now));
             }
         }
-        let lease = m.holder.held.map(|h| h.lease);
+        let lease = m.renewer.state.held.map(|h| h.lease);
         m.orphaned = lease.or(m.orphaned);
-        // Its successor goes on under the claim in available mode (`Holder::new`), and claims
-        // again in fenced mode; either way it retires what was left pending.
-        m.holder = m.issuer.renewer_restarted(!fenced);
+        // Its successor goes on under the claim in available mode, and claims again in fenced
+        // mode; either way it retires what was left pending.
+        m.renewer = Renewer::new(m.issuer.renewer_restarted(!fenced));
         self.note_marks();
     }
 
+    /// The settings member `s`'s renewer turns under.
+    fn settings_of(&self, s: usize) -> contact::Settings {
+        let m = &self.members[s];
+        contact::Settings {
+            fenced: m.fenced,
+            lease_ms: self.lease,
+            max_clock_skew_ms: MARGIN,
+            configured: m.settings.configured,
+            fresh_on_promotion: m.fresh_on_promotion,
+        }
+    }
+
+    /// Member `s`'s renewer turns (`Renewer::turn`) with its contact due now: the model turns
+    /// a renewer at any moment, sooner than its heartbeat interval as readily as on time.
     fn turn(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
         // A renewer whose claim stalled on its disk is stuck in that write until the registry
         // ends the claim (and after, as far as the model knows).
@@ -1441,19 +1506,21 @@ impl Fleet {
         {
             return Ok(());
         }
-        self.contact(s, commit)?;
-        let now = self.now;
-        let m = &mut self.members[s];
-        let fenced = m.fenced;
-        if m.holder.pin_due() {
-            // The pin: the state file (and the WAL) with the claim, before any ID.
-            let (node, reserved) = m.issuer.state();
-            let pin = durable(&node, reserved, None);
-            m.write(&pin);
-            m.holder.pinned();
-        }
-        m.issuer.publish(m.holder.holding(), m.skewed, fenced, now);
-        Ok(())
+        let settings = self.settings_of(s);
+        let mut renewer = std::mem::take(&mut self.members[s].renewer);
+        let mut turning = Turning {
+            fleet: self,
+            s,
+            commit,
+            checked: Ok(()),
+        };
+        renewer.turn(&mut turning, &settings);
+        let checked = turning.checked;
+        // Kept due: the next turn contacts whenever it comes (and states that differ only in
+        // when a contact falls due are one state to the search).
+        renewer.contact_now();
+        self.members[s].renewer = renewer;
+        checked
     }
 
     fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {
@@ -1913,10 +1980,17 @@ impl Fleet {
             }
             Act::Stall { s, slow } => self.members[s].slow_disk = slow,
             Act::Mode { s, fenced } => {
-                let now = self.now;
-                let m = &mut self.members[s];
-                m.fenced = fenced;
-                m.issuer.publish(m.holder.holding(), m.skewed, fenced, now);
+                self.members[s].fenced = fenced;
+                // The renewer publishes a switch at once, before any contact
+                // (`Renewer::turn`): the contact may wait for the registry.
+                let (now, renewer) = (self.now, self.members[s].renewer);
+                let mut turning = Turning {
+                    fleet: self,
+                    s,
+                    commit: Commit::Done,
+                    checked: Ok(()),
+                };
+                renewer.publish(&mut turning, fenced, now);
             }
             Act::Join {
                 s,
@@ -2122,7 +2196,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
             commit: Commit::Done,
         },
     );
-    assert!(fleet.members[3].holder.retire_pending.is_some());
+    assert!(fleet.members[3].renewer.state.retire_pending.is_some());
     // The old primary's lease runs out; member 0 claims its configured id.
     act(&mut fleet, Wait { ms: LEASE + 1 });
     act(&mut fleet, Notice);
@@ -2164,7 +2238,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
         !fleet.registry.rows[&0].retired,
         "node id 0, claimed again by member 0, retired by the standby that gave it up"
     );
-    assert_eq!(fleet.members[3].holder.retire_pending, None);
+    assert_eq!(fleet.members[3].renewer.state.retire_pending, None);
     // Its link back, member 0 goes on under node id 0.
     act(&mut fleet, Link { s: 0, up: true });
     act(
