@@ -586,6 +586,18 @@ impl Generator {
         self.last.map(|(time, _)| layout.unix_ms(time as u64))
     }
 
+    /// How far this generator's IDs may reach already (Unix ms): the later of the durable
+    /// reservation and the time a call reading `clock` now would issue at (the steady clock,
+    /// not taken in). The steady clock leads the wall clock after a step back or a start above
+    /// a floor ahead of it, and keeps its lead through idle spells that the reservation does
+    /// not follow; a mark recorded a lease past this covers every ID a call may make until the
+    /// lease ends.
+    pub fn reaches(&self, clock: &mut impl Clock) -> i64 {
+        let mut probe = self.clock;
+        let at = probe.read(clock).steady;
+        self.reservation.durable_until.max(at)
+    }
+
     /// IDs may be issued up to (not including) this time (Unix ms) under the durable reservation.
     pub const fn reserved_until(&self) -> i64 {
         self.reservation.durable_until

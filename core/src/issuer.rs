@@ -48,7 +48,7 @@ pub struct Issuer {
     writer_pid: i32,
     /// The claim a promoted standby gave up for a fresh id, still to be retired
     /// (`HolderState::retire_pending`), kept here so that a renewer's restart goes on trying
-    /// (audit 3, R-a: it was forgotten, and the id never retired).
+    /// (were it forgotten, the id would never be retired).
     retire_pending: Option<GivenUp>,
     /// The end of the lease (monotonic ms; `i64::MIN`: none) the renewer last published its
     /// claim held under: what a restarted renewer goes on under ([`Issuer::resumable`]).
@@ -447,6 +447,12 @@ impl Issuer {
     /// The node and the durable reservation, as a contact reads them.
     pub fn state(&self) -> (Node, i64) {
         (self.node, self.generator.reserved_until())
+    }
+
+    /// The node, and how far its IDs may reach already reading `clock` now
+    /// (`Generator::reaches`): what a contact records its mark above.
+    pub fn reaches(&self, clock: &mut impl Clock) -> (Node, i64) {
+        (self.node, self.generator.reaches(clock))
     }
 
     // -----------------------------------------------------------------------------------------

@@ -4,10 +4,11 @@
 //! absence of overlap; clones, crashes, clock offsets, a stopped registry, retiring and
 //! recycling are done for real (pg_basebackup, kill -9, libfaketime, pg_ctl).
 
+use snowflake_it::registry::next_id;
 use snowflake_it::{assert_error, count, take_ids, wait_until, Config, Server};
 use std::collections::HashSet;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const LEASE_MS: i64 = 3_000;
 
@@ -1294,4 +1295,67 @@ fn the_registry_setting_is_hidden_from_ordinary_users() {
     assert_eq!(err.code().map(|c| c.code()), Some("42501"), "{err}");
     let shown: String = server.query_one("SHOW pg_snowflake.registry");
     assert!(shown.contains("dbname=postgres"), "{shown}");
+}
+
+/// How long after its last call a server's renewer keeps its reservation ahead of the clock
+/// (ms; the core's `generator::KEEP_AHEAD_MS`).
+const KEEP_AHEAD_MS: i64 = 60_000;
+
+/// A server whose IDs run ahead of its clock by more than a lease (it made IDs with its clock
+/// 20 s ahead before joining, its lease is 3 s) stays idle past the minute in which its renewer
+/// keeps the reservation ahead of the clock. Its steady clock keeps most of the lead, its
+/// reservation stays where it was; its heartbeats record a mark a lease past where its IDs now
+/// are, so its next call is granted in fenced mode, and in available mode nothing it makes is
+/// counted past the mark. Before, the mark was a lease past the old reservation: the fenced
+/// server's call was refused (the reservation would pass the ceiling) until heartbeats had
+/// raised the ceiling a lease at a time, and the available server counted its IDs past the mark
+/// while every heartbeat succeeded.
+#[test]
+fn a_server_running_ahead_of_its_clock_makes_ids_below_the_mark_after_an_idle_minute() {
+    let registry = registry();
+    let first = member("aheadreg", &registry, None);
+    create_table(&first);
+    let servers: Vec<(Server, &str)> = [("aheadf", "fenced"), ("aheada", "available")]
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, mode))| {
+            let server = Server::start(name, Config::node(10 + i as i32).fake_clock("+20s"));
+            let _ = take_ids(&mut server.connect(), 200, 100);
+            server.set_clock("+0");
+            join_with_node_id_unset(&server, &registry);
+            server.execute(&format!(
+                "ALTER SYSTEM SET pg_snowflake.registry_mode = '{mode}'"
+            ));
+            server.stop();
+            server.start_again();
+            claimed_node(&server);
+            next_id(&server).unwrap_or_else(|e| panic!("{mode}: the first ID: {e}"));
+            (server, mode)
+        })
+        .collect();
+    // Idle past the minute of keeping the reservation ahead, and past a lease more.
+    thread::sleep(Duration::from_millis((KEEP_AHEAD_MS + 3 * LEASE_MS) as u64));
+    for (server, mode) in &servers {
+        let id = next_id(server).unwrap_or_else(|e| {
+            panic!(
+                "{mode}: the call after the idle minute was refused: {e}; the server's log:\n{}",
+                server.log()
+            )
+        });
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after 1970")
+            .as_millis() as i64;
+        let ahead = ms_of(server, id) - now_ms;
+        assert!(
+            ahead > LEASE_MS,
+            "{mode}: the ID is stamped {ahead} ms ahead of the clock, within the lease: the case \
+             is not made"
+        );
+        let past: i64 = server.query_one("SELECT ids_past_mark FROM snowflake_stats()");
+        assert_eq!(
+            past, 0,
+            "{mode}: IDs counted past the mark while heartbeats succeed"
+        );
+    }
 }

@@ -52,7 +52,9 @@ pub trait Host {
     fn wall(&mut self) -> i64;
     /// The monotonic clock (ms).
     fn monotonic(&mut self) -> i64;
-    /// The node and the end of the generator's durable reservation (Unix ms), as they are now.
+    /// The node, and how far its IDs may reach already (Unix ms): the later of the generator's
+    /// durable reservation and the time a call would issue at now
+    /// ([`Issuer::reaches`](crate::issuer::Issuer::reaches)).
     fn state(&mut self) -> (Node, i64);
     /// The contact read the registry's clock `offset` ms from this server's, at wall time
     /// `sent`.
@@ -137,16 +139,16 @@ where
     if offset.abs() > settings.max_clock_skew_ms {
         return Ok(Contact::Skewed);
     }
-    let (node, reserved) = host.state();
+    let (node, reaches) = host.state();
     // In both modes the mark covers every ID the holder may make until the lease ends (the
     // reservations stop at it until then), so that a later holder starts above them.
-    let high_water = Lease::ceiling_for(sent, reserved, settings.lease_ms);
+    let high_water = Lease::ceiling_for(sent, reaches, settings.lease_ms);
     let Some(held) = holder.held else {
         let at = At {
             sent_mono,
             offset,
             high_water,
-            reserved,
+            reaches,
         };
         return claim(table, host, holder, settings, node, &at);
     };
@@ -184,8 +186,8 @@ struct At {
     offset: i64,
     /// The high-water mark it records.
     high_water: i64,
-    /// The end of the generator's durable reservation (Unix ms).
-    reserved: i64,
+    /// How far its IDs may reach already (Unix ms; [`Host::state`]).
+    reaches: i64,
 }
 
 /// Claims the id `node` wants, its intent written by `host` before the registry commits.
@@ -208,7 +210,7 @@ where
     let (claimant, recorded) = node.claimant(
         settings.configured,
         settings.fresh_on_promotion,
-        at.reserved,
+        at.reaches,
         holder.patient(sent_mono, settings.lease_ms),
     );
     // A promoted standby claiming a fresh id gives up the claim it inherited.
@@ -246,8 +248,8 @@ where
         )
     });
     // Found to be a copy of its claim's live holder: the claim is not this server's, and no
-    // later claim of it may pass for the holder's restart (audit 3, H2: a refused copy took
-    // the id in the second its holder's renewer restarted, and locked the holder out).
+    // later claim of it may pass for the holder's restart (a refused copy that kept the token
+    // could take the id in the second its holder's renewer restarts, and lock the holder out).
     if let Ok(ClaimOutcome::Refused { why, .. }) = &claimed {
         if why.found_a_copy() {
             host.disown();

@@ -873,6 +873,10 @@ struct Member {
     origin: Option<u128>,
     /// Its last claim was refused as a copy of its claim's holder (`Refusal::found_a_copy`).
     refused_as_copy: bool,
+    /// When (the model's clock) a claim or heartbeat of its claim last recorded its mark, in a
+    /// mode that has granted it a ceiling since (`None`: none since its start, its last loss,
+    /// release, switch to fenced mode or step of its clock ahead).
+    marked_at: Option<i64>,
     /// Its state file cannot be written (a directory in the way of its temporary file, a
     /// read-only disk): every claim's intent fails, and the registry's transaction with it.
     unwritable: bool,
@@ -940,6 +944,7 @@ impl Member {
             inherited: None,
             origin: None,
             refused_as_copy: false,
+            marked_at: None,
             unwritable: false,
             slow_disk: false,
             unjoined: None,
@@ -1058,7 +1063,9 @@ impl contact::Host for Host<'_> {
     }
 
     fn state(&mut self) -> (Node, i64) {
-        self.m.issuer.state()
+        self.m
+            .issuer
+            .reaches(&mut Clocks::at(self.now + self.m.offset))
     }
 
     fn clock_read(&mut self, offset: i64, _sent: i64) {
@@ -1386,7 +1393,10 @@ impl Fleet {
             Ok(contact::Contact::Granted { .. }) => {
                 m.refused_for_layout = false;
                 m.refused_as_copy = false;
+                m.marked_at = Some(now);
             }
+            Ok(contact::Contact::Renewed { .. }) => m.marked_at = Some(now),
+            Ok(contact::Contact::Lost { .. }) => m.marked_at = None,
             _ => {}
         }
         if let Ok(contact::Contact::Granted { taken, .. }) = &contacted {
@@ -1473,6 +1483,7 @@ impl Fleet {
         }
         let lease = m.renewer.state.held.map(|h| h.lease);
         m.orphaned = lease.or(m.orphaned);
+        m.marked_at = None;
         // Its successor goes on under the claim in available mode, and claims again in fenced
         // mode; either way it retires what was left pending.
         m.renewer = Renewer::new(m.issuer.renewer_restarted(!fenced));
@@ -1591,6 +1602,23 @@ impl Fleet {
                 m.issuer.ids_past_mark() > counted_before,
                 "member {s} made {made} IDs past the mark, uncounted"
             );
+            // Available mode's one risk comes only without heartbeats: the ceiling gives way
+            // "only when no heartbeat has recorded a higher mark for about a lease (the
+            // registry out of reach, the renewer stuck), when the server's clock is stepped
+            // ahead past it, or between a renewer's release of its claim and its next claim"
+            // (FLEETS, *The rules that keep IDs unique*, rule 3).
+            let interval = crate::registry::heartbeat_interval_ms(self.lease);
+            if let Some(at) = m.marked_at.filter(|&at| now - at < interval) {
+                prop_assert!(
+                    false,
+                    "member {s} counted {made} IDs past the mark {} ms after a contact recorded \
+                     its mark (within a heartbeat interval, {interval} ms): ceiling {}, \
+                     reserved to {}, the registry's clock {now}",
+                    now - at,
+                    m.issuer.node().ceiling,
+                    m.issuer.generator().reserved_until()
+                );
+            }
         }
         Ok(())
     }
@@ -1896,7 +1924,15 @@ impl Fleet {
                 });
             }
             Act::Stray => {}
-            Act::Clock { s, offset } => self.members[s].offset = offset,
+            Act::Clock { s, offset } => {
+                let m = &mut self.members[s];
+                if offset > m.offset {
+                    // Stepped ahead: its IDs may pass the mark until a contact records one
+                    // above them (FLEETS, rule 3).
+                    m.marked_at = None;
+                }
+                m.offset = offset;
+            }
             // A copy never passes for its running origin (it cannot prove it is that server),
             // and waits for an origin seen lately to come back; in either mode.
             Act::Copy {
@@ -1981,6 +2017,10 @@ impl Fleet {
             Act::Stall { s, slow } => self.members[s].slow_disk = slow,
             Act::Mode { s, fenced } => {
                 self.members[s].fenced = fenced;
+                if fenced {
+                    // An available lease's ceiling is no grant in fenced mode.
+                    self.members[s].marked_at = None;
+                }
                 // The renewer publishes a switch at once, before any contact
                 // (`Renewer::turn`): the contact may wait for the registry.
                 let (now, renewer) = (self.now, self.members[s].renewer);
@@ -2742,5 +2782,51 @@ fn a_clean_restart_after_a_renewer_restart_starts_where_the_ids_are() {
             lead < LEASE / 2,
             "fenced {fenced}: the first ID after the clean restart is stamped {lead} ms ahead"
         );
+    }
+}
+
+/// A server whose IDs run ahead of its clock by more than a lease (here a joiner's, 40 s ahead;
+/// a step of the clock back does the same) stays idle for longer than a lease; its steady clock
+/// keeps the lead, its reservation does not. The heartbeat after the idle spell records a mark a
+/// lease past where its IDs now are, not past its old reservation: in available mode its next
+/// IDs are below it (nothing counted, checked at every call), in fenced mode its next call is
+/// granted. The mark used to be a lease past the reservation: available mode counted the IDs
+/// past it right after a heartbeat, fenced mode refused calls until heartbeats had raised the
+/// ceiling a lease at a time.
+#[test]
+fn a_server_running_ahead_of_its_clock_makes_ids_below_the_mark_after_an_idle_spell() {
+    use Act::*;
+    let done = Commit::Done;
+    for fenced in [true, false] {
+        let mut fleet = directed(
+            &[None, None, None, None],
+            fenced,
+            &[
+                Join {
+                    s: 2,
+                    node: 0,
+                    lead: 40_000,
+                    span: 6,
+                },
+                Turn { s: 2, commit: done },
+                Call { s: 2, want: 1 },
+                Wait { ms: 5_000 },
+                Turn { s: 2, commit: done },
+            ],
+        );
+        let before = fleet.members[2].issuer.generator().stats().issued;
+        fleet
+            .call(2, 10)
+            .unwrap_or_else(|e| panic!("fenced {fenced}: {e}"));
+        let m = &fleet.members[2];
+        assert_eq!(
+            m.issuer.generator().stats().issued - before,
+            10,
+            "fenced {fenced}: the call after the idle spell made too few IDs (ceiling {}, \
+             reserved to {})",
+            m.issuer.node().ceiling,
+            m.issuer.generator().reserved_until()
+        );
+        assert_eq!(m.issuer.ids_past_mark(), 0, "fenced {fenced}");
     }
 }
