@@ -422,7 +422,7 @@ impl Node {
     /// The registry found this server a copy of its claim's holder (`Refusal::found_a_copy`):
     /// the claim is not its own. It forgets the claim's identity, so that no later claim of
     /// the id passes for the holder's restart (the holder's session gone for the second its
-    /// renewer restarts, the copy would take the id and lock the holder out: audit 3, H2): it
+    /// renewer restarts, the copy would take the id and lock the holder out): it
     /// can only take the id over once the holder's lease has run out and its session is gone,
     /// under a token of its own. Returns what the state file must say, when that changed.
     pub fn disown(&mut self, generator: &Generator) -> Option<Durable> {

@@ -420,7 +420,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> 
         let until = row.high_water.saturating_add(at.margin_ms);
         // Its old holder, whose id was retired under it (cut off past its lease), with the id
         // the registry's to assign: given a fresh id, as after any loss, not the one the
-        // operator retired (audit 3: it took it straight back, undoing the retirement). A
+        // operator retired (taking it straight back would undo the retirement). A
         // configured one takes it back once it is free, as it would another's.
         if same_token && matches!(claimant.wanted, Want::Pinned(_)) {
             return Err(Refusal::RetiredUntil { until });
@@ -644,7 +644,7 @@ pub struct Keepalives {
     /// How long the session may send nothing at all (ms; `idle_session_timeout`): two leases,
     /// six heartbeats' time. A hung proxy or pooler between the holder and the registry (its
     /// kernel still acknowledging) answers every probe for a holder long dead, and its session
-    /// held the id's lock for as long as it hung (audit 3, P2); a live holder heartbeats three
+    /// would hold the id's lock for as long as it hangs; a live holder heartbeats three
     /// times a lease.
     pub idle_session_ms: i64,
 }

@@ -248,7 +248,7 @@ fn has_file(server: &Server, name: &str) -> bool {
         == "yes"
 }
 
-/// Audit G2: the old data directory keeps a `pg_upgrade_output.d` from an earlier upgrade into
+/// The old data directory keeps a `pg_upgrade_output.d` from an earlier upgrade into
 /// it (a failed run, as "If step 2 is forgotten" walks through, or `--retain`). pg_upgrade's
 /// binary-upgrade start of the old cluster must not take it for the new one: 0.5.0 moved the
 /// old reservation to `.before-upgrade` and wrote the marker *in the old directory*, so the
@@ -301,7 +301,7 @@ fn pg_upgrade_from_a_directory_left_with_an_earlier_upgrades_output_leaves_it_un
     }
 }
 
-/// Audit G3: with a registry, the upgraded server's renewer must not claim (and so pin, a
+/// With a registry, the upgraded server's renewer must not claim (and so pin, a
 /// rewrite of the state file) while the marker awaits the old state file: 0.5.0 replaced the
 /// marker with its pin, and after one restart made IDs without the old reservation. Now it
 /// refuses across restarts until the file is copied, then claims and makes IDs above the old.

@@ -175,7 +175,7 @@ fn id_and_clock(client: &mut postgres::Client) -> (i64, i64) {
 
 /// Small forward steps, each followed at once (under `FORWARD_STEP_MS` past the last call), are
 /// not taken for a leap at the next pause: the generator's account of what the clock should
-/// read follows them too (audit G6).
+/// read follows them too.
 #[test]
 fn small_steps_that_were_followed_are_not_held_after_a_pause() {
     let server = Server::start("smallsteps", Config::node(10).fake_clock("+0"));
@@ -216,7 +216,7 @@ fn small_steps_that_were_followed_are_not_held_after_a_pause() {
 
 /// A forward glitch that the calls hold (30 s: over `FORWARD_STEP_MS`) is not written into the
 /// durable reservation by the renewer between calls either: it keeps the reservation ahead of
-/// the clock the calls follow, not of its own wall clock (audit G7).
+/// the clock the calls follow, not of its own wall clock.
 #[test]
 fn a_glitch_the_calls_hold_is_not_reserved_between_calls() {
     let server = Server::start("glitch30", Config::node(11).fake_clock("+0"));

@@ -1,4 +1,4 @@
-//! One role cannot starve everyone's inserts (issue 12): EXECUTE on the generator's functions
+//! One role cannot starve everyone's inserts: EXECUTE on the generator's functions
 //! is granted to PUBLIC, so any LOGIN role can flood the generator with the largest batches;
 //! batches may only borrow half of `pg_snowflake.max_borrow_ms` and leave the end of the
 //! reservation to single calls, so a session inserting one row at a time keeps going.

@@ -241,7 +241,7 @@ fn join_with_node_id_unset(server: &Server, registry: &Server) {
     server.execute("ALTER SYSTEM SET pg_snowflake.node_id = -1");
 }
 
-/// Audit 3, H7. A server that made IDs without a registry (node id 1, its clock an hour ahead,
+/// A server that made IDs without a registry (node id 1, its clock an hour ahead,
 /// so that its IDs lie ahead of every clock of the fleet) joins one with its node id unset and a
 /// damaged state file. The file is moved aside, and with it the only record of the node ids
 /// the server used: the registry has never seen this server, so it cannot know them. Before
@@ -530,7 +530,7 @@ fn restart_renewer(server: &Server) {
     });
 }
 
-/// Issue 28, item 4. The registry is down and each member's renewer restarts (an error, or
+/// The registry is down and each member's renewer restarts (an error, or
 /// `pg_terminate_backend`). The available member goes on under the claim its predecessor
 /// held (shared memory and the state file hold it) and makes IDs through two leases; once the
 /// registry is back, its heartbeat renews that claim (the generation unchanged: no new claim
@@ -593,7 +593,7 @@ fn an_available_server_whose_renewer_restarts_while_the_registry_is_down_goes_on
     assert!(after > last);
 }
 
-/// Audit 3, H4. A fenced member whose registry stops is switched to available mode
+/// A fenced member whose registry stops is switched to available mode
 /// (`ALTER SYSTEM`, reload), as FLEETS.md says to do to keep making IDs through an outage: it
 /// goes on past its lease, refusing nothing. Before the fix it kept the fenced lease's ceiling:
 /// with `refusing` NULL, every call a lease after the stop failed with "the generator has
@@ -629,7 +629,7 @@ fn a_fenced_server_switched_to_available_during_an_outage_goes_on_past_its_lease
     assert!(after > last);
 }
 
-/// Issue 28, item 5. A fleet has one layout: a server with 12 node bits and 10 sequence bits
+/// A fleet has one layout: a server with 12 node bits and 10 sequence bits
 /// joining a registry whose first member has the default 10 and 12 is refused at claim,
 /// whether its node id is set or not, with both layouts in the message, and the registry's
 /// table keeps only the fleet's layout. On 0.5.0 it was assigned node id 1 and made IDs that
@@ -671,7 +671,7 @@ fn a_server_of_another_layout_is_refused_naming_both_layouts() {
     assert_eq!(layouts, 1);
 }
 
-/// Audit 3, L1. One row of another layout in the registry's table (another fleet's server
+/// One row of another layout in the registry's table (another fleet's server
 /// pointed here, a hand edit, junk) blocks its own node id only: a new server is assigned an
 /// id, and the fleet's holder whose renewer restarts claims its id again, each warning of the
 /// row; `snowflake_registry()` shows it as `stray`; a server of that other layout is still
@@ -758,7 +758,7 @@ fn ms_of(server: &Server, id: i64) -> i64 {
     ))
 }
 
-/// Issue 28, item 3. Joining a fleet that already makes IDs. Two servers made IDs without a
+/// Joining a fleet that already makes IDs. Two servers made IDs without a
 /// registry under node ids 3 and 4, their clocks an hour ahead (so that their IDs lie ahead of
 /// every clock of the fleet: the case only a mark protects), then are given the registry with
 /// their node ids unset (assigned 1 and 2: node id 0 is taken). Their claims record 3 and 4 in
@@ -817,7 +817,7 @@ fn node_ids_used_before_joining_are_never_handed_out_below_their_ids() {
     });
 }
 
-/// Audit 3, R-b. A server that made IDs without a registry under node id 0, its clock an hour
+/// A server that made IDs without a registry under node id 0, its clock an hour
 /// ahead, joins a fleet where another server holds 0 live. Its claim records 0 as used: the
 /// live row's mark is raised to the end of its IDs (its holder left alone, still making IDs),
 /// so that whoever claims 0 next starts above them. Before the fix a live row was left as it
@@ -1123,7 +1123,7 @@ fn a_standby_told_to_take_a_fresh_id_on_promotion_does_and_retires_its_primarys(
     assert_eq!(claimed_node(&standby), fresh);
 }
 
-/// Audit 3, R-a. A standby promoted with `fresh_node_id_on_promotion` takes a fresh id and
+/// A standby promoted with `fresh_node_id_on_promotion` takes a fresh id and
 /// leaves its primary's to retire once the primary's lease has run out (20 s here); its
 /// renewer restarts before that. The id is retired all the same: the pending retirement is
 /// kept in shared memory, where the restarted renewer finds it. Before the fix the new renewer
@@ -1222,7 +1222,7 @@ fn a_clone_configured_with_its_origins_node_id_is_refused() {
     assert_eq!(ids_issued(&clone), 0);
 }
 
-/// Audit 3, H2. A copy of a fenced holder (pg_basebackup, its own port and label, the holder's
+/// A copy of a fenced holder (pg_basebackup, its own port and label, the holder's
 /// node id configured) is refused as a copy while the holder is connected. The holder's
 /// renewer then restarts, three times: each time its registry session is gone for about a
 /// second, its lease running. The copy never takes the id in that gap, and the holder claims

@@ -1,12 +1,12 @@
 //! The node-id registry when it misbehaves: commits slower than a member gives an exchange (a
 //! claim that times out on the member's side but commits on the registry) leave neither a
-//! restarted member refused as "an older copy" of itself nor a new member with a row per try
-//! (issue 27 R4); a registry that cannot be reached or refuses the password is reported with
-//! libpq's whole cause, and never the password (R6); a high-water mark far past the registry's
+//! restarted member refused as "an older copy" of itself nor a new member with a row per try;
+//! a registry that cannot be reached or refuses the password is reported with
+//! libpq's whole cause, and never the password; a high-water mark far past the registry's
 //! clock (a junk or clock-damaged row) is a clock fault, not a lead to follow: a configured
-//! member is refused naming both times, an assigned one takes another id (R7); a holder whose
+//! member is refused naming both times, an assigned one takes another id; a holder whose
 //! link froze before its server died frees its id within seconds, not the two hours of the
-//! system's TCP keepalive (R5). Real servers; the registry's commits are slowed by a deferred
+//! system's TCP keepalive. Real servers; the registry's commits are slowed by a deferred
 //! constraint trigger that sleeps at COMMIT; a link is frozen by an nftables rule of the test's
 //! own that drops every packet of one connection.
 
@@ -147,7 +147,7 @@ impl RivalClaim {
     }
 }
 
-/// Issue 27 R4, a restart's claim. A member configured with node id 720 made IDs and restarts
+/// A restart's claim. A member configured with node id 720 made IDs and restarts
 /// while the registry's commits take 1.5 s, longer than the member gives an exchange (a third
 /// of its 3 s lease). Its first claim waits for the table's lock, held by a rival's claim
 /// committing slowly, past its deadline; the next times out at its own COMMIT on the member's
@@ -216,7 +216,7 @@ fn a_restart_whose_claim_timed_out_but_committed_claims_its_node_id_again() {
     );
 }
 
-/// Issue 27 R4, a first claim. A member without a node id starts while the registry's commits
+/// A first claim. A member without a node id starts while the registry's commits
 /// take 1.5 s (from the moment its table is made): each of its claims times out on its side
 /// but commits on the registry, and it tries again for a few seconds. Once commits are fast
 /// again it makes IDs, and exactly one row of the registry's table bears its label: a claim
@@ -267,7 +267,7 @@ fn a_member_whose_first_claims_timed_out_but_committed_holds_one_row() {
     );
 }
 
-/// Issue 27 R6, a registry nobody listens at. A member whose `pg_snowflake.registry` names a
+/// A registry nobody listens at. A member whose `pg_snowflake.registry` names a
 /// port where nothing listens: the renewer's WARNING and the 08006 of `snowflake_registry()`
 /// quote libpq's cause whole enough to read it: "Connection refused".
 #[test]
@@ -297,7 +297,7 @@ fn an_unreachable_registry_is_reported_with_its_cause() {
     );
 }
 
-/// Issue 27 R6, a wrong password. The registry requires scram-sha-256 of the role the member
+/// A wrong password. The registry requires scram-sha-256 of the role the member
 /// connects as, and the member's connection string carries a wrong password: the renewer's
 /// WARNING and the 08006 of `snowflake_registry()` say "password authentication failed", and
 /// neither shows the password.
@@ -382,7 +382,7 @@ fn mark_a_year_ahead(registry: &Server, node: i32) {
     ));
 }
 
-/// Issue 27 R7, a configured member. Node id 5's earlier holder made IDs and is gone (its lease
+/// A configured member. Node id 5's earlier holder made IDs and is gone (its lease
 /// ran out); its row's high-water mark is then moved a year ahead. A new member configured with
 /// node id 5 is refused (SQLSTATE 55000) naming both times: "node id 5's high-water mark in
 /// the registry, <time>, is <N> s ahead of the registry's clock, <time>" — it does not stamp
@@ -431,7 +431,7 @@ fn a_configured_member_is_refused_an_id_whose_mark_is_a_year_ahead() {
     }
 }
 
-/// Issue 27 R7, an assigned member. A member without a node id was assigned id 0, made IDs and
+/// An assigned member. A member without a node id was assigned id 0, made IDs and
 /// stopped; its row's high-water mark is then moved a year ahead. At its restart it takes
 /// another id within seconds and stamps its IDs within a few seconds of its clock: it does not
 /// resume under 0 a year ahead.
@@ -511,7 +511,7 @@ impl Drop for FrozenLink {
     }
 }
 
-/// Issue 27 R5. A fenced holder of node id 9 whose link to the registry freezes (every packet
+/// A fenced holder of node id 9 whose link to the registry freezes (every packet
 /// of its registry session dropped) and whose server then dies (kill -9: the FIN is dropped
 /// too): the registry's session for it stays open, and with it the id's advisory lock, until
 /// the registry's server finds the client gone. The holder asks its session for TCP
@@ -561,14 +561,14 @@ fn a_holder_whose_link_froze_before_it_died_frees_its_node_id_within_seconds() {
     assert_eq!(node, 9);
 }
 
-/// Audit 3, H3. One member's disk turns slow (every fsync takes 20 s) and its renewer restarts,
+/// One member's disk turns slow (every fsync takes 20 s) and its renewer restarts,
 /// so that its claim writes its intent on that disk while the claim's transaction holds the
 /// registry table's lock, which every heartbeat waits for. A healthy fenced member beside it
 /// makes IDs through three leases of it without a refusal: the registry ends the stuck claim
 /// once it has been idle for half a heartbeat's deadline (its log says so), and the heartbeats
 /// behind it pass. The slow member claims its id again once its disk is fast. Before the fix
-/// the healthy member's heartbeats waited behind the lock until its lease ran out (the audit:
-/// refused from 3.9 s to 31 s after the slow claim began, with 15 s fsyncs).
+/// the healthy member's heartbeats waited behind the lock until its lease ran out (as
+/// reproduced: refused from 3.9 s to 31 s after the slow claim began, with 15 s fsyncs).
 #[test]
 fn a_slow_disk_in_one_members_claim_never_stops_the_others() {
     let registry = registry_server("h3registry");
@@ -685,14 +685,15 @@ fn a_heartbeat_behind_a_stalled_claim_never_times_out_under_the_shipped_lease() 
     assert_eq!(refusing(&healthy), None, "the healthy member refuses");
 }
 
-/// Audit 3, P2. A fenced holder of node id 11 reaches the registry through a proxy, which then
+/// A fenced holder of node id 11 reaches the registry through a proxy, which then
 /// hangs (frozen: its kernel still acknowledges, as a hung pooler or load balancer does, so
 /// the registry's TCP keepalives are answered), and the holder dies (kill -9). A rival
 /// configured with id 11, started before, is refused, the refusal saying the holder is still
 /// connected; the registry keeps the dead holder's session (and the id's lock) until it has
 /// sent nothing for two leases (`idle_session_timeout`, set by the holder on its own session),
 /// and the rival takes the id within seconds of that. Before the fix the rival stayed refused
-/// "held by another server" for as long as the proxy hung (the audit watched 42 s). The rival
+/// "held by another server" for as long as the proxy hung (42 s in the
+/// reproduction). The rival
 /// starts before the death: started after it, on a busy machine its first claim could come
 /// after the session had ended, and find nothing to be refused by (a rehearsal, 2026-11-27).
 #[test]

@@ -1,8 +1,8 @@
 //! The node-id registry after a member's link to it failed and came back: a server whose
-//! assigned id a rival took meanwhile takes a fresh one (issue 27 R1); an old holder in
+//! assigned id a rival took meanwhile takes a fresh one; an old holder in
 //! available mode finds at its first contact after a partition heals that its id was taken
-//! over, and stops (R2); a retired id whose old holder came back does not block assigning the
-//! other free ids (R3). Real servers; a member's link is cut and healed through a TCP proxy
+//! over, and stops; a retired id whose old holder came back does not block assigning the
+//! other free ids. Real servers; a member's link is cut and healed through a TCP proxy
 //! ([`Proxy`]) between it and the registry.
 
 use snowflake_it::registry::{
@@ -28,7 +28,7 @@ fn node_of(server: &Server, id: i64) -> i32 {
     server.query_one(&format!("SELECT snowflake_node_id({id}::bigint)"))
 }
 
-/// Issue 27 R1. Server a was assigned id 0; server d is configured with node id 0 and refused
+/// Server a was assigned id 0; server d is configured with node id 0 and refused
 /// while a holds it. a's link to the registry is cut and the registry is stopped for longer
 /// than a lease and started again: d reaches it first and takes id 0 over (a's lease ran out:
 /// correct). Once a's link is back, a, whose id was only assigned, takes a fresh one within
@@ -104,7 +104,7 @@ fn ids_until(server: &Server, until: Instant) -> (Vec<i64>, Option<String>) {
     (ids, None)
 }
 
-/// Issue 27 R2. A and B both configured with node id 650 in available mode; A holds it, B is
+/// A and B both configured with node id 650 in available mode; A holds it, B is
 /// refused. A's link to the registry is cut: B takes 650 over once A's lease has run out, and
 /// A, available, goes on issuing meanwhile (as available mode allows). The link heals: within
 /// three leases A's next contact finds its claim lost and A refuses (SQLSTATE 55000, naming
@@ -190,7 +190,7 @@ fn after_a_partition_heals_the_old_holder_stops_and_makes_none_of_the_new_holder
     println!("A refused {waited:?} after the heal: {}", describe(&err));
 }
 
-/// Issue 27 R2, fenced (the default mode). A and B both configured with node id 650; A holds
+/// Fenced (the default mode). A and B both configured with node id 650; A holds
 /// it. A's link is cut: A stops at the end of its lease (fenced), and B takes 650 over. The
 /// link heals: A's first contact finds the id taken over and says so, naming the loss, not an
 /// unreachable registry (0.5.0 went on logging `could not reach the pg_snowflake registry:
@@ -249,7 +249,7 @@ fn after_a_partition_heals_a_fenced_old_holder_finds_its_claim_lost() {
     );
 }
 
-/// Issue 27 R3. Servers assigned ids 0 (the keeper) and 1 (the old holder); the old holder's
+/// Servers assigned ids 0 (the keeper) and 1 (the old holder); the old holder's
 /// link is cut, its lease runs out, and the keeper retires id 1 while the old holder still
 /// runs. The link heals: the old holder's next contact finds its claim gone. Once id 1 is past
 /// its mark, a new server without a node id asks for one: it gets a free one within seconds,
@@ -316,7 +316,7 @@ fn a_retired_id_whose_old_holder_came_back_does_not_block_assigning_the_others()
     assert_eq!(node_of(&new, id), node);
 }
 
-/// Audit 3, the retired id taken straight back. As above, but the link heals only once the
+/// The retired id never taken straight back. As above, but the link heals only once the
 /// retired id 1 is free again (past its mark and the clock margin): the old holder, whose id
 /// the registry assigns, finds its claim gone and is given a fresh id, as FLEETS says of a lost
 /// claim; it never takes back the id the operator retired under it. Before the fix it did,

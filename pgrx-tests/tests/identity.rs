@@ -2,8 +2,8 @@
 //! registry claim (token, generation) must survive whatever a restart can fall between. A
 //! standby that replayed its primary's move to a new node id remembers it past a restartpoint
 //! and a restart, so that promoted under that id with its clock behind it makes none of the
-//! primary's IDs again (audit G1); a restart between a registry claim and the claim's pin in
-//! the state file leaves the server able to claim its node id again (audit G4). Real servers:
+//! primary's IDs again; a restart between a registry claim and the claim's pin in
+//! the state file leaves the server able to claim its node id again. Real servers:
 //! streaming replication (pg_basebackup), libfaketime for the clocks, a registry server.
 
 use snowflake_it::registry::{
@@ -30,7 +30,7 @@ fn caught_up(primary: &Server, standby: &Server) {
     });
 }
 
-/// Audit G1. The documented remedy for a lead (SAFETY.md §3: give the server a node id it
+/// The documented remedy for a lead (SAFETY.md §3: give the server a node id it
 /// never used) on a primary with a streaming standby: the primary's clock ran 10 minutes
 /// ahead under node id 5, then it restarts with node id 6 and its clock right. Its node-6
 /// reservations lie below the standby's floor (node 5's lead), so replaying them raises
@@ -147,7 +147,7 @@ fn a_standby_promoted_under_its_primarys_new_node_id_makes_none_of_that_ids_ids_
     assert!(next > last_6);
 }
 
-/// Audit G4. A restart between a registry claim and its pin: the claim raised the registry's
+/// A restart between a registry claim and its pin: the claim raised the registry's
 /// generation, the pin (the state file's rewrite) failed (`pg_snowflake.state.tmp` made a
 /// directory: EISDIR), and the server stopped. Once the file can be written again, the next
 /// start claims its node id again and makes IDs above the ones it made before, within seconds.
@@ -222,7 +222,7 @@ fn lead_of_a_new_id(server: &Server) -> i64 {
     )
 }
 
-/// Audit G5. With a fenced registry and the shipped lease (30 s), every restart resumed at the
+/// With a fenced registry and the shipped lease (30 s), every restart resumed at the
 /// registry's mark, a lease past the last heartbeat, and the next heartbeat's mark a lease
 /// past that: 0.5.0 stamped the first ID after each of three quick restarts 26.6, 55.3 and
 /// 84.1 s ahead of the clock. A clean stop now releases the claim (the renewer's exit brings
@@ -271,10 +271,10 @@ fn clean_restarts_with_a_fenced_registry_stamp_no_id_ahead_of_the_clock() {
     assert!(crashed < 32_000, "{crashed} ms ahead after one crash");
 }
 
-/// G5 with R7: fenced crashes in quick succession each resume a lease past the last mark (a
+/// Fenced crashes in quick succession each resume a lease past the last mark (a
 /// crash releases nothing), so after three of them the mark leads the registry's clock by more
 /// than a lease, the clock margin and a minute: the bound past which a mark is refused as a
-/// clock fault (R7). The holder's own restart, whose reservation reaches that far already, is
+/// clock fault. The holder's own restart, whose reservation reaches that far already, is
 /// not refused: each of four crashes is followed by a claim within seconds. Before this, the
 /// fourth restart was refused ("high-water mark … ahead of the registry's clock") until the
 /// clock caught up.
@@ -330,7 +330,7 @@ fn copy_node_id(origin: &Server) -> Option<i32> {
     row.get::<_, Option<i32>>(1).filter(|_| refusing.is_none())
 }
 
-/// Audit 3, H1. A copy of a running holder that carries its whole label (a cloned VM keeps
+/// A copy of a running holder that carries its whole label (a cloned VM keeps
 /// cluster_name, host name and port) was taken for the holder restarted: its claim ended the
 /// origin's registry session and took the node id ("restart"), and both made IDs under it (in
 /// available mode 52,456 common IDs in one run). A label is not an identity: a session that

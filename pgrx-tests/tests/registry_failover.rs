@@ -1,4 +1,4 @@
-//! The registry's own failover (issue 28 item 2): a registry primary and its standby, every
+//! The registry's own failover: a registry primary and its standby, every
 //! member's `pg_snowflake.registry` naming both in one libpq multi-host string with
 //! `target_session_attrs=read-write`, so that a member reaches whichever of them is the primary.
 //!

@@ -22,7 +22,7 @@ fn short_input_is_shown_whole_and_long_input_as_a_counted_prefix() {
     );
 }
 
-/// R6: libpq's own prefix takes about 60 characters; the cause after it must reach the log.
+/// libpq's own prefix takes about 60 characters; the cause after it must reach the log.
 #[test]
 fn a_registry_cause_is_shown_on_one_line_with_what_failed() {
     let libpq = "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  password \

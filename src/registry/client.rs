@@ -7,7 +7,7 @@
 //! (`pg_try_advisory_lock(KEY, node_id)`): the registry's own sign that the holder is connected,
 //! released by the registry's server the moment the session ends (a crash, a kill -9, a
 //! network reset), with nothing to clean up. No claim ends another session, whatever its label:
-//! a clone carries its origin's (audit 3, H1); keepalives end a vanished holder's.
+//! a clone carries its origin's; keepalives end a vanished holder's.
 
 use super::libpq::{Conn, Failure, Record, Rows};
 use snowflake_core::registry::table::{Lowering, RenewRequest, Request, RowRead, Table};

@@ -8,8 +8,8 @@ use snowflake_core::generator::{self, Run};
 
 // `snowflake_nextval()` is a plain version-1 C function, declared below by hand, not by
 // `#[pg_extern]`: its common case runs without pgrx's per-call guard, which costs more than the
-// ID itself (issue 19: 81 of 484 instructions per ID, and 58 more of the general path's
-// bookkeeping). The SQL declaration and its C symbol are those `#[pg_extern]` made before (0.1.0
+// ID itself (81 of 484 instructions per ID when it had one, and 58 more of the general
+// path's bookkeeping). The SQL declaration and its C symbol are those `#[pg_extern]` made before (0.1.0
 // to 0.5.0), so no upgrade script is needed and every installed version calls this.
 //
 // Safety argument. `snowflake_nextval_wrapper` is called by the executor (fmgr) like any C

@@ -203,7 +203,7 @@ fn a_failed_turn_is_what_the_waiting_callers_are_told() {
     assert_eq!(issuer.generator().stats().renewal_failures, 1);
 }
 
-/// Audit 3, H4: a fenced member switched to available mode while the registry is out of reach
+/// A fenced member switched to available mode while the registry is out of reach
 /// (no heartbeat to bring the new mode in) is capped by the fenced lease no more, from the first
 /// publication in the new mode, though it still refuses nothing (so nothing else changed).
 #[test]
@@ -226,7 +226,7 @@ fn a_fenced_member_switched_to_available_is_capped_no_more() {
     assert!(!turn.fenced);
 }
 
-/// Audit 3, H6: a fenced claim released (the renewer exits) while the first calls after a quiet
+/// A fenced claim released (the renewer exits) while the first calls after a quiet
 /// spell are being issued ahead of their reservation (the wake; the renewer's write abandoned
 /// on its way out) leaves a mark above those IDs, not at the durable reservation below them.
 #[test]

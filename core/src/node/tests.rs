@@ -179,7 +179,7 @@ fn without_a_node_id_every_node_id_owes_the_files_reservation() {
     assert_eq!(start.node.refusing, Refusing::NodeUnset);
 }
 
-/// G1: the primary moved to a node id the standby never used, reserving at its clock, below the
+/// The primary moved to a node id the standby never used, reserving at its clock, below the
 /// standby's floor (the old node id's lead). The floor does not rise, but the standby must
 /// remember node 6: a restart with node 6 then resumes above its reservations.
 #[test]
@@ -400,7 +400,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
     );
 }
 
-/// Audit 3, H7: a damaged state file moved aside leaves a claimant whose history is lost, until
+/// A damaged state file moved aside leaves a claimant whose history is lost, until
 /// its first claim (whose intent the state file then holds).
 #[test]
 fn a_damaged_state_file_leaves_the_history_lost_until_the_first_claim() {
@@ -516,7 +516,7 @@ fn the_holder_state_publishes_a_claim_once_pinned_and_a_loss_until_the_next_answ
     assert!(holder.keeps_session());
 }
 
-/// Audit 3, H1: a renewer refused because a session under its own label holds the id waits
+/// A renewer refused because a session under its own label holds the id waits
 /// patiently for two leases from its first such refusal, then no longer; a claim taken, or
 /// another refusal, starts the count anew.
 #[test]
@@ -579,7 +579,7 @@ fn a_restarted_renewer_resumes_only_a_claim_made_and_pinned_since_the_start() {
     assert_eq!(standby.resumable(lease), None, "a promoted standby claims");
 }
 
-/// Audit 3, H2: a copy of a holder's data directory (the same token and generation), refused
+/// A copy of a holder's data directory (the same token and generation), refused
 /// as such while the holder is connected, forgets the claim; when the holder's session is gone
 /// for a second (its renewer restarting) with its lease running, the copy is refused, not
 /// taken for the holder's restart. Its state file says so too.

@@ -315,7 +315,7 @@ fn a_retired_id_comes_back_only_past_its_mark_and_the_margin() {
     assert!(!is_free(Some(&row(OTHER)), &AT));
 }
 
-/// Audit 3: the old holder of a retired id, its id the registry's to assign, is given a fresh
+/// The old holder of a retired id, its id the registry's to assign, is given a fresh
 /// one even once the id is free again; configured, it takes it back as anyone would.
 #[test]
 fn the_old_holder_of_a_retired_id_is_given_a_fresh_one_when_its_id_is_assigned() {
@@ -551,7 +551,7 @@ fn only_an_id_whose_holder_is_gone_is_retired() {
     assert_eq!(may_retire(None, NOW), Err(Unretirable::NoLiveRow));
 }
 
-/// Audit 3, H1: a session under the claimant's own label and token is never ended for it nor
+/// A session under the claimant's own label and token is never ended for it nor
 /// taken for the claimant's own: a clone of a VM carries the whole label. The claimant waits
 /// while patient (its own old session ends within about a lease of its host going); then a
 /// configured id is refused as a copy's, a pinned one gives way to a fresh id. A session
@@ -686,7 +686,7 @@ fn a_token_is_written_as_32_lowercase_hex_digits_and_read_only_from_such() {
     }
 }
 
-/// Audit 3, H7: a server whose history was lost is given an id only by a registry that has
+/// A server whose history was lost is given an id only by a registry that has
 /// recorded its cluster (every id it used is a row there); one whose history is known, by any.
 #[test]
 fn a_lost_history_is_vouched_for_only_by_a_registry_that_has_seen_the_cluster() {

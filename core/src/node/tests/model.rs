@@ -195,8 +195,8 @@ impl Server {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(1_024))]
 
-    /// G1's actors: whatever the primary's node ids, leads and restarts, and the standby's
-    /// replay, restartpoints and restarts, the promoted standby (its clock behind or ahead)
+    /// A standby's actors: whatever the primary's node ids, leads and restarts, and the
+    /// standby's replay, restartpoints and restarts, the promoted standby (its clock behind or ahead)
     /// never issues an ID its primary issued, and issues only above every one its primary
     /// issued under a reservation it wrote (a wake's ID, issued before its reservation was
     /// written, may sort above). Synchronous replication: every record the primary wrote
@@ -326,9 +326,10 @@ fn run_pair(steps: Vec<Pair>, promoted_lead: i64, at_a_wake: bool) -> Result<(),
     Ok(())
 }
 
-/// SAFETY-AUDIT G1's recipe, step by step: the model's deterministic case.
+/// A standby that replayed its primary's move to a new node id, restarted and promoted with its
+/// clock behind, step by step: the model's deterministic case.
 #[test]
-fn g1_the_standby_remembers_its_primarys_new_node_id() {
+fn a_standby_remembers_its_primarys_new_node_id_step_by_step() {
     use Pair::*;
     let steps = vec![
         RestartPrimary {
@@ -1757,7 +1758,7 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
             })
         });
     // An id given up on a promotion is retired at a heartbeat of the server that gave it up
-    // once its old holder is gone, whatever the renewer's restarts meanwhile (audit 3, R-a),
+    // once its old holder is gone, whatever the renewer's restarts meanwhile,
     // unless it was claimed again (the row names another claim: its new holder's, whom the
     // retirement leaves alone) or a member holds it. (A restart of that server forgets it,
     // with shared memory, and one that holds no claim any more has no heartbeat: the id then
