@@ -115,6 +115,10 @@ pub struct Row {
     /// proof: a clone of a VM carries all three, so a session is never ended for it, and a
     /// claimant only waits a while for the session to end ([`Refusal::OpenSession`]).
     pub same_label: bool,
+    /// The row records another layout than the claimant's (a stray: another fleet's server,
+    /// a hand edit): it blocks its own id, and is never the claimant's own claim nor a holder
+    /// it waits for.
+    pub stray: bool,
     /// The boot value of the server that last claimed or heartbeated under the row's claim
     /// ([`Claimant::boot`]; `None`: written by a server that keeps none). The one proof that a
     /// claimant is the running holder itself (its renewer restarted), which a copy of its data
@@ -339,6 +343,7 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) ->
         Some(row) => judge(claimant, row, at),
     };
     let own_label = row.is_some_and(|row| row.same_label);
+    let stray = row.is_some_and(|row| row.stray);
     match (outcome, claimant.wanted) {
         (
             Ok(Taken {
@@ -354,6 +359,12 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) ->
             generation,
             recycled,
             own,
+        },
+        // A row of another layout blocks its own id only: a server the state file pins there
+        // (its claim's intent, which did not commit before the stray row appeared) takes a
+        // fresh id, as for any id held by another; a configured one stays refused.
+        (Err(refusal), Want::Pinned(_) | Want::Any) if stray => Decision::Fresh {
+            not: Some((node, refusal)),
         },
         (Err(Refusal::CopyOfLiveHolder), _) if own_label && claimant.patient => Decision::Refuse {
             node,

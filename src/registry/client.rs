@@ -227,7 +227,7 @@ impl Table for Sql<'_> {
                 "SELECT owner_token, generation, state = 'retired' AS retired, \
                  coalesce(high_water_ms, -9223372036854775808) AS high_water_ms, ",
                 ms!("lease_until"),
-                " AS lease_until_ms, holder_label, holder_boot, \
+                " AS lease_until_ms, holder_label, layout, holder_boot, \
                  released_at IS NOT NULL AS released, ",
                 ms!("last_seen"),
                 " AS last_seen_ms, ",
@@ -255,6 +255,7 @@ impl Table for Sql<'_> {
             lease_until: number(found, "lease_until_ms")?,
             connected: false,
             same_label: false,
+            stray: false,
             // NULL (an older server's row), or not a value: proves no one.
             boot: found
                 .get("holder_boot")
@@ -268,6 +269,7 @@ impl Table for Sql<'_> {
         Ok(Some(RowRead {
             row,
             label: field(found, "holder_label")?.to_string(),
+            layout: field(found, "layout")?.to_string(),
         }))
     }
 

@@ -606,6 +606,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
         lease_until: T0 + 20_000,
         connected: true,
         same_label: false,
+        stray: false,
         // The running holder's, which the copy (started from its files) does not have.
         boot: Some(BOOT.value + 1),
         last_seen: T0,

@@ -73,6 +73,8 @@ pub struct RowRead {
     pub row: Row,
     /// Its holder's label.
     pub label: String,
+    /// The layout its holder described.
+    pub layout: String,
 }
 
 /// How a release brings its row's mark down: from `from`, the value its claim wrote last (and
@@ -331,6 +333,7 @@ fn decide_id<T: Table>(
         let found = read_locked(table, node)?;
         let row = found.as_ref().map(|f| Row {
             same_label: f.label == request.label,
+            stray: f.layout != request.layout,
             ..f.row
         });
         match decide(claimant, node, row.as_ref(), at) {

@@ -25,6 +25,7 @@ fn row(holder: Identity) -> Row {
         lease_until: NOW + 10_000,
         connected: false,
         same_label: false,
+        stray: false,
         boot: Some(BOOT),
         last_seen: NOW - 1_000,
         absent_since: NOW - 1_000,
@@ -206,6 +207,7 @@ fn a_copy_of_a_connected_holder_is_refused_or_sent_to_a_fresh_id() {
     let row = Row {
         connected: true,
         same_label: false,
+        stray: false,
         ..row(MINE)
     };
     let configured = from_disk(claimant(Some(MINE), Want::Configured(7)));
@@ -262,6 +264,7 @@ fn another_servers_id_is_refused_while_its_lease_runs_and_taken_over_after() {
     let connected_but_expired = Row {
         connected: true,
         same_label: false,
+        stray: false,
         lease_until: NOW - 1,
         absent_since: NOW - 1 - AT.lease_ms,
         ..row(OTHER)
@@ -524,6 +527,7 @@ fn only_an_id_whose_holder_is_gone_is_retired() {
             Some(&Row {
                 connected: true,
                 same_label: false,
+                stray: false,
                 ..gone
             }),
             NOW
@@ -561,6 +565,7 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
     let open = Row {
         connected: true,
         same_label: true,
+        stray: false,
         ..row(MINE)
     };
     let patient = |wanted| from_disk(claimant(Some(MINE), wanted));
@@ -593,6 +598,7 @@ fn a_session_under_the_claimants_own_label_is_waited_for_never_taken() {
     // Under another label: a copy of the running holder, however patient.
     let elsewhere = Row {
         same_label: false,
+        stray: false,
         ..open
     };
     assert_eq!(
@@ -785,4 +791,39 @@ fn a_released_claim_is_taken_at_once_only_by_a_clean_start_that_met_no_holder() 
     assert!(!Refusal::HeldByAnother { connected: true }.met_holder());
     // Not released: the planned restart's claimant waits too.
     assert_eq!(decide(&planned, 7, Some(&row(MINE)), &AT), waits);
+}
+
+/// A row of another layout blocks its own id only: an id the claimant's state file pins there
+/// (its own claim's intent, not committed) is given up for a fresh one, however long the row's
+/// lease runs; a configured id stays refused. A row of the claimant's own layout, held by
+/// another and not connected, is waited for (it may be the claimant's own takeover).
+#[test]
+fn a_row_of_another_layout_under_a_pinned_id_is_given_up_for_a_fresh_one() {
+    let stray = Row {
+        stray: true,
+        lease_until: i64::MAX,
+        boot: None,
+        ..row(OTHER)
+    };
+    let refusal = Refusal::HeldByAnother { connected: false };
+    let pinned = from_disk(claimant(Some(MINE), Want::Pinned(7)));
+    assert_eq!(
+        decide(&pinned, 7, Some(&stray), &AT),
+        Decision::Fresh {
+            not: Some((7, refusal))
+        }
+    );
+    let configured = claimant(None, Want::Configured(7));
+    assert_eq!(
+        decide(&configured, 7, Some(&stray), &AT),
+        Decision::Refuse { node: 7, refusal }
+    );
+    let own_layout = Row {
+        stray: false,
+        ..stray
+    };
+    assert_eq!(
+        decide(&pinned, 7, Some(&own_layout), &AT),
+        Decision::Refuse { node: 7, refusal }
+    );
 }

@@ -389,9 +389,10 @@ enum Act {
     Notice,
     /// An operator retires node id `node`.
     Retire { node: u32 },
-    /// A row of another layout appears in the table (another fleet's server pointed at this
-    /// registry, a hand edit), under an id above the fleet's: it must block no claim.
-    Stray,
+    /// A row of another layout appears in the table under node id `node` if it has no row
+    /// (another fleet's server pointed at this registry, a hand edit): under an id above the
+    /// fleet's or among its own, it blocks its own id only (FLEETS, the failure table).
+    Stray { node: u32 },
     /// Server `s`'s wall clock is set `offset` ms off the registry's (a step either way; its
     /// monotonic clock does not move).
     Clock { s: usize, offset: i64 },
@@ -474,7 +475,7 @@ fn act() -> impl Strategy<Value = Act> {
         1 => any::<bool>().prop_map(|up| Act::Registry { up }),
         2 => Just(Act::Notice),
         1 => (0..=MAX_NODE).prop_map(|node| Act::Retire { node }),
-        1 => Just(Act::Stray),
+        1 => (0..=MAX_NODE + 2).prop_map(|node| Act::Stray { node }),
         // A step within the clock check's margin (either way), past it, or back to right.
         1 => (0..SERVERS, prop_oneof![
             Just(0i64),
@@ -736,6 +737,7 @@ impl Table for Session<'_> {
                 ..row_of(node, r)
             },
             label: r.label.clone(),
+            layout: r.layout.clone(),
         }))
     }
 
@@ -1137,7 +1139,8 @@ struct Fleet {
     /// past its lease (available mode).
     issued: BTreeMap<i64, (usize, bool)>,
     /// Registry sessions whose server process is gone (a crash, an exit that could not reach
-    /// the registry), and since when: TCP keepalives end each within a lease.
+    /// the registry), and since when: the registry ends each within two leases
+    /// ([`Fleet::keepalives`]).
     gone: Vec<(u64, i64)>,
     /// Copies made so far, each with tokens of its own.
     copies: u128,
@@ -1258,11 +1261,17 @@ impl Fleet {
         }
     }
 
-    /// The registry's keepalives end the sessions whose process has been gone for a lease.
+    /// The registry ends the sessions whose process is gone, each at its own time over the
+    /// real range (`registry::keepalives`): at once when the server's host answered with a
+    /// reset ([`Act::Notice`] ends them all then), within two thirds of a lease by the TCP
+    /// keepalives, within a lease by the user timeout when data was in flight, within two
+    /// leases by the idle limit when a hung proxy answered the probes. Which one a session
+    /// meets is drawn from its number: eight steps from a quarter of a lease to two leases.
     fn keepalives(&mut self) {
         let (now, lease, registry) = (self.now, self.lease, &mut self.registry);
         self.gone.retain(|&(session, since)| {
-            let ended = now - since >= lease;
+            let after = lease / 4 * (1 + (session.wrapping_mul(7_919) % 8) as i64);
+            let ended = now - since >= after;
             if ended {
                 registry.end_session(session);
             }
@@ -1807,8 +1816,13 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
                 let retired_ahead = configured
                     .and_then(|node| fleet.registry.rows.get(&node))
                     .is_some_and(|r| r.retired && at.now <= r.high_water + MARGIN);
+                // A row of another layout under its id (FLEETS, *What each failure does*: it
+                // "blocks its own node id only").
+                let stray = configured
+                    .and_then(|node| fleet.registry.rows.get(&node))
+                    .is_some_and(|r| r.layout != L.describe());
                 prop_assert!(
-                    held_by_other || retired_ahead || configured.is_none(),
+                    held_by_other || retired_ahead || stray || configured.is_none(),
                     "member {s} refused {configured:?}, held by no one"
                 );
                 // The refusal is true: a server told it is a copy is one, never the origin
@@ -1843,6 +1857,7 @@ fn row_of(node: u32, r: &RegRow) -> Row {
         lease_until: r.lease_until,
         connected: false,
         same_label: false,
+        stray: false,
         boot: r.boot,
         last_seen: r.last_seen,
         absent_since: r.last_seen,
@@ -1903,9 +1918,9 @@ impl Fleet {
             Act::Retire { .. } => {}
             // Once the fleet has a row: a stray in an empty table would be the first claim of
             // another fleet, whose layout is the registry's from then on.
-            Act::Stray if !self.registry.rows.is_empty() => {
+            Act::Stray { node } if !self.registry.rows.is_empty() => {
                 let now = self.now;
-                self.registry.rows.entry(MAX_NODE + 2).or_insert(RegRow {
+                self.registry.rows.entry(node).or_insert(RegRow {
                     holder: Identity {
                         token: 0xfeed,
                         generation: 1,
@@ -1924,7 +1939,7 @@ impl Fleet {
                     recorded_by: vec![],
                 });
             }
-            Act::Stray => {}
+            Act::Stray { .. } => {}
             Act::Clock { s, offset } => {
                 let m = &mut self.members[s];
                 if offset > m.offset {
@@ -2830,4 +2845,41 @@ fn a_server_running_ahead_of_its_clock_makes_ids_below_the_mark_after_an_idle_sp
         );
         assert_eq!(m.issuer.ids_past_mark(), 0, "fenced {fenced}");
     }
+}
+
+/// A row of another layout appears under the node id an assigned server's state file pins (the
+/// intent of a claim whose commit failed): the row blocks its own id only, so the server takes
+/// a fresh one. It used to wait for the row's holder as for its own claim's, for as long as the
+/// row's lease ran (a hand edit's: for good).
+#[test]
+fn a_stray_row_under_a_pinned_id_sends_an_assigned_server_to_a_fresh_one() {
+    use Act::*;
+    let mut fleet = directed(
+        &[None, None, None, None],
+        true,
+        &[
+            Turn {
+                s: 3,
+                commit: Commit::Done,
+            },
+            Turn {
+                s: 2,
+                commit: Commit::Failed,
+            },
+            Stray { node: 1 },
+            Turn {
+                s: 2,
+                commit: Commit::Done,
+            },
+        ],
+    );
+    let m = &fleet.members[2];
+    assert_eq!(
+        m.issuer.node().refusing,
+        Refusing::Nothing,
+        "still refused: it waits for the stray row's holder"
+    );
+    assert_ne!(m.issuer.node().id, 1);
+    assert_eq!(m.issuer.node().history.named(), &[1], "pinned to 1 first");
+    fleet.call(2, 10).expect("no ID made twice");
 }

@@ -161,7 +161,9 @@ fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
         8 => Act::Retire {
             node: rng.below(u64::from(MAX_NODE) + 1) as u32,
         },
-        9 => Act::Stray,
+        9 => Act::Stray {
+            node: rng.below(u64::from(MAX_NODE) + 3) as u32,
+        },
         10 => Act::Clock {
             s,
             offset: match rng.below(6) {
