@@ -516,7 +516,10 @@ impl Drop for FrozenLink {
 /// too): the registry's session for it stays open, and with it the id's advisory lock, until
 /// the registry's server finds the client gone. The holder asks its session for TCP
 /// keepalives of a third of its lease (`registry::keepalives`), so a rival configured with
-/// id 9 claims it within seconds of the lease running out. 0.5.0 set none: the rival stayed
+/// id 9 claims it within seconds of the lease running out. The holder's lease is 9 s (its
+/// keepalives end a silent session 6 s after the last packet): under the default 3 s of these
+/// tests they could end it in the 4 s a loaded machine took between the freeze and the check
+/// that the session is still there, as if the death had got through. 0.5.0 set none: the rival stayed
 /// refused "held by another server" (and `snowflake_registry_retire` said "connected") for
 /// the system's two hours.
 #[test]
@@ -525,7 +528,11 @@ fn a_holder_whose_link_froze_before_it_died_frees_its_node_id_within_seconds() {
     let holder = Server::start(
         "r5holder",
         member_config(&registry.conninfo("postgres"), Some(9))
-            .setting("pg_snowflake.registry_mode = 'fenced'"),
+            .setting("pg_snowflake.registry_mode = 'fenced'")
+            .setting(&format!(
+                "pg_snowflake.registry_lease_ms = {}",
+                3 * LEASE_MS
+            )),
     );
     holder.execute("SELECT snowflake_registry_create()");
     assert_eq!(claimed_node(&holder), 9);
