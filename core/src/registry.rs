@@ -363,7 +363,7 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) ->
         // A row of another layout blocks its own id only: a server the state file pins there
         // (its claim's intent, which did not commit before the stray row appeared) takes a
         // fresh id, as for any id held by another; a configured one stays refused.
-        (Err(refusal), Want::Pinned(_) | Want::Any) if stray => Decision::Fresh {
+        (Err(refusal), Want::Pinned(_)) if stray => Decision::Fresh {
             not: Some((node, refusal)),
         },
         (Err(Refusal::CopyOfLiveHolder), _) if own_label && claimant.patient => Decision::Refuse {
