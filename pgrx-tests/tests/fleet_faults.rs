@@ -483,22 +483,30 @@ fn nft(command: &str) {
     );
 }
 
-/// A frozen link: an nftables table of this test's own drops every packet to or from one local
-/// TCP port, as a cable pulled or a host gone dark would (no FIN, no reset reaches the other
-/// side). Thawed when dropped, a failed test's too.
+/// A frozen link: an nftables table of this test's own drops every packet of one TCP
+/// connection (the client's local port and the server's port, both ways), as a cable pulled or
+/// a host gone dark would (no FIN, no reset reaches the other side). Thawed when dropped, a
+/// failed test's too. The rules name both ports: the kernel hands a local port still in use
+/// toward one server to new connections toward others, so a rule on the client's port alone
+/// also swallowed, now and then, a later connection of the test to another server (its SYNs
+/// dropped for two minutes: "error connecting to server").
 struct FrozenLink {
     table: String,
 }
 
 impl FrozenLink {
-    fn freeze(port: i32) -> FrozenLink {
-        let table = format!("pg_snowflake_test_frozen_{port}");
+    fn freeze(client_port: i32, server_port: u16) -> FrozenLink {
+        let table = format!("pg_snowflake_test_frozen_{client_port}");
         nft(&format!("add table inet {table}"));
         nft(&format!(
             "add chain inet {table} out {{ type filter hook output priority 0 ; }}"
         ));
-        nft(&format!("add rule inet {table} out tcp sport {port} drop"));
-        nft(&format!("add rule inet {table} out tcp dport {port} drop"));
+        nft(&format!(
+            "add rule inet {table} out tcp sport {client_port} tcp dport {server_port} drop"
+        ));
+        nft(&format!(
+            "add rule inet {table} out tcp sport {server_port} tcp dport {client_port} drop"
+        ));
         FrozenLink { table }
     }
 }
@@ -540,7 +548,7 @@ fn a_holder_whose_link_froze_before_it_died_frees_its_node_id_within_seconds() {
         "SELECT a.client_port FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid \
          WHERE l.locktype = 'advisory' AND l.objid = 9 AND l.objsubid = 2 AND l.granted",
     );
-    let frozen = FrozenLink::freeze(port);
+    let frozen = FrozenLink::freeze(port, registry.port);
     holder.crash();
     let died = Instant::now();
     // The registry has not heard of the death: the session and its lock are still there.
