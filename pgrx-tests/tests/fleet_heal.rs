@@ -573,6 +573,123 @@ fn a_takeover_in_available_mode_repeats_only_ids_made_past_the_mark_and_counted(
     assert!(counted > 0, "A, cut off past its lease, counted nothing");
 }
 
+/// Available mode's one risk across a crash. A holds node id 654 in available mode and B,
+/// configured with 654, is refused (its clock 5 s behind, its margin 6 s), as in the test
+/// above. A's link is cut; A makes IDs until its ceiling has given way and it counts IDs past
+/// the mark, and is then killed (-9) and started again, still cut off: a restart from disk
+/// cannot prove it is the running holder, and a server that cannot reach the registry claims
+/// nothing, so it makes no ID (the counter, like every counter of `snowflake_stats()`, starts
+/// again at 0 with the server). B takes 654 over. The IDs both made are only IDs A made past
+/// the mark of its last heartbeat, and no more than A counted before the crash. Once the link
+/// heals, A is refused naming the takeover.
+#[test]
+fn a_crash_while_counting_past_the_mark_leaves_a_takeover_repeating_only_counted_ids() {
+    let registry = registry_server("crashpastregistry");
+    let link = Proxy::to(registry.port);
+    let available = "pg_snowflake.registry_mode = 'available'";
+    let a = Server::start(
+        "crashpasta",
+        member_config(&link.conninfo("postgres"), Some(654)).setting(available),
+    );
+    create_table(&a);
+    assert_eq!(claimed_node(&a), 654);
+    let b = Server::start(
+        "crashpastb",
+        member_config(&registry.conninfo("postgres"), Some(654))
+            .setting(available)
+            .fake_clock("-5s")
+            .setting("pg_snowflake.max_clock_skew_ms = 6000"),
+    );
+    wait_until(Duration::from_secs(20), "B's refusal", || {
+        refusing(&b).as_deref() == Some("claim refused")
+    });
+    let past_mark = || a.query_one::<i64>("SELECT ids_past_mark FROM snowflake_stats()");
+
+    let (mut a_ids, _) = ids_until(&a, Instant::now() + Duration::from_secs(1));
+    link.cut();
+    let last_seen: i64 = registry.query_one(
+        "SELECT (extract(epoch FROM last_seen) * 1000)::bigint FROM snowflake_nodes \
+         WHERE node_id = 654",
+    );
+    // Past the lease of A's last heartbeat, and a second more of IDs counted past its mark.
+    let (cut_off, error) = ids_until(
+        &a,
+        Instant::now() + Duration::from_millis(LEASE_MS as u64 + 1_000),
+    );
+    assert_eq!(error, None, "A, available, refused while cut off");
+    a_ids.extend(cut_off);
+    let counted = past_mark();
+    assert!(counted > 0, "A, cut off past its lease, counted nothing");
+    a.crash();
+    a.start_again();
+    let restarted = Instant::now();
+    let mut refused = None;
+    while restarted.elapsed() < Duration::from_secs(3) {
+        match next_id(&a) {
+            Ok(id) => a_ids.push(id),
+            Err(e) => refused = Some(describe(&e)),
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    let counted_after = past_mark();
+    println!(
+        "A counted {counted} IDs past the mark before its crash, {counted_after} after; \
+         restarted cut off, it said: {refused:?}"
+    );
+
+    let took = claimed_within(&b, Duration::from_secs(25))
+        .unwrap_or_else(|said| panic!("B never took 654 over: {said}"));
+    assert_eq!(took, 654);
+    let (b_ids, b_error) = ids_until(&b, Instant::now() + Duration::from_secs(3));
+    assert_eq!(b_error, None, "B, the holder, refused");
+    let b_set: HashSet<i64> = b_ids.iter().copied().collect();
+    let repeated: Vec<i64> = a_ids
+        .iter()
+        .copied()
+        .filter(|id| b_set.contains(id))
+        .collect();
+    let lease_end = last_seen + LEASE_MS - 100;
+    let within_lease: i64 = a
+        .connect()
+        .query_one(
+            "SELECT count(*) FROM unnest($1::int8[]) AS id \
+             WHERE extract(epoch FROM snowflake_timestamp(id)) * 1000 < $2::int8",
+            &[&repeated, &lease_end],
+        )
+        .unwrap()
+        .get(0);
+    println!(
+        "A made {} IDs, B {} after its takeover; {} made by both, {within_lease} of them \
+         stamped within the lease of A's last heartbeat",
+        a_ids.len(),
+        b_ids.len(),
+        repeated.len()
+    );
+    assert_eq!(
+        within_lease,
+        0,
+        "B repeated {within_lease} IDs A made within the lease of its last heartbeat; the \
+         registry:\n{}",
+        registry_rows(&registry)
+    );
+    assert!(
+        repeated.len() as i64 <= counted + counted_after,
+        "B repeated {} of A's IDs, more than the {counted} A counted before its crash and the \
+         {counted_after} after",
+        repeated.len()
+    );
+
+    link.heal();
+    wait_until(within_leases(), "A's refusal once the link healed", || {
+        refusing(&a).is_some()
+    });
+    let told = next_id(&a).map_err(|e| describe(&e));
+    assert!(
+        matches!(&told, Err(said) if said.contains("55000") && said.contains("654")),
+        "A, back after B's takeover: {told:?}"
+    );
+}
+
 /// Sets its flag when dropped.
 struct SetOnDrop<'a>(&'a AtomicBool);
 
