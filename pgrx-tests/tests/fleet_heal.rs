@@ -465,25 +465,7 @@ fn a_server_switched_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
 /// IDs A made within that lease, and nothing counted them.
 #[test]
 fn a_takeover_in_available_mode_repeats_only_ids_made_past_the_mark_and_counted() {
-    let registry = registry_server("pastmarkregistry");
-    let link = Proxy::to(registry.port);
-    let available = "pg_snowflake.registry_mode = 'available'";
-    let a = Server::start(
-        "pastmarka",
-        member_config(&link.conninfo("postgres"), Some(652)).setting(available),
-    );
-    create_table(&a);
-    assert_eq!(claimed_node(&a), 652);
-    let b = Server::start(
-        "pastmarkb",
-        member_config(&registry.conninfo("postgres"), Some(652))
-            .setting(available)
-            .fake_clock("-5s")
-            .setting("pg_snowflake.max_clock_skew_ms = 6000"),
-    );
-    wait_until(Duration::from_secs(20), "B's refusal", || {
-        refusing(&b).as_deref() == Some("claim refused")
-    });
+    let (registry, link, a, b) = available_holder_and_refused_rival("pastmark", 652);
     let past_mark = || a.query_one::<i64>("SELECT ids_past_mark FROM snowflake_stats()");
 
     // A makes IDs without a pause from now until the end: connected for 3 s, then cut off.
@@ -532,23 +514,7 @@ fn a_takeover_in_available_mode_repeats_only_ids_made_past_the_mark_and_counted(
         connected_past, 0,
         "A counted IDs past the mark while connected to the registry"
     );
-    let b_set: HashSet<i64> = b_ids.iter().copied().collect();
-    let repeated: Vec<i64> = a_ids
-        .iter()
-        .copied()
-        .filter(|id| b_set.contains(id))
-        .collect();
-    // Within the lease (less 100 ms for the heartbeat's way to the registry): stamped below it.
-    let lease_end = last_seen + LEASE_MS - 100;
-    let within_lease: i64 = a
-        .connect()
-        .query_one(
-            "SELECT count(*) FROM unnest($1::int8[]) AS id \
-             WHERE extract(epoch FROM snowflake_timestamp(id)) * 1000 < $2::int8",
-            &[&repeated, &lease_end],
-        )
-        .unwrap()
-        .get(0);
+    let (repeated, within_lease) = made_by_both(&a, &a_ids, &b_ids, last_seen);
     println!(
         "A made {} IDs, B {} after its takeover; {} made by both, {within_lease} of them \
          stamped within the lease of A's last heartbeat (seen at {last_seen}, Unix ms)",
@@ -584,25 +550,7 @@ fn a_takeover_in_available_mode_repeats_only_ids_made_past_the_mark_and_counted(
 /// heals, A is refused naming the takeover.
 #[test]
 fn a_crash_while_counting_past_the_mark_leaves_a_takeover_repeating_only_counted_ids() {
-    let registry = registry_server("crashpastregistry");
-    let link = Proxy::to(registry.port);
-    let available = "pg_snowflake.registry_mode = 'available'";
-    let a = Server::start(
-        "crashpasta",
-        member_config(&link.conninfo("postgres"), Some(654)).setting(available),
-    );
-    create_table(&a);
-    assert_eq!(claimed_node(&a), 654);
-    let b = Server::start(
-        "crashpastb",
-        member_config(&registry.conninfo("postgres"), Some(654))
-            .setting(available)
-            .fake_clock("-5s")
-            .setting("pg_snowflake.max_clock_skew_ms = 6000"),
-    );
-    wait_until(Duration::from_secs(20), "B's refusal", || {
-        refusing(&b).as_deref() == Some("claim refused")
-    });
+    let (registry, link, a, b) = available_holder_and_refused_rival("crashpast", 654);
     let past_mark = || a.query_one::<i64>("SELECT ids_past_mark FROM snowflake_stats()");
 
     let (mut a_ids, _) = ids_until(&a, Instant::now() + Duration::from_secs(1));
@@ -623,10 +571,10 @@ fn a_crash_while_counting_past_the_mark_leaves_a_takeover_repeating_only_counted
     a.crash();
     a.start_again();
     let restarted = Instant::now();
-    let mut refused = None;
+    let (mut made, mut refused) = (vec![], None);
     while restarted.elapsed() < Duration::from_secs(3) {
         match next_id(&a) {
-            Ok(id) => a_ids.push(id),
+            Ok(id) => made.push(id),
             Err(e) => refused = Some(describe(&e)),
         }
         thread::sleep(Duration::from_millis(100));
@@ -636,28 +584,23 @@ fn a_crash_while_counting_past_the_mark_leaves_a_takeover_repeating_only_counted
         "A counted {counted} IDs past the mark before its crash, {counted_after} after; \
          restarted cut off, it said: {refused:?}"
     );
+    assert!(
+        made.is_empty(),
+        "A, restarted from disk and cut off, made {} IDs",
+        made.len()
+    );
+    assert_eq!(
+        refused.as_deref(),
+        Some("55000 this server has not claimed its node id from the registry yet"),
+        "A, restarted from disk and cut off"
+    );
 
     let took = claimed_within(&b, Duration::from_secs(25))
         .unwrap_or_else(|said| panic!("B never took 654 over: {said}"));
     assert_eq!(took, 654);
     let (b_ids, b_error) = ids_until(&b, Instant::now() + Duration::from_secs(3));
     assert_eq!(b_error, None, "B, the holder, refused");
-    let b_set: HashSet<i64> = b_ids.iter().copied().collect();
-    let repeated: Vec<i64> = a_ids
-        .iter()
-        .copied()
-        .filter(|id| b_set.contains(id))
-        .collect();
-    let lease_end = last_seen + LEASE_MS - 100;
-    let within_lease: i64 = a
-        .connect()
-        .query_one(
-            "SELECT count(*) FROM unnest($1::int8[]) AS id \
-             WHERE extract(epoch FROM snowflake_timestamp(id)) * 1000 < $2::int8",
-            &[&repeated, &lease_end],
-        )
-        .unwrap()
-        .get(0);
+    let (repeated, within_lease) = made_by_both(&a, &a_ids, &b_ids, last_seen);
     println!(
         "A made {} IDs, B {} after its takeover; {} made by both, {within_lease} of them \
          stamped within the lease of A's last heartbeat",
@@ -688,6 +631,56 @@ fn a_crash_while_counting_past_the_mark_leaves_a_takeover_repeating_only_counted
         matches!(&told, Err(said) if said.contains("55000") && said.contains("654")),
         "A, back after B's takeover: {told:?}"
     );
+}
+
+/// The registry; a proxy to it (`link`, which a test cuts); A, holding `node` in available
+/// mode through the link; and B, configured with `node` too and reaching the registry directly,
+/// its clock 5 s behind (its margin 6 s), refused while A holds it. Servers named `name` + a,
+/// b and registry.
+fn available_holder_and_refused_rival(name: &str, node: i32) -> (Server, Proxy, Server, Server) {
+    let registry = registry_server(&format!("{name}registry"));
+    let link = Proxy::to(registry.port);
+    let available = "pg_snowflake.registry_mode = 'available'";
+    let a = Server::start(
+        &format!("{name}a"),
+        member_config(&link.conninfo("postgres"), Some(node)).setting(available),
+    );
+    create_table(&a);
+    assert_eq!(claimed_node(&a), node);
+    let b = Server::start(
+        &format!("{name}b"),
+        member_config(&registry.conninfo("postgres"), Some(node))
+            .setting(available)
+            .fake_clock("-5s")
+            .setting("pg_snowflake.max_clock_skew_ms = 6000"),
+    );
+    wait_until(Duration::from_secs(20), "B's refusal", || {
+        refusing(&b).as_deref() == Some("claim refused")
+    });
+    (registry, link, a, b)
+}
+
+/// The IDs of `a_ids` that B made too (`b_ids`), and how many of those A stamped within the
+/// lease of its last heartbeat, seen by the registry at `last_seen` (Unix ms; less 100 ms for
+/// the heartbeat's way to the registry).
+fn made_by_both(a: &Server, a_ids: &[i64], b_ids: &[i64], last_seen: i64) -> (Vec<i64>, i64) {
+    let b_set: HashSet<i64> = b_ids.iter().copied().collect();
+    let repeated: Vec<i64> = a_ids
+        .iter()
+        .copied()
+        .filter(|id| b_set.contains(id))
+        .collect();
+    let lease_end = last_seen + LEASE_MS - 100;
+    let within_lease: i64 = a
+        .connect()
+        .query_one(
+            "SELECT count(*) FROM unnest($1::int8[]) AS id \
+             WHERE extract(epoch FROM snowflake_timestamp(id)) * 1000 < $2::int8",
+            &[&repeated, &lease_end],
+        )
+        .unwrap()
+        .get(0);
+    (repeated, within_lease)
 }
 
 /// Sets its flag when dropped.
