@@ -24,7 +24,7 @@ pub fn program_on_path(name: &str, package: &str) -> PathBuf {
         .unwrap_or_else(|| {
             panic!(
                 "{name} is not installed: install the Debian package {package} \
-                 (./dev setup installs it)"
+                 (./dev setup --for-tests installs it)"
             )
         })
 }

@@ -478,7 +478,7 @@ fn nft(command: &str) {
         .expect("sudo runs (package sudo)");
     assert!(
         output.status.success(),
-        "nft {command}: {} (package nftables; ./dev setup installs it)",
+        "nft {command}: {} (package nftables; ./dev setup --for-tests installs it)",
         String::from_utf8_lossy(&output.stderr)
     );
 }
