@@ -98,7 +98,7 @@ type Series = (&'static str, Vec<(&'static str, String)>);
 
 /// What each series must show, stated apart from the queries file: every metric's meaning in
 /// terms of `snowflake_stats()`, in Prometheus' base units. `None`: the series must be absent.
-fn expected(s: &Stats) -> BTreeMap<Series, Option<f64>> {
+fn expected(s: &Stats, node_bits: u32) -> BTreeMap<Series, Option<f64>> {
     let ms = |v: i64| v as f64 / 1000.0;
     let registry = s.registry_nodes.is_some();
     let mut series = vec![
@@ -126,6 +126,7 @@ fn expected(s: &Stats) -> BTreeMap<Series, Option<f64>> {
         ("pg_snowflake_clock_jumps_total", s.clock_jumps as f64),
         ("pg_snowflake_ids_past_mark_total", s.ids_past_mark as f64),
         ("pg_snowflake_renewing", f64::from(u8::from(s.renewing))),
+        ("pg_snowflake_layout_node_ids", 2f64.powi(node_bits as i32)),
         (
             "pg_snowflake_time_field_end_timestamp_seconds",
             unix_s(s.time_field_ends),
@@ -199,7 +200,7 @@ const DRIFT_S: f64 = 0.25;
 /// Compares a scrape with `snowflake_stats()` read just before and just after it: every series
 /// of the queries file present with a value between the two (a series absent in both absent),
 /// nothing else under `pg_snowflake_`, the file's help texts and types. Returns what differs.
-fn mismatches(scrape: &Scrape, before: &Stats, after: &Stats) -> Vec<String> {
+fn mismatches(scrape: &Scrape, before: &Stats, after: &Stats, node_bits: u32) -> Vec<String> {
     let mut wrong = vec![];
     let key = |name: &str, labels: &[(&str, String)]| {
         format!(
@@ -211,7 +212,7 @@ fn mismatches(scrape: &Scrape, before: &Stats, after: &Stats) -> Vec<String> {
                 .join(",")
         )
     };
-    let (early, late) = (expected(before), expected(after));
+    let (early, late) = (expected(before, node_bits), expected(after, node_bits));
     let all: BTreeSet<&Series> = early.keys().chain(late.keys()).collect();
     for series @ (name, labels) in all {
         let wanted: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -289,12 +290,13 @@ fn is_ours(sample: &&Sample) -> bool {
 /// heartbeat or a renewal between the readings can put a moving value just outside them);
 /// panics with the differences otherwise. Returns the scrape and the reading after it.
 fn scrape_matching_stats(server: &Server, exporter: &Exporter, registry: bool) -> (Scrape, Stats) {
+    let node_bits = layout_node_bits(server);
     let mut wrong = vec![];
     for _ in 0..3 {
         let before = stats(server, registry);
         let scrape = exporter.scrape();
         let after = stats(server, registry);
-        wrong = mismatches(&scrape, &before, &after);
+        wrong = mismatches(&scrape, &before, &after, node_bits);
         if wrong.is_empty() {
             return (scrape, after);
         }
@@ -304,6 +306,17 @@ fn scrape_matching_stats(server: &Server, exporter: &Exporter, registry: bool) -
         wrong.join("\n"),
         exporter.log()
     );
+}
+
+/// The node bits of the layout in force, read from `snowflake_stats().layout` ("… | 10 bits
+/// node | …") rather than from the setting the queries file reads.
+fn layout_node_bits(server: &Server) -> u32 {
+    let layout: String = server.query_one("SELECT layout FROM snowflake_stats()");
+    layout
+        .split(" | ")
+        .find_map(|field| field.strip_suffix(" bits node"))
+        .and_then(|bits| bits.parse().ok())
+        .unwrap_or_else(|| panic!("no node bits in the layout {layout:?}"))
 }
 
 /// Scrapes every 100 ms until `done` holds for a scrape, at most `timeout`; returns it.
@@ -363,7 +376,7 @@ fn every_metric_of_the_queries_file_has_an_expectation_here() {
         ids_past_mark: 0,
         registry_nodes: None,
     };
-    let here: BTreeSet<&str> = expected(&stats).keys().map(|(name, _)| *name).collect();
+    let here: BTreeSet<&str> = expected(&stats, 10).keys().map(|(name, _)| *name).collect();
     let metrics = file_metrics();
     let in_file: BTreeSet<&str> = metrics.iter().map(|m| m.name.as_str()).collect();
     assert_eq!(in_file, here);
@@ -385,10 +398,13 @@ fn every_metric_of_the_queries_file_has_an_expectation_here() {
 #[test]
 fn the_exporter_shows_snowflake_stats_and_the_ids_counter_moves() {
     // Reservations of 10 minutes: one write covers the test, so the counters stand still
-    // between the readings around a scrape unless the test moves them.
+    // between the readings around a scrape unless the test moves them. 8 node bits, not the
+    // default 10: the node-id capacity must follow the layout (256), not a constant.
     let server = Server::start(
         "monitoring",
-        Config::node(7).setting("pg_snowflake.reservation_ms = 600000"),
+        Config::node(7)
+            .setting("pg_snowflake.reservation_ms = 600000")
+            .setting("pg_snowflake.node_bits = 8"),
     );
     let mut client = server.connect();
     take_ids(&mut client, 1_000, 1_000);
@@ -396,6 +412,10 @@ fn the_exporter_shows_snowflake_stats_and_the_ids_counter_moves() {
 
     let (scrape, stats) = scrape_matching_stats(&server, &exporter, false);
     assert_eq!(stats.node_id, Some(7));
+    assert_eq!(
+        scrape.value("pg_snowflake_layout_node_ids", &[]),
+        Some(256.0)
+    );
     assert_eq!(
         scrape.value("pg_exporter_last_scrape_error", &[]),
         Some(0.0),
