@@ -5,7 +5,7 @@
 //! IDs are made; with a registry, stopping it moves the lease down to 0 and the refusal state to
 //! "lease expired", and starting it again moves them back. And the alerting rules: `promtool
 //! check rules`, `promtool test rules`, a firing and a silent unit test for every alert, and
-//! every runbook pointing at a section that exists.
+//! every runbook_url pointing at a section that exists.
 
 use snowflake_it::exporter::{program_on_path, unix_s, Exporter, Sample, Scrape};
 use snowflake_it::registry::{claimed_node, member_config, registry_server, LEASE_MS};
@@ -529,20 +529,25 @@ fn every_alert_has_a_firing_and_a_silent_test_and_a_runbook_section_that_exists(
     let mut runbooks: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut alert = String::new();
     for line in rules.lines().map(str::trim) {
+        // Alertmanager's and Grafana's templates read runbook_url; a `runbook` would link nowhere.
+        assert!(
+            !line.starts_with("runbook:"),
+            "{alert}: a runbook annotation, not runbook_url"
+        );
         if let Some(name) = line.strip_prefix("- alert: ") {
             alert = name.to_string();
             runbooks.insert(alert.clone(), vec![]);
-        } else if let Some(link) = line.strip_prefix("runbook: ") {
+        } else if let Some(link) = line.strip_prefix("runbook_url: ") {
             runbooks
                 .get_mut(&alert)
-                .expect("a runbook inside an alert")
+                .expect("a runbook_url inside an alert")
                 .push(link.trim_matches('"').to_string());
         }
     }
     assert!(runbooks.len() >= 10, "{runbooks:?}");
     for (alert, links) in &runbooks {
         let [link] = links.as_slice() else {
-            panic!("{alert} has {} runbooks", links.len());
+            panic!("{alert} has {} runbook_url annotations", links.len());
         };
         let (doc, section) = link
             .split_once('#')
