@@ -1,11 +1,13 @@
 //! The Grafana dashboard pg_snowflake ships (`packaging/monitoring/pg_snowflake-dashboard.json`):
-//! its shape (Grafana 10's schema, a Prometheus data source variable every panel uses, a
-//! per-server variable every query filters on), and every panel's query, read from the file,
-//! evaluated by a real Prometheus scraping real postgres_exporters with the queries file over
-//! real servers: a plain one, a member of a node-id registry, and one without a node id that
-//! refuses IDs. Each query must return series (a panel that shows nothing fails the test, named
-//! by its title), and where a panel shows a number of `snowflake_stats()` or
-//! `snowflake_registry()` the value must be the one the server shows.
+//! its shape (Grafana 10's schema, a Prometheus data source variable every panel uses, a job
+//! variable and a per-server variable within the job that every metric of every query filters
+//! on, rates over `$__rate_interval` rather than a fixed window), and every panel's query, read
+//! from the file, `$__rate_interval` worked out as Grafana does, evaluated by a real Prometheus
+//! scraping real postgres_exporters with the queries file over real servers: a plain one, a
+//! member of a node-id registry, and one without a node id that refuses IDs. Each query must
+//! return series (a panel that shows nothing fails the test, named by its title), and where a
+//! panel shows a number of `snowflake_stats()` or `snowflake_registry()` (or the exporter's
+//! health) the value must be the one the server shows.
 
 use serde_json::Value;
 use snowflake_it::exporter::{unix_s, Exporter};
@@ -32,8 +34,22 @@ const PANEL_TYPES: [&str; 6] = [
 /// What every panel and query names as its data source: the `datasource` variable.
 const DATASOURCE: &str = "${datasource}";
 
-/// The filter every metric of every query carries: the `instance` variable.
+/// The filters every metric of every query carries: the `job` and `instance` variables.
+const JOB_FILTER: &str = "job=~\"$job\"";
 const INSTANCE_FILTER: &str = "instance=~\"$instance\"";
+
+/// Grafana's macro for the window of `rate()` and `increase()`, which grows with the scrape
+/// interval: a fixed `[1m]` holds one sample at Prometheus' default 1-minute scrape, and a rate
+/// of one sample is no series.
+const RATE_INTERVAL: &str = "$__rate_interval";
+
+/// The one fixed window a query may have: a count over the last hour, in a panel whose title
+/// says so.
+const LAST_HOUR: (&str, &str) = ("[1h]", ", last hour");
+
+/// The data points Grafana asks of a panel (its "Max data points", by default the panel's width
+/// in pixels): a panel about 1,000 pixels wide.
+const MAX_DATA_POINTS: u32 = 1000;
 
 /// How often the tests' Prometheus scrapes.
 const SCRAPE_INTERVAL: Duration = Duration::from_secs(1);
@@ -139,41 +155,253 @@ fn is_the_variable(datasource: &Value) -> bool {
     datasource == DATASOURCE || datasource["uid"] == DATASOURCE
 }
 
-/// The selectors of the metrics an expression reads: each `pg_snowflake_…` name with what
-/// follows it in braces ("" without braces).
+/// Words of PromQL that are neither metrics nor functions.
+const KEYWORDS: [&str; 11] = [
+    "and",
+    "or",
+    "unless",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "bool",
+    "offset",
+];
+
+/// The selectors of the metrics an expression reads: each metric's name with what follows it
+/// in braces ("" without braces). Label names (in braces, or in the parentheses of `by`,
+/// `without`, `on`…), strings, numbers, range windows and function names are not metrics.
 fn selectors(expr: &str) -> Vec<(String, String)> {
-    let mut found = vec![];
-    let mut rest = expr;
-    while let Some(start) = rest.find("pg_snowflake_") {
-        let after = &rest[start..];
-        let end = after
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(after.len());
-        let (name, tail) = after.split_at(end);
-        let braces = tail
-            .strip_prefix('{')
-            .and_then(|t| t.split_once('}'))
-            .map(|(inside, _)| inside.to_string())
-            .unwrap_or_default();
-        found.push((name.to_string(), braces));
-        rest = &after[end..];
+    let chars: Vec<char> = expr.chars().collect();
+    let closing = |from: usize, close: char| {
+        (from..chars.len())
+            .find(|&j| chars[j] == close)
+            .unwrap_or(chars.len())
+    };
+    let (mut found, mut i) = (vec![], 0);
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' {
+            i = closing(i + 1, '"') + 1;
+        } else if c == '[' {
+            i = closing(i, ']') + 1;
+        } else if c.is_ascii_digit() {
+            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                i += 1;
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len()
+                && (chars[i].is_ascii_alphanumeric() || chars[i] == '_' || chars[i] == ':')
+            {
+                i += 1;
+            }
+            let word: String = chars[start..i].iter().collect();
+            let mut next = i;
+            while next < chars.len() && chars[next] == ' ' {
+                next += 1;
+            }
+            let follows = chars.get(next).copied();
+            let rest: String = chars[next..].iter().collect();
+            // `sum by (…) (…)`: an aggregation with its grouping first.
+            let grouped = ["by ", "by(", "without ", "without("]
+                .iter()
+                .any(|g| rest.starts_with(g));
+            if KEYWORDS.contains(&word.as_str()) {
+                // `by (instance)` and the like: label names.
+                if follows == Some('(') {
+                    i = closing(next, ')') + 1;
+                }
+            } else if follows == Some('(') || grouped {
+                // A function or an aggregation.
+            } else if follows == Some('{') {
+                let end = closing(next, '}');
+                found.push((word, chars[next + 1..end].iter().collect()));
+                i = end + 1;
+            } else {
+                found.push((word, String::new()));
+            }
+        } else {
+            i += 1;
+        }
     }
     found
 }
 
-/// `expr` as Grafana sends it with every server selected: `$instance` replaced by the instance
-/// variable's value for "All".
-fn as_sent(expr: &str, all_value: &str) -> String {
-    expr.replace("$instance", all_value)
+/// The range windows of an expression, brackets included (`[$__rate_interval]`, `[1h]`).
+fn windows(expr: &str) -> Vec<&str> {
+    expr.match_indices('[')
+        .map(|(start, _)| {
+            let end = expr[start..]
+                .find(']')
+                .map_or(expr.len(), |e| start + e + 1);
+            &expr[start..end]
+        })
+        .collect()
+}
+
+// --- Grafana's intervals --------------------------------------------------------------------
+
+/// Grafana's rounding of a computed interval to a round figure (`roundInterval` of its
+/// `rangeutil`), up to a minute; a longer one is left as it is here (the live test's stays under
+/// a minute, and `$__rate_interval` holds four scrapes whatever the rounding).
+fn round_interval(interval: Duration) -> Duration {
+    let ms = interval.as_millis();
+    let rounded = [
+        (15, 10),
+        (35, 20),
+        (75, 50),
+        (150, 100),
+        (350, 200),
+        (750, 500),
+        (1_500, 1_000),
+        (3_500, 2_000),
+        (7_500, 5_000),
+        (12_500, 10_000),
+        (17_500, 15_000),
+        (25_000, 20_000),
+        (45_000, 30_000),
+        (90_000, 60_000),
+    ]
+    .iter()
+    .find(|(below, _)| ms < *below)
+    .map(|(_, to)| *to);
+    rounded.map_or(interval, |ms| Duration::from_millis(ms as u64))
+}
+
+/// Grafana's `$__interval` (a range query's step): the time range over the panel's data
+/// points, rounded, and never under the data source's scrape interval (the panel's "Min
+/// interval" when it sets none, as no panel of the dashboard does).
+fn grafana_interval(range: Duration, max_data_points: u32, scrape: Duration) -> Duration {
+    round_interval(range / max_data_points).max(scrape)
+}
+
+/// Grafana's `$__rate_interval`: max(`$__interval` + scrape interval, 4 × scrape interval).
+fn grafana_rate_interval(interval: Duration, scrape: Duration) -> Duration {
+    (interval + scrape).max(4 * scrape)
+}
+
+/// A Grafana relative time such as `now-6h` as the range it covers to now.
+fn relative_range(from: &str) -> Duration {
+    let span = from
+        .strip_prefix("now-")
+        .unwrap_or_else(|| panic!("not now-N: {from}"));
+    let (number, unit) = span.split_at(span.len() - 1);
+    let number: u64 = number.parse().unwrap_or_else(|_| panic!("{from}"));
+    let unit_s = match unit {
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => panic!("{from}: unit {unit}"),
+    };
+    Duration::from_secs(number * unit_s)
+}
+
+/// A duration as PromQL writes it: whole milliseconds.
+fn promql_duration(d: Duration) -> String {
+    format!("{}ms", d.as_millis())
+}
+
+/// Grafana's worked examples, and why a fixed one-minute window shows nothing at Prometheus'
+/// default one-minute scrape where `$__rate_interval` does: a rate needs two samples in its
+/// window.
+#[test]
+fn the_rate_interval_holds_at_least_two_scrapes_where_a_fixed_minute_does_not() {
+    let s = Duration::from_secs;
+    assert_eq!(round_interval(Duration::from_millis(21_600)), s(20));
+    assert_eq!(
+        round_interval(Duration::from_millis(300)),
+        Duration::from_millis(200)
+    );
+    // The dashboard's default range over 1,000 points at the data source's default 15 s.
+    assert_eq!(grafana_interval(s(6 * 3600), 1000, s(15)), s(20));
+    assert_eq!(grafana_rate_interval(s(20), s(15)), s(60));
+    for scrape in [s(1), s(15), s(30), s(60), s(120)] {
+        for range in [s(300), s(6 * 3600), s(7 * 86400)] {
+            let interval = grafana_interval(range, MAX_DATA_POINTS, scrape);
+            let window = grafana_rate_interval(interval, scrape);
+            assert!(window >= 2 * scrape, "{window:?} at a {scrape:?} scrape");
+        }
+    }
+    assert!(s(60) < 2 * s(60), "[1m] at a 1-minute scrape: one sample");
+}
+
+/// `expr` as Grafana sends it with every job and server selected: `$job` and `$instance`
+/// replaced by the variables' values for "All", and `$__rate_interval` by `rate_interval`.
+fn as_sent(expr: &str, all_value: &str, rate_interval: Duration) -> String {
+    expr.replace("$job", all_value)
+        .replace("$instance", all_value)
+        .replace(RATE_INTERVAL, &promql_duration(rate_interval))
+}
+
+/// Whether a query as written in the file keeps to the dashboard's rules; returns what breaks
+/// them: every metric filtered by the job and instance variables, every range window
+/// `$__rate_interval` (or the last hour in a panel that counts over it), no other variable or
+/// macro (the queries run as they are in Prometheus).
+fn query_faults(title: &str, expr: &str) -> Vec<String> {
+    let mut faults = vec![];
+    let metrics = selectors(expr);
+    if metrics.is_empty() {
+        faults.push(format!("{expr} reads no metric"));
+    }
+    for (metric, braces) in metrics {
+        for filter in [JOB_FILTER, INSTANCE_FILTER] {
+            if !braces.split(',').any(|m| m.trim() == filter) {
+                faults.push(format!("{metric} in {expr} is not filtered by {filter}"));
+            }
+        }
+    }
+    for window in windows(expr) {
+        let last_hour = window == LAST_HOUR.0 && title.ends_with(LAST_HOUR.1);
+        if window != format!("[{RATE_INTERVAL}]") && !last_hour {
+            faults.push(format!(
+                "{expr} has the fixed window {window}, not [{RATE_INTERVAL}]"
+            ));
+        }
+    }
+    if as_sent(expr, ".*", Duration::from_secs(1)).contains('$') {
+        faults.push(format!(
+            "{expr} uses a variable or macro other than $job, $instance and {RATE_INTERVAL}"
+        ));
+    }
+    faults
+}
+
+/// The check of each query catches what it must: a fixed window back, a job filter missing.
+#[test]
+fn a_fixed_window_or_a_missing_job_filter_is_caught() {
+    let good = "rate(pg_snowflake_ids_issued_total{job=~\"$job\",instance=~\"$instance\"}[$__rate_interval])";
+    assert_eq!(query_faults("IDs per second", good), Vec::<String>::new());
+    let fixed = good.replace("$__rate_interval", "1m");
+    assert_eq!(query_faults("IDs per second", &fixed).len(), 1, "{fixed}");
+    let hour = good.replace("$__rate_interval", "1h");
+    assert_eq!(query_faults("IDs per second", &hour).len(), 1);
+    assert!(query_faults("IDs, last hour", &hour).is_empty());
+    let no_job = good.replace("job=~\"$job\",", "");
+    assert_eq!(query_faults("IDs per second", &no_job).len(), 1, "{no_job}");
+    let bare = "up - pg_snowflake_renewing{job=~\"$job\",instance=~\"$instance\"}";
+    assert_eq!(query_faults("Up", bare).len(), 2, "{bare}");
+    // Label names in by (…), strings and numbers are not metrics.
+    let labels =
+        "sum by (instance, job) (up{job=~\"$job\",instance=~\"$instance\",x=\"a b\"}) * 1e3";
+    assert_eq!(
+        selectors(labels),
+        vec![(
+            "up".to_string(),
+            "job=~\"$job\",instance=~\"$instance\",x=\"a b\"".to_string()
+        )]
+    );
 }
 
 /// The shape of the dashboard, without servers: Grafana 10's schema; a Prometheus data source
-/// variable that every panel and every query uses; a per-server variable from
-/// `label_values(pg_snowflake_ids_issued_total, instance)`, several or all selectable, that
-/// filters every metric of every query; no other variable or Grafana macro in a query (the
-/// queries run as they are in Prometheus), no job hard-coded; unique titles and ids.
+/// variable that every panel and every query uses; a job variable from
+/// `label_values(pg_snowflake_ids_issued_total, job)` and a per-server variable from the same
+/// metric within the chosen jobs, several or all selectable, that filter every metric of every
+/// query; rates over `$__rate_interval`; unique titles and ids.
 #[test]
-fn the_dashboard_is_grafana_10_json_whose_every_query_uses_its_two_variables() {
+fn the_dashboard_is_grafana_10_json_whose_every_query_uses_its_three_variables() {
     let dashboard = dashboard();
     let schema = dashboard["schemaVersion"].as_i64().unwrap_or(0);
     assert!(
@@ -185,27 +413,39 @@ fn the_dashboard_is_grafana_10_json_whose_every_query_uses_its_two_variables() {
     assert_eq!(datasource["type"], "datasource", "{datasource}");
     assert_eq!(datasource["query"], "prometheus", "{datasource}");
 
-    let instance = variable(&dashboard, "instance");
-    assert_eq!(instance["type"], "query", "{instance}");
-    assert_eq!(
-        variable_query(instance),
-        "label_values(pg_snowflake_ids_issued_total, instance)"
-    );
-    assert!(is_the_variable(&instance["datasource"]), "{instance}");
-    assert_eq!(instance["multi"], true, "{instance}");
-    assert_eq!(instance["includeAll"], true, "{instance}");
-    assert_eq!(
-        dashboard["templating"]["list"].as_array().unwrap().len(),
-        2,
-        "the variables are datasource and instance"
-    );
+    for (name, query) in [
+        ("job", "label_values(pg_snowflake_ids_issued_total, job)"),
+        (
+            "instance",
+            "label_values(pg_snowflake_ids_issued_total{job=~\"$job\"}, instance)",
+        ),
+    ] {
+        let v = variable(&dashboard, name);
+        assert_eq!(v["type"], "query", "{v}");
+        assert_eq!(variable_query(v), query);
+        assert!(is_the_variable(&v["datasource"]), "{v}");
+        assert_eq!(v["multi"], true, "{v}");
+        assert_eq!(v["includeAll"], true, "{v}");
+        assert_eq!(v["allValue"], ".*", "{v}");
+        // Asked again when the time range changes: a server that went away leaves the list.
+        assert_eq!(v["refresh"], 2, "{v}");
+    }
+    let names: Vec<&str> = dashboard["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap_or_default())
+        .collect();
+    // Grafana resolves the variables in order: the job before the servers within it.
+    assert_eq!(names, ["datasource", "job", "instance"]);
 
     let panels = panels(&dashboard);
-    assert!(panels.len() >= 19, "{} panels", panels.len());
+    assert!(panels.len() >= 23, "{} panels", panels.len());
     let titles: BTreeSet<&str> = panels.iter().map(|p| p.title.as_str()).collect();
     assert_eq!(titles.len(), panels.len(), "every title once: {titles:?}");
     let ids: BTreeSet<i64> = panels.iter().map(|p| p.id).collect();
     assert_eq!(ids.len(), panels.len(), "every panel id once");
+    let mut faults = vec![];
     for panel in &panels {
         let title = &panel.title;
         assert!(!title.is_empty(), "a panel without a title: {panel:?}");
@@ -227,24 +467,12 @@ fn the_dashboard_is_grafana_10_json_whose_every_query_uses_its_two_variables() {
                 "{title}: the data source of {expr} is {}",
                 target.datasource
             );
-            let metrics = selectors(expr);
-            assert!(
-                !metrics.is_empty(),
-                "{title}: {expr} reads no pg_snowflake_ metric"
-            );
-            for (metric, braces) in metrics {
-                assert!(
-                    braces.split(',').any(|m| m.trim() == INSTANCE_FILTER),
-                    "{title}: {metric} in {expr} is not filtered by {INSTANCE_FILTER}"
-                );
+            for fault in query_faults(title, expr) {
+                faults.push(format!("{title} ({}): {fault}", target.ref_id));
             }
-            assert!(!expr.contains("job="), "{title}: {expr} names a job");
-            assert!(
-                !as_sent(expr, ".*").contains('$'),
-                "{title}: {expr} uses a variable or macro other than $instance"
-            );
         }
     }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
 }
 
 // --- What the servers show -----------------------------------------------------------------
@@ -279,6 +507,9 @@ struct Readings {
     after: BTreeMap<String, Stats>,
     /// The time the queries were evaluated at (Unix seconds).
     at: f64,
+    /// The node ids the registry member's layout holds (2^node_bits, from its
+    /// `snowflake_stats().layout`).
+    node_ids: f64,
 }
 
 /// How far the lead and the clock offset may move between a scrape and the readings, in
@@ -489,12 +720,37 @@ fn check_values(
                     .map(|state| at(&r.registry_nodes(state)))
                     .sum::<f64>()
             };
-            let (a, b) = (1024.0 - held(|p| p.0), 1024.0 - held(|p| p.1));
+            let (a, b) = (r.node_ids - held(|p| p.0), r.node_ids - held(|p| p.1));
             match one(&results[0]) {
                 Ok(v) if v == a || v == b => {}
                 Ok(v) => wrong.push(format!("{v}, snowflake_registry() leaves {a}")),
                 Err(e) => wrong.push(e),
             }
+        }
+        "Reservation write in progress (disk stall)" => {
+            // A write lasts milliseconds but may be under way at a scrape, up to a scrape
+            // interval before the readings: each server's series is 0 or 1, not its reading.
+            let either = r
+                .after
+                .keys()
+                .map(|instance| (instance.clone(), Some((0.0, 1.0))))
+                .collect();
+            wrong = per_instance(&results[0], &either, 0.0);
+            if let Some(s) = results[0].iter().find(|s| s.value != 0.0 && s.value != 1.0) {
+                wrong.push(format!("neither 0 nor 1: {s:?}"));
+            }
+        }
+        "Exporter scraped / PostgreSQL reachable" => {
+            let up = r.each(|_| Some(1.0));
+            wrong = per_instance(&results[0], &up, 0.0);
+            wrong.extend(per_instance(&results[1], &up, 0.0));
+        }
+        "Exporter query errors" => {
+            // No query of the exporter fails: the registry answers, and the servers without
+            // one never call snowflake_registry().
+            let none = r.each(|_| Some(0.0));
+            wrong = per_instance(&results[0], &none, 0.0);
+            wrong.extend(per_instance(&results[1], &none, 0.0));
         }
         _ => return None,
     }
@@ -502,7 +758,7 @@ fn check_values(
 }
 
 /// The panels [`check_values`] checks the values of: each must still be on the dashboard.
-const VALUES_CHECKED: [&str; 13] = [
+const VALUES_CHECKED: [&str; 16] = [
     "Servers making IDs",
     "Servers refusing IDs (and why)",
     "Node id per server",
@@ -516,7 +772,21 @@ const VALUES_CHECKED: [&str; 13] = [
     "Claim generation and re-claims, last hour",
     "Node ids by state (fleet)",
     "Node ids left to assign",
+    "Reservation write in progress (disk stall)",
+    "Exporter scraped / PostgreSQL reachable",
+    "Exporter query errors",
 ];
+
+/// The node bits of the layout in force, read from `snowflake_stats().layout` ("… | 10 bits
+/// node | …").
+fn layout_node_bits(server: &Server) -> u32 {
+    let layout: String = server.query_one("SELECT layout FROM snowflake_stats()");
+    layout
+        .split(" | ")
+        .find_map(|field| field.strip_suffix(" bits node"))
+        .and_then(|bits| bits.parse().ok())
+        .unwrap_or_else(|| panic!("no node bits in the layout {layout:?}"))
+}
 
 #[test]
 fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_stats() {
@@ -526,16 +796,24 @@ fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_sta
         .as_str()
         .unwrap_or(".*")
         .to_string();
+    // $__rate_interval as Grafana works it out for the dashboard's default time range, with the
+    // data source's scrape interval set to the test Prometheus' own.
+    let range = relative_range(dashboard["time"]["from"].as_str().unwrap_or_default());
+    let interval = grafana_interval(range, MAX_DATA_POINTS, SCRAPE_INTERVAL);
+    let rate_interval = grafana_rate_interval(interval, SCRAPE_INTERVAL);
 
     // A member of a registry, a plain server with node id 7, and a server without a node id,
-    // which refuses IDs ("node id unset"): every panel has something to show.
+    // which refuses IDs ("node id unset"): every panel has something to show. The member's
+    // layout has 8 node bits, not the default 10: the node ids left must follow it.
     let registry = registry_server("dashboard-registry");
     let member = Server::start(
         "dashboard-member",
-        member_config(&registry.conninfo("postgres"), None),
+        member_config(&registry.conninfo("postgres"), None).setting("pg_snowflake.node_bits = 8"),
     );
     member.execute("SELECT snowflake_registry_create()");
     claimed_node(&member);
+    let node_ids = 2f64.powi(layout_node_bits(&member) as i32);
+    assert_eq!(node_ids, 256.0);
     let servers = [
         Scraped::start(member, true),
         Scraped::start(Server::start("dashboard-plain", Config::node(7)), false),
@@ -574,14 +852,31 @@ fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_sta
         || servers.iter().all(counters),
     );
 
-    // The instance variable lists every server.
-    let (selector, label) = label_values_parts(variable_query(variable(&dashboard, "instance")));
-    let listed: BTreeSet<String> = prometheus
-        .label_values(selector, label)
-        .into_iter()
-        .collect();
+    // The job variable lists the test's job, and the instance variable, within it, every server.
+    let listed = |name: &str, job: &str| -> BTreeSet<String> {
+        let query = variable_query(variable(&dashboard, name)).replace("$job", job);
+        let (selector, label) = label_values_parts(&query);
+        prometheus
+            .label_values(selector, label)
+            .into_iter()
+            .collect()
+    };
+    let jobs = listed("job", &all_value);
+    assert_eq!(
+        jobs,
+        BTreeSet::from([prometheus.job.clone()]),
+        "the job variable's values"
+    );
     let instances: BTreeSet<String> = servers.iter().map(Scraped::instance).collect();
-    assert_eq!(listed, instances, "the instance variable's values");
+    assert_eq!(
+        listed("instance", &prometheus.job),
+        instances,
+        "the instance variable's values"
+    );
+    assert!(
+        listed("instance", "another_job").is_empty(),
+        "the instance variable lists the servers of the chosen job only"
+    );
 
     // Every panel's queries at one time, between two readings of every server.
     let read = || -> BTreeMap<String, Stats> {
@@ -597,7 +892,7 @@ fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_sta
     for panel in &panels {
         let mut answers = vec![];
         for target in &panel.targets {
-            let expr = as_sent(&target.expr, &all_value);
+            let expr = as_sent(&target.expr, &all_value, rate_interval);
             let answer = prometheus.try_query_at(&expr, at).unwrap_or_else(|e| {
                 failures.push(format!(
                     "panel \"{}\" (query {}): {expr} fails: {e}",
@@ -632,9 +927,12 @@ fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_sta
         before,
         after: read(),
         at,
+        node_ids,
     };
     println!(
-        "The dashboard's queries (instance=~\"{all_value}\") at {at:.3}:\n\
+        "$__interval {interval:?} ({range:?} over {MAX_DATA_POINTS} points, scraped every \
+         {SCRAPE_INTERVAL:?}), $__rate_interval {rate_interval:?}\n\
+         The dashboard's queries (job=~\"{all_value}\", instance=~\"{all_value}\") at {at:.3}:\n\
          | panel | query | series |\n|---|---|---|\n{}",
         table.join("\n")
     );
