@@ -60,7 +60,7 @@ const MAX_CLOCK_SKEW_S: f64 = 2.0;
 
 /// The states of a node id in `snowflake_registry()` (docs/FLEETS.md), each a series of
 /// `pg_snowflake_registry_node_ids`.
-const NODE_STATES: [&str; 4] = ["live", "lost", "retired", "free"];
+const NODE_STATES: [&str; 5] = ["live", "lost", "retired", "free", "stray"];
 
 const YEAR_S: f64 = 365.25 * 86400.0;
 
@@ -715,7 +715,7 @@ fn check_values(
         }
         "Node ids left to assign" => {
             let held = |at: fn(&(f64, f64)) -> f64| {
-                ["live", "lost", "retired"]
+                ["live", "lost", "retired", "stray"]
                     .iter()
                     .map(|state| at(&r.registry_nodes(state)))
                     .sum::<f64>()
@@ -814,6 +814,17 @@ fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_sta
     claimed_node(&member);
     let node_ids = 2f64.powi(layout_node_bits(&member) as i32);
     assert_eq!(node_ids, 256.0);
+    // A row of another layout (as a server of another fleet would write it): `stray`, a state
+    // of its own, and a node id no member of this fleet is handed.
+    let fleet: String = member.query_one("SELECT layout FROM snowflake_stats()");
+    let other = fleet.replace("8 bits node", "7 bits node");
+    assert_ne!(other, fleet, "the layout names its node bits: {fleet}");
+    registry.execute(&format!(
+        "INSERT INTO snowflake_nodes (node_id, state, owner_token, generation, holder_label, \
+         layout, claimed_at, last_seen, lease_until) VALUES (200, 'live', \
+         'feedfeedfeedfeedfeedfeedfeedfeed', 1, 'elsewhere', '{other}', clock_timestamp(), \
+         clock_timestamp(), clock_timestamp() + interval '1 day')"
+    ));
     let servers = [
         Scraped::start(member, true),
         Scraped::start(Server::start("dashboard-plain", Config::node(7)), false),

@@ -36,7 +36,7 @@ const REFUSALS: [&str; 8] = [
 ];
 
 /// The states of a node id in `snowflake_registry()` (docs/FLEETS.md).
-const NODE_STATES: [&str; 4] = ["live", "lost", "retired", "free"];
+const NODE_STATES: [&str; 5] = ["live", "lost", "retired", "free", "stray"];
 
 fn path(relative: &str) -> PathBuf {
     repo_root().join(relative)
