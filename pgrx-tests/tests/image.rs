@@ -1,24 +1,26 @@
 //! The extension image for CloudNativePG (`./dev package --pg N --image`, scripts/package-image):
 //! built from scratch with buildah, unpacked with umoci as the kubelet would mount it, and served
 //! by a PostgreSQL 18 that finds the extension through nothing but `extension_control_path` and
-//! `dynamic_library_path` pointing into that folder, with the library preloaded from there. An
-//! image of another major is refused with PostgreSQL's own magic-block error; without buildah,
-//! the build says which package to install.
+//! `dynamic_library_path` pointing into that folder, with the library preloaded from there. The
+//! archive's tags, its configuration's labels and user and its manifest's annotations are those
+//! of CloudNativePG's postgres-extensions-containers, read from the archive itself. An image of
+//! another major is refused with PostgreSQL's own magic-block error; without buildah, the build
+//! says which package to install.
 //!
 //! #[ignore]d: its own stage runs it (`./dev test`, on the highest major outside the sid root,
 //! 18 or later: extension_control_path is new in 18), with --include-ignored.
 
+use serde_json::Value;
 use snowflake_it::exporter::program_on_path;
 use snowflake_it::server::{Config, Server};
 use snowflake_it::{cargo_version, pg_config, pg_major, repo_root, run};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// What `./dev package --pg N --image` writes, and its tag (scripts/package-image).
-fn archive_and_tag(major: u32, profile: &str) -> (PathBuf, String) {
-    let version = cargo_version();
+/// This machine's distribution (the `<distro>` of the tags) and architecture.
+fn distro_and_arch() -> (String, String) {
     let distro = run(
         "sh",
         &[
@@ -29,20 +31,51 @@ fn archive_and_tag(major: u32, profile: &str) -> (PathBuf, String) {
     .trim()
     .to_string();
     let arch = run("dpkg", &["--print-architecture"]).trim().to_string();
+    (distro, arch)
+}
+
+/// The last commit's time in UTC, in git's `format-local` `format` (strftime).
+fn commit_time(format: &str) -> String {
+    let output = Command::new("git")
+        .args([
+            "log",
+            "-1",
+            &format!("--date=format-local:{format}"),
+            "--format=%cd",
+        ])
+        .current_dir(repo_root())
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "git log: {output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// What `./dev package --pg N --image` writes, and its two tags: the rolling
+/// `<version>-<major>-<distro>` and the immutable `<version>-<YYYYMMDDhhmm>-<major>-<distro>`
+/// (CloudNativePG's postgres-extensions-containers), the time the last commit's.
+fn archive_and_tags(major: u32, profile: &str) -> (PathBuf, [String; 2]) {
+    let version = cargo_version();
+    let (distro, arch) = distro_and_arch();
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| repo_root().join("target"), PathBuf::from)
         .join(profile);
+    let stamp = commit_time("%Y%m%d%H%M");
     (
         target.join(format!(
             "pg_snowflake-{version}-pg{major}-{distro}-{arch}.oci.tar"
         )),
-        format!("pg_snowflake:{major}-{version}-{distro}"),
+        [
+            format!("{version}-{major}-{distro}"),
+            format!("{version}-{stamp}-{major}-{distro}"),
+        ],
     )
 }
 
-/// Builds the image of `major` (`profile`: release, or debug, which ./dev test has built already)
-/// and unpacks it with umoci into a fresh folder that the postgres user can read: the image's
-/// root file system, as an image volume shows it.
+/// Builds the image of `major` (`profile`: release, or debug, which ./dev test has built already),
+/// extracts its archive (an OCI layout) and unpacks it with umoci, by its rolling tag, into a
+/// fresh folder that the postgres user can read: the image's root file system, as an image
+/// volume shows it.
 fn built_and_unpacked(major: u32, profile: &str) -> Unpacked {
     let major_arg = major.to_string();
     let mut args = vec!["package", "--pg", &major_arg, "--image"];
@@ -50,7 +83,7 @@ fn built_and_unpacked(major: u32, profile: &str) -> Unpacked {
         args.push("--debug");
     }
     run(repo_root().join("dev"), &args);
-    let (archive, tag) = archive_and_tag(major, profile);
+    let (archive, tags) = archive_and_tags(major, profile);
     assert!(archive.is_file(), "{} was not written", archive.display());
     let umoci = program_on_path("umoci", "umoci");
     let dir = PathBuf::from(format!("/tmp/pgsf-image-{major}-{}", std::process::id()));
@@ -73,7 +106,7 @@ fn built_and_unpacked(major: u32, profile: &str) -> Unpacked {
             "unpack",
             "--rootless",
             "--image",
-            &format!("{}:{tag}", layout.display()),
+            &format!("{}:{}", layout.display(), tags[0]),
             bundle.to_str().unwrap(),
         ],
     );
@@ -84,13 +117,74 @@ fn built_and_unpacked(major: u32, profile: &str) -> Unpacked {
         "umoci unpacked no rootfs in {}",
         bundle.display()
     );
-    Unpacked { dir, rootfs }
+    Unpacked {
+        dir,
+        layout,
+        rootfs,
+        tags,
+    }
 }
 
 /// An unpacked image: its folder is deleted on drop (after the servers declared later).
 struct Unpacked {
     dir: PathBuf,
+    /// The archive's OCI layout, extracted.
+    layout: PathBuf,
     rootfs: PathBuf,
+    /// The rolling tag, then the immutable one.
+    tags: [String; 2],
+}
+
+impl Unpacked {
+    /// A JSON blob of the layout, by its digest (`sha256:...`).
+    fn blob(&self, digest: &str) -> Value {
+        let (algorithm, hex) = digest.split_once(':').expect("a digest");
+        let path = self.layout.join("blobs").join(algorithm).join(hex);
+        serde_json::from_slice(&std::fs::read(&path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// The layout's index: each tag (`org.opencontainers.image.ref.name`) and its manifest's
+    /// digest.
+    fn tagged_manifests(&self) -> BTreeMap<String, String> {
+        let index: Value =
+            serde_json::from_slice(&std::fs::read(self.layout.join("index.json")).unwrap())
+                .unwrap();
+        index["manifests"]
+            .as_array()
+            .expect("the index lists manifests")
+            .iter()
+            .map(|entry| {
+                (
+                    entry["annotations"]["org.opencontainers.image.ref.name"]
+                        .as_str()
+                        .expect("a tagged manifest")
+                        .to_string(),
+                    entry["digest"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The manifest of the rolling tag.
+    fn manifest(&self) -> Value {
+        self.blob(&self.tagged_manifests()[&self.tags[0]])
+    }
+}
+
+/// A JSON object of strings (labels, annotations) as a map; anything else fails.
+fn strings(object: &Value, what: &str) -> BTreeMap<String, String> {
+    object
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: not an object: {object}"))
+        .iter()
+        .map(|(key, value)| {
+            let value = value
+                .as_str()
+                .unwrap_or_else(|| panic!("{what}: {key} is not a string: {value}"));
+            (key.clone(), value.to_string())
+        })
+        .collect()
 }
 
 impl Drop for Unpacked {
@@ -153,7 +247,8 @@ fn the_image_alone_serves_ids_decodes_and_upgrades_from_0_4_0_in_postgresql_18()
         "lib/pg_snowflake.so".to_string(),
         "share/extension/pg_snowflake.control".to_string(),
         format!("share/extension/pg_snowflake--{version}.sql"),
-        "share/doc/pg_snowflake/copyright".to_string(),
+        "licenses/pg_snowflake/LICENSE".to_string(),
+        "licenses/pg_snowflake/copyright".to_string(),
     ]
     .into();
     for entry in std::fs::read_dir(repo_root().join("sql")).unwrap() {
@@ -275,6 +370,136 @@ fn the_image_alone_serves_ids_decodes_and_upgrades_from_0_4_0_in_postgresql_18()
     );
 }
 
+/// The tags, labels, annotations, user and licences of CloudNativePG's postgres-extensions-
+/// containers (README: "Naming & Tagging Convention", "Image Labels"; docker-bake.hcl; the
+/// Dockerfiles' `USER 65532:65532` and `/licenses/<package>/`), read from the archive: the labels
+/// in the image's configuration, the same keys and values as annotations of its manifest, which
+/// their tooling reads (dagger/maintenance: getImageAnnotations; GenerateTestingValues needs
+/// io.cloudnativepg.image.base.name and org.opencontainers.image.version).
+#[test]
+#[ignore]
+fn the_image_carries_cloudnativepgs_tags_labels_annotations_user_and_licences() {
+    let major = pg_major();
+    let unpacked = built_and_unpacked(major, "release");
+    let version = cargo_version();
+    let (distro, arch) = distro_and_arch();
+
+    // One image under both tags.
+    let tagged = unpacked.tagged_manifests();
+    println!("The archive's tags: {tagged:?}");
+    assert_eq!(
+        tagged.keys().cloned().collect::<BTreeSet<_>>(),
+        unpacked.tags.iter().cloned().collect(),
+        "the archive's tags"
+    );
+    assert_eq!(
+        tagged[&unpacked.tags[0]], tagged[&unpacked.tags[1]],
+        "the two tags name one manifest"
+    );
+
+    // The control file's default version is what io.cloudnativepg.image.sql.version says.
+    let control =
+        std::fs::read_to_string(unpacked.rootfs.join("share/extension/pg_snowflake.control"))
+            .unwrap();
+    let default_version = control
+        .lines()
+        .find_map(|line| line.strip_prefix("default_version = '"))
+        .and_then(|rest| rest.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("no default_version in the control file:\n{control}"));
+    assert_eq!(
+        default_version, version,
+        "the control file's default_version"
+    );
+
+    let revision = run(
+        "git",
+        &["-C", repo_root().to_str().unwrap(), "rev-parse", "HEAD"],
+    )
+    .trim()
+    .to_string();
+    let url = "https://pgxn.org/dist/pg_snowflake/";
+    let expected: BTreeMap<String, String> = [
+        (
+            "org.opencontainers.image.created",
+            commit_time("%Y-%m-%dT%H:%M:%SZ"),
+        ),
+        ("org.opencontainers.image.version", version.clone()),
+        ("org.opencontainers.image.revision", revision),
+        ("org.opencontainers.image.source", url.to_string()),
+        ("org.opencontainers.image.url", url.to_string()),
+        (
+            "org.opencontainers.image.title",
+            format!("pg_snowflake {version} {major} {distro}"),
+        ),
+        (
+            "org.opencontainers.image.description",
+            format!(
+                "A pg_snowflake {version} extension image for PostgreSQL {major} on {distro} \
+                 ({arch}), for CloudNativePG's image volume extensions"
+            ),
+        ),
+        ("org.opencontainers.image.licenses", "MIT".to_string()),
+        (
+            "org.opencontainers.image.vendor",
+            "pg_snowflake developers".to_string(),
+        ),
+        (
+            "org.opencontainers.image.authors",
+            "pg_snowflake developers".to_string(),
+        ),
+        ("org.opencontainers.image.base.name", "scratch".to_string()),
+        (
+            "io.cloudnativepg.image.base.name",
+            format!("ghcr.io/cloudnative-pg/postgresql:{major}-minimal-{distro}"),
+        ),
+        ("io.cloudnativepg.image.base.pgmajor", major.to_string()),
+        ("io.cloudnativepg.image.base.os", distro.clone()),
+        (
+            "io.cloudnativepg.image.sql.version",
+            default_version.to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_string(), value))
+    .collect();
+
+    let manifest = unpacked.manifest();
+    let annotations = strings(&manifest["annotations"], "the manifest's annotations");
+    println!("The manifest's annotations: {annotations:#?}");
+    assert_eq!(annotations, expected, "the manifest's annotations");
+
+    let image = unpacked.blob(manifest["config"]["digest"].as_str().unwrap());
+    let labels = strings(&image["config"]["Labels"], "the configuration's labels");
+    assert_eq!(labels, expected, "the configuration's labels");
+    assert_eq!(
+        image["config"]["User"], "65532:65532",
+        "the user the image runs as"
+    );
+    assert_eq!(
+        image["created"], expected["org.opencontainers.image.created"],
+        "the image's creation time: the last commit's"
+    );
+    assert_eq!(image["architecture"], arch.as_str(), "the architecture");
+
+    // The licences, where CloudNativePG's images keep them.
+    let licences = unpacked.rootfs.join("licenses/pg_snowflake");
+    assert_eq!(
+        std::fs::read(licences.join("LICENSE")).unwrap(),
+        std::fs::read(repo_root().join("LICENSE")).unwrap(),
+        "licenses/pg_snowflake/LICENSE is the tree's LICENSE"
+    );
+    let copyright = std::fs::read_to_string(licences.join("copyright")).unwrap();
+    let year = commit_time("%Y");
+    assert!(
+        copyright.starts_with(
+            "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n"
+        ) && copyright.contains(&format!(
+            "Copyright: {year} pg_snowflake developers\nLicense: MIT\n"
+        )),
+        "licenses/pg_snowflake/copyright, Debian's format, MIT, {year}:\n{copyright}"
+    );
+}
+
 /// An image of another major, mounted by mistake, is refused by PostgreSQL with its own error:
 /// the magic block's version mismatch where the library gets that far (17 under 18), the dynamic
 /// linker's missing symbol where it does not (15 under 18: PostgreSQL 17 removed
@@ -306,6 +531,12 @@ fn an_image_of_another_major_is_refused_with_postgresqls_own_error() {
         ),
     ] {
         let unpacked = built_and_unpacked(other, "debug");
+        let annotations = strings(&unpacked.manifest()["annotations"], "annotations");
+        assert_eq!(
+            annotations["io.cloudnativepg.image.base.pgmajor"],
+            other.to_string(),
+            "the image of {other} says its major"
+        );
         let rootfs = &unpacked.rootfs;
         let library = rootfs.join("lib/pg_snowflake.so");
         let message = refusal.0.replace("{}", &library.display().to_string());
