@@ -417,7 +417,6 @@ fn the_image_carries_cloudnativepgs_tags_labels_annotations_user_and_licences() 
     )
     .trim()
     .to_string();
-    let url = "https://pgxn.org/dist/pg_snowflake/";
     let expected: BTreeMap<String, String> = [
         (
             "org.opencontainers.image.created",
@@ -425,8 +424,6 @@ fn the_image_carries_cloudnativepgs_tags_labels_annotations_user_and_licences() 
         ),
         ("org.opencontainers.image.version", version.clone()),
         ("org.opencontainers.image.revision", revision),
-        ("org.opencontainers.image.source", url.to_string()),
-        ("org.opencontainers.image.url", url.to_string()),
         (
             "org.opencontainers.image.title",
             format!("pg_snowflake {version} {major} {distro}"),
@@ -607,6 +604,6 @@ fn without_buildah_dev_package_image_names_the_debian_package() {
     assert_eq!(
         stderr.trim(),
         "package-image: buildah is not installed: install the Debian package buildah \
-         (sudo apt-get install buildah; ./dev setup installs it)"
+         (sudo apt-get install buildah; ./dev package --image installs it)"
     );
 }
