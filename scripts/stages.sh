@@ -133,7 +133,7 @@ stage_pg_test() {
 # The test binaries of pgrx-tests/ whose #[ignore]d tests a stage of their own runs, with
 # --include-ignored: they need what only that stage has (two majors, pg_partman, PostgreSQL 18 and
 # two release builds).
-STAGED_BINARIES=(across_majors partman image)
+STAGED_BINARIES=(across_majors partman image from_release)
 
 # Every test of pgrx-tests/ that is not #[ignore]d, side by side, a process each
 # (scripts/side-by-side); then fails if a test is ignored in a binary no stage runs with
@@ -208,6 +208,16 @@ stage_pgxn_install() {
 stage_image() {
     use_pg "$1"
     staged_tests image
+}
+
+# Upgrading from 0.5.0 as built from its own commit (scripts/old-release: once, kept in
+# $PGSF_PG_CACHE/releases) on major $1 (18 or later: the servers load the old build through
+# extension_control_path), into the build installed there (pgrx-tests/tests/from_release.rs).
+stage_from_release() {
+    use_pg "$1"
+    PGSF_RELEASE_0_5_0=$("$ROOT/scripts/old-release" 0.5.0 "$PG_CONFIG")
+    export PGSF_RELEASE_0_5_0
+    staged_tests from_release
 }
 
 # The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
