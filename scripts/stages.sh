@@ -196,9 +196,10 @@ stage_readme() {
     return "$rc"
 }
 
-# PGXN's client installing the zip (the Makefile, scripts/pgxn-make) into major $1.
+# PGXN's client installing, checking and removing the zip (the Makefile, scripts/pgxn-make) in
+# a clean Debian 12 root with its own PostgreSQL 15, never in the host's trees: run on 15 only.
 stage_pgxn_install() {
-    use_pg "$1"
+    [ "$1" = 15 ] || die "the PGXN test's root has PostgreSQL 15 only, not $1"
     "$ROOT/scripts/test-pgxn-install"
 }
 
