@@ -33,8 +33,6 @@ PGSF_PG19_DEB=19~rc1-1
 # (pgrx-tests/tests/across_majors.rs): each one whenever its new major is tested (the old one is
 # set up for it, as 15-vanilla is).
 PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
-# PGXN's client (PyPI), for the test of `pgxn install` (scripts/test-pgxn-install).
-PGSF_PGXNCLIENT=1.3.2
 # The trees with pg_partman, for the pg_partman recipe's test (pgrx-tests/tests/partman.rs):
 # Debian packages it for its own 15 only.
 PGSF_PARTMAN_TREES=(15)
@@ -51,10 +49,11 @@ PGSF_PYPI_PACKAGES=(python3-pip)
 # (pgrx-tests/tests/monitoring.rs); nftables to freeze a registry link
 # (pgrx-tests/tests/fleet_faults.rs); buildah to build the extension image
 # (scripts/package-image; ./dev package --image installs it alone) and umoci to unpack it
-# (pgrx-tests/tests/image.rs); unzip for the PGXN zip (scripts/package-pgxn); pip for PGXN's
-# client (scripts/test-pgxn-install).
+# (pgrx-tests/tests/image.rs); unzip for the PGXN zip (scripts/package-pgxn); pip for the
+# PyPI trees; mmdebstrap for the clean Debian 12 root the PGXN zip is tested in
+# (scripts/sid-root bookworm, scripts/test-pgxn-install).
 PGSF_TEST_PACKAGES=(postgresql-15-partman faketime shellcheck nftables prometheus-postgres-exporter
-    prometheus buildah umoci unzip python3-pip)
+    prometheus buildah umoci unzip python3-pip mmdebstrap)
 # Rust. pgrx 0.19.3 needs rustc 1.96 or later (its `rust-version`). Where the machine's own
 # toolchain (rustup's, first on PATH) is older or missing, Debian 12's `rustc-web`, `cargo-web`
 # and `rust-web-clippy` (1.96, in /usr/bin) are used: use_rust, run whenever this file is
