@@ -382,6 +382,7 @@ fn dev_package_pgxn_zips_every_tracked_file_a_user_needs_under_one_top_folder() 
         "META.json",
         "LICENSE",
         "README.md",
+        "CHANGELOG.md",
         "docs/",
         "Makefile",
         "pg_snowflake.control",
