@@ -84,3 +84,14 @@ pub fn stats(server: &Server, registry: bool) -> Stats {
         registry_nodes,
     }
 }
+
+/// The node bits of the layout in force, read from `snowflake_stats().layout` ("… | 10 bits
+/// node | …"): what the server shows, not the setting the exporter's queries read.
+pub fn layout_node_bits(server: &Server) -> u32 {
+    let layout: String = server.query_one("SELECT layout FROM snowflake_stats()");
+    layout
+        .split(" | ")
+        .find_map(|field| field.strip_suffix(" bits node"))
+        .and_then(|bits| bits.parse().ok())
+        .unwrap_or_else(|| panic!("no node bits in the layout {layout:?}"))
+}

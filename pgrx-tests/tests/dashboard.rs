@@ -13,7 +13,7 @@ use serde_json::Value;
 use snowflake_it::exporter::{unix_s, Exporter};
 use snowflake_it::prometheus::{Prometheus, Series};
 use snowflake_it::registry::{claimed_node, member_config, registry_server, LEASE_MS};
-use snowflake_it::stats::{stats, Stats};
+use snowflake_it::stats::{layout_node_bits, stats, Stats};
 use snowflake_it::{repo_root, take_ids, wait_until, Config, Server};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, SystemTime};
@@ -776,17 +776,6 @@ const VALUES_CHECKED: [&str; 16] = [
     "Exporter scraped / PostgreSQL reachable",
     "Exporter query errors",
 ];
-
-/// The node bits of the layout in force, read from `snowflake_stats().layout` ("… | 10 bits
-/// node | …").
-fn layout_node_bits(server: &Server) -> u32 {
-    let layout: String = server.query_one("SELECT layout FROM snowflake_stats()");
-    layout
-        .split(" | ")
-        .find_map(|field| field.strip_suffix(" bits node"))
-        .and_then(|bits| bits.parse().ok())
-        .unwrap_or_else(|| panic!("no node bits in the layout {layout:?}"))
-}
 
 #[test]
 fn every_panel_shows_series_from_a_real_prometheus_that_agree_with_snowflake_stats() {

@@ -514,21 +514,7 @@ fn a_takeover_in_available_mode_repeats_only_ids_made_past_the_mark_and_counted(
         connected_past, 0,
         "A counted IDs past the mark while connected to the registry"
     );
-    let (repeated, within_lease) = made_by_both(&a, &a_ids, &b_ids, last_seen);
-    println!(
-        "A made {} IDs, B {} after its takeover; {} made by both, {within_lease} of them \
-         stamped within the lease of A's last heartbeat (seen at {last_seen}, Unix ms)",
-        a_ids.len(),
-        b_ids.len(),
-        repeated.len()
-    );
-    assert_eq!(
-        within_lease,
-        0,
-        "B repeated {within_lease} IDs A made within the lease of its last heartbeat; the \
-         registry:\n{}",
-        registry_rows(&registry)
-    );
+    let repeated = made_by_both(&a, &a_ids, &b_ids, last_seen, &registry);
     let counted = past_mark();
     println!("A counts {counted} IDs past the mark");
     assert!(
@@ -600,21 +586,7 @@ fn a_crash_while_counting_past_the_mark_leaves_a_takeover_repeating_only_counted
     assert_eq!(took, 654);
     let (b_ids, b_error) = ids_until(&b, Instant::now() + Duration::from_secs(3));
     assert_eq!(b_error, None, "B, the holder, refused");
-    let (repeated, within_lease) = made_by_both(&a, &a_ids, &b_ids, last_seen);
-    println!(
-        "A made {} IDs, B {} after its takeover; {} made by both, {within_lease} of them \
-         stamped within the lease of A's last heartbeat",
-        a_ids.len(),
-        b_ids.len(),
-        repeated.len()
-    );
-    assert_eq!(
-        within_lease,
-        0,
-        "B repeated {within_lease} IDs A made within the lease of its last heartbeat; the \
-         registry:\n{}",
-        registry_rows(&registry)
-    );
+    let repeated = made_by_both(&a, &a_ids, &b_ids, last_seen, &registry);
     assert!(
         repeated.len() as i64 <= counted + counted_after,
         "B repeated {} of A's IDs, more than the {counted} A counted before its crash and the \
@@ -660,10 +632,16 @@ fn available_holder_and_refused_rival(name: &str, node: i32) -> (Server, Proxy, 
     (registry, link, a, b)
 }
 
-/// The IDs of `a_ids` that B made too (`b_ids`), and how many of those A stamped within the
-/// lease of its last heartbeat, seen by the registry at `last_seen` (Unix ms; less 100 ms for
-/// the heartbeat's way to the registry).
-fn made_by_both(a: &Server, a_ids: &[i64], b_ids: &[i64], last_seen: i64) -> (Vec<i64>, i64) {
+/// The IDs of `a_ids` that B made too (`b_ids`), after checking that A stamped none of them
+/// within the lease of its last heartbeat, seen by `registry` at `last_seen` (Unix ms; less
+/// 100 ms for the heartbeat's way to the registry): only IDs past the mark may be repeated.
+fn made_by_both(
+    a: &Server,
+    a_ids: &[i64],
+    b_ids: &[i64],
+    last_seen: i64,
+    registry: &Server,
+) -> Vec<i64> {
     let b_set: HashSet<i64> = b_ids.iter().copied().collect();
     let repeated: Vec<i64> = a_ids
         .iter()
@@ -680,7 +658,21 @@ fn made_by_both(a: &Server, a_ids: &[i64], b_ids: &[i64], last_seen: i64) -> (Ve
         )
         .unwrap()
         .get(0);
-    (repeated, within_lease)
+    println!(
+        "A made {} IDs, B {} after its takeover; {} made by both, {within_lease} of them \
+         stamped within the lease of A's last heartbeat (seen at {last_seen}, Unix ms)",
+        a_ids.len(),
+        b_ids.len(),
+        repeated.len()
+    );
+    assert_eq!(
+        within_lease,
+        0,
+        "B repeated {within_lease} IDs A made within the lease of its last heartbeat; the \
+         registry:\n{}",
+        registry_rows(registry)
+    );
+    repeated
 }
 
 /// Sets its flag when dropped.

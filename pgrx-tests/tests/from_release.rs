@@ -16,7 +16,7 @@
 
 use postgres::Client;
 use snowflake_it::registry::{claimed_within, member_config, registry_server, LEASE_MS};
-use snowflake_it::{cargo_version, describe, pg_major, Config, Server};
+use snowflake_it::{cargo_version, describe, pg_major, wait_until, Config, Server};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -104,17 +104,32 @@ fn stats_has(client: &mut Client, column: &str) -> bool {
         .unwrap_or_else(|e| panic!("snowflake_stats()'s columns: {}", describe(&e)))
 }
 
-/// Inserts `rows` rows into `t` (its key made by `snowflake_nextval()`), returning their IDs.
-fn insert(client: &mut Client, rows: i64) -> Vec<i64> {
-    client
-        .query(
-            "INSERT INTO t (v) SELECT g FROM generate_series(1, $1::bigint) g RETURNING id",
-            &[&rows],
+/// A server of `config` under 0.5.0's build, started, with the extension (0.5.0's SQL) and a
+/// table `t` keyed by `snowflake_nextval()` in its `postgres` database.
+fn started_under_0_5_0(name: &str, config: Config) -> Server {
+    let server = Server::init(name, with_old_build(config));
+    server.start_again();
+    server
+        .connect()
+        .batch_execute(
+            "CREATE EXTENSION pg_snowflake; \
+             CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v int)",
         )
-        .unwrap_or_else(|e| panic!("inserting {rows} rows: {}", describe(&e)))
-        .iter()
-        .map(|row| row.get(0))
-        .collect()
+        .unwrap_or_else(|e| panic!("{name}: 0.5.0's CREATE EXTENSION: {}", describe(&e)));
+    server
+}
+
+/// Inserts `rows` rows into `t` (its key made by `snowflake_nextval()`), returning their IDs.
+fn try_insert(client: &mut Client, rows: i64) -> Result<Vec<i64>, postgres::Error> {
+    let rows = client.query(
+        "INSERT INTO t (v) SELECT g FROM generate_series(1, $1::bigint) g RETURNING id",
+        &[&rows],
+    )?;
+    Ok(rows.iter().map(|row| row.get(0)).collect())
+}
+
+fn insert(client: &mut Client, rows: i64) -> Vec<i64> {
+    try_insert(client, rows).unwrap_or_else(|e| panic!("inserting {rows} rows: {}", describe(&e)))
 }
 
 /// Every ID of `t` decoded: (id, timestamp, node, sequence), by ID.
@@ -148,15 +163,8 @@ enum Down {
 /// extension what this version installs.
 fn single_server(down: Down) {
     let name = format!("release-single-{down:?}").to_lowercase();
-    let server = Server::init(&name, with_old_build(Config::node(5)));
-    server.start_again();
+    let server = started_under_0_5_0(&name, Config::node(5));
     let mut client = server.connect();
-    client
-        .batch_execute(
-            "CREATE EXTENSION pg_snowflake; \
-             CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v int)",
-        )
-        .unwrap_or_else(|e| panic!("0.5.0's CREATE EXTENSION: {}", describe(&e)));
     assert_eq!(
         extension_version(&mut client),
         OLD,
@@ -233,15 +241,8 @@ fn a_server_killed_under_0_5_0_starts_under_this_build_above_every_old_id() {
 #[test]
 #[ignore]
 fn a_standby_upgraded_before_its_primary_follows_it_and_promotes_above_every_id() {
-    let primary = Server::init("release-primary", with_old_build(Config::node(3)));
-    primary.start_again();
+    let primary = started_under_0_5_0("release-primary", Config::node(3));
     let mut client = primary.connect();
-    client
-        .batch_execute(
-            "CREATE EXTENSION pg_snowflake; \
-             CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v int)",
-        )
-        .unwrap();
     let mut ids = insert(&mut client, 5_000);
     let standby = Server::standby_of(&primary, "release-standby", Config::default());
     ids.extend(insert(&mut client, 5_000));
@@ -288,21 +289,15 @@ fn a_standby_upgraded_before_its_primary_follows_it_and_promotes_above_every_id(
 /// Waits until `standby` has replayed everything `primary` has written so far.
 fn caught_up(primary: &Server, standby: &Server) {
     let target: String = primary.query_one("SELECT pg_current_wal_lsn()::text");
-    let started = Instant::now();
-    loop {
-        let replayed: bool = standby.query_one(&format!(
-            "SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"
-        ));
-        if replayed {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the standby did not replay up to {target} within a minute:\n{}",
-            standby.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(
+        Duration::from_secs(60),
+        &format!("the standby to replay up to {target}"),
+        || {
+            standby.query_one(&format!(
+                "SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"
+            ))
+        },
+    );
 }
 
 /// What a member said when it made no ID: `snowflake_stats().refusing` values and the
@@ -360,11 +355,8 @@ fn try_ids(server: &Server, rows: i64, said: &mut Said) -> Vec<i64> {
             said.refusals.insert(refusal);
         }
     }
-    match client.query(
-        "INSERT INTO t (v) SELECT g FROM generate_series(1, $1::bigint) g RETURNING id",
-        &[&rows],
-    ) {
-        Ok(rows) => rows.iter().map(|row| row.get(0)).collect(),
+    match try_insert(&mut client, rows) {
+        Ok(ids) => ids,
         Err(e) => {
             let db = e
                 .as_db_error()
@@ -384,32 +376,15 @@ fn fleet(mode: &str) {
     let conninfo = registry.conninfo("postgres");
     let members: Vec<Server> = (0..3)
         .map(|i| {
-            let server = Server::init(
+            started_under_0_5_0(
                 &format!("release-{mode}-{i}"),
-                with_old_build(
-                    member_config(&conninfo, None)
-                        .setting(&format!("pg_snowflake.registry_mode = '{mode}'")),
-                ),
-            );
-            server.start_again();
-            let mut client = server.connect();
-            client
-                .batch_execute("CREATE EXTENSION pg_snowflake")
-                .unwrap();
-            if i == 0 {
-                // 0.5.0's own table, which this build's first holder brings up to date.
-                client
-                    .batch_execute("SELECT snowflake_registry_create()")
-                    .unwrap();
-            }
-            client
-                .batch_execute(
-                    "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_nextval(), v int)",
-                )
-                .unwrap();
-            server
+                member_config(&conninfo, None)
+                    .setting(&format!("pg_snowflake.registry_mode = '{mode}'")),
+            )
         })
         .collect();
+    // 0.5.0's own table, which this build's first holder brings up to date.
+    members[0].execute("SELECT snowflake_registry_create()");
     let nodes: Vec<i32> = members
         .iter()
         .map(|m| claimed_within(m, Duration::from_secs(30)).unwrap())

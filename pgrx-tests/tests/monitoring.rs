@@ -9,7 +9,7 @@
 
 use snowflake_it::exporter::{program_on_path, unix_s, Exporter, Sample, Scrape};
 use snowflake_it::registry::{claimed_node, member_config, registry_server, LEASE_MS};
-use snowflake_it::stats::{stats, Stats};
+use snowflake_it::stats::{layout_node_bits, stats, Stats};
 use snowflake_it::{repo_root, run, take_ids, Config, Server};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -306,17 +306,6 @@ fn scrape_matching_stats(server: &Server, exporter: &Exporter, registry: bool) -
         wrong.join("\n"),
         exporter.log()
     );
-}
-
-/// The node bits of the layout in force, read from `snowflake_stats().layout` ("… | 10 bits
-/// node | …") rather than from the setting the queries file reads.
-fn layout_node_bits(server: &Server) -> u32 {
-    let layout: String = server.query_one("SELECT layout FROM snowflake_stats()");
-    layout
-        .split(" | ")
-        .find_map(|field| field.strip_suffix(" bits node"))
-        .and_then(|bits| bits.parse().ok())
-        .unwrap_or_else(|| panic!("no node bits in the layout {layout:?}"))
 }
 
 /// Scrapes every 100 ms until `done` holds for a scrape, at most `timeout`; returns it.
