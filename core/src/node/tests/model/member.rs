@@ -1,0 +1,310 @@
+//! A server of the fleet ([`Member`]): its settings, state file, issuing state and renewer; as its
+//! renewer turns it ([`Turning`], a `renewer::Server`) and as a contact sees it ([`Host`], a
+//! `contact::Host`).
+
+use super::*;
+
+#[derive(Clone, Debug, Hash)]
+pub(super) struct Member {
+    pub(super) settings: Settings,
+    /// `pg_snowflake.registry_mode = fenced` ([`Act::Mode`] switches it).
+    pub(super) fenced: bool,
+    pub(super) issuer: Issuer,
+    pub(super) file: Option<Reservation>,
+    pub(super) session: Option<u64>,
+    /// Its renewer: what it remembers of its claim, its clock's last reading, its next contact.
+    pub(super) renewer: Renewer,
+    pub(super) link: bool,
+    /// When a contact last reached the registry (whatever it found).
+    pub(super) reached_at: i64,
+    /// The lease of the claim a renewer that exited held: until its successor claims, the
+    /// server goes on under it (in available mode, past it).
+    pub(super) orphaned: Option<Lease>,
+    /// The mark a released claim left in the registry: until the next claim, no reservation
+    /// reaches past it.
+    pub(super) released: Option<i64>,
+    tokens: u128,
+    /// Its label and system identifier in the registry: a member's own, kept across restarts;
+    /// a copy's are its origin's ([`Act::Copy`]).
+    pub(super) label: String,
+    pub(super) system: u64,
+    /// The first of its tokens: 2^64 of them, a server's own.
+    pub(super) range: u128,
+    /// Its wall clock less the registry's (ms): kept across restarts ([`Act::Clock`]).
+    pub(super) offset: i64,
+    /// Crashes of its data directory so far (a copy's include its origin's): each may resume a
+    /// lease past the last reservation (FLEETS, *a crash in fenced mode resumes at the
+    /// registry's mark*), so each adds a lease to how far ahead its IDs may be stamped.
+    pub(super) crashes: i64,
+    /// The layout of its IDs: the fleet's ([`L`]), or another ([`Act::Foreign`]).
+    pub(super) layout: Layout,
+    /// Its last claim was refused for its layout (`Refusal::OtherLayout`).
+    pub(super) refused_for_layout: bool,
+    /// `pg_snowflake.fresh_node_id_on_promotion` ([`Act::Failover`]).
+    pub(super) fresh_on_promotion: bool,
+    /// The claim a promoted standby started under, its primary's ([`Act::Failover`]): the
+    /// only claim its contacts may retire.
+    pub(super) inherited: Option<Identity>,
+    /// The data directory it is a copy of ([`Act::Copy`], [`Act::Failover`]: its origin's
+    /// [`Member::range`], or its origin's origin).
+    pub(super) origin: Option<u128>,
+    /// Its last claim was refused as a copy of its claim's holder (`Refusal::found_a_copy`).
+    pub(super) refused_as_copy: bool,
+    /// When (the model's clock) a claim or heartbeat of its claim last recorded its mark, in a
+    /// mode that has granted it a ceiling since (`None`: none since its start, its last loss,
+    /// release, switch to fenced mode or step of its clock ahead).
+    pub(super) marked_at: Option<i64>,
+    /// Its state file cannot be written (a directory in the way of its temporary file, a
+    /// read-only disk): every claim's intent fails, and the registry's transaction with it.
+    pub(super) unwritable: bool,
+    /// Its disk is slow ([`Act::Stall`]): kept across restarts (the same disk).
+    pub(super) slow_disk: bool,
+    /// The IDs a joiner made without a registry ([`Act::Join`]), until a claim of its records
+    /// them as used: their node id, the last one's stamp, and the IDs.
+    pub(super) unjoined: Option<(u32, i64, Vec<i64>)>,
+}
+
+impl Member {
+    pub(super) fn start(
+        settings: Settings,
+        file: Option<Reservation>,
+        id: usize,
+        tokens: u128,
+    ) -> Member {
+        Member::start_in(L, settings, file, id, tokens, false)
+    }
+
+    pub(super) fn start_in(
+        layout: Layout,
+        settings: Settings,
+        file: Option<Reservation>,
+        id: usize,
+        tokens: u128,
+        standby: bool,
+    ) -> Member {
+        Member::started(layout, settings, file, id, tokens, standby, false)
+    }
+
+    /// [`Member::start_in`], `after_clean_stop` or not (a clean restart, or a crash).
+    fn started(
+        layout: Layout,
+        settings: Settings,
+        file: Option<Reservation>,
+        id: usize,
+        tokens: u128,
+        standby: bool,
+        after_clean_stop: bool,
+    ) -> Member {
+        // Each start draws a boot value none other has: its shared memory's.
+        static BOOTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let boot = BOOTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let boot = Boot {
+            value: boot,
+            after_clean_stop,
+        };
+        let start = Node::start(&found(file), settings, standby, boot);
+        Member {
+            settings,
+            fenced: true,
+            issuer: Issuer::start(&start),
+            file: start.rewrite.as_ref().map(|d| file_in(d, layout)).or(file),
+            session: None,
+            renewer: Renewer::default(),
+            link: true,
+            reached_at: i64::MIN,
+            orphaned: None,
+            released: None,
+            tokens: tokens.max((id as u128 + 1) << 64),
+            label: format!("member {id}"),
+            system: id as u64 + 1,
+            range: (id as u128 + 1) << 64,
+            offset: 0,
+            crashes: 0,
+            layout,
+            refused_for_layout: false,
+            fresh_on_promotion: false,
+            inherited: None,
+            origin: None,
+            refused_as_copy: false,
+            marked_at: None,
+            unwritable: false,
+            slow_disk: false,
+            unjoined: None,
+        }
+    }
+
+    /// The same server started again from its state file (a crash's or a clean restart's),
+    /// its registry session left to the caller.
+    pub(super) fn restarted(&self, s: usize, after_clean_stop: bool) -> Member {
+        let (layout, settings, file, tokens) = (self.layout, self.settings, self.file, self.tokens);
+        let mut m = Member::started(layout, settings, file, s, tokens, false, after_clean_stop);
+        m.fenced = self.fenced;
+        m.fresh_on_promotion = self.fresh_on_promotion;
+        m.link = self.link;
+        m.system = self.system;
+        m.range = self.range;
+        m.offset = self.offset;
+        m.label = self.label.clone();
+        m.crashes = self.crashes;
+        m.inherited = self.inherited;
+        m.origin = self.origin;
+        m.slow_disk = self.slow_disk;
+        m.unjoined = self.unjoined.clone();
+        m
+    }
+
+    fn new_token(&mut self) -> u128 {
+        self.tokens += 1;
+        self.tokens
+    }
+
+    fn write(&mut self, durable: &Durable) {
+        self.file = Some(file_in(durable, self.layout));
+    }
+}
+
+/// A member as its renewer turns it ([`renewer::Server`]): the fleet's registry, the member's
+/// session, state file and issuing state.
+pub(super) struct Turning<'f> {
+    pub(super) fleet: &'f mut Fleet,
+    pub(super) s: usize,
+    /// How a claim's COMMIT ends in this turn.
+    pub(super) commit: Commit,
+    /// A check of the model that failed during the turn.
+    pub(super) checked: Result<(), TestCaseError>,
+}
+
+impl renewer::Server for Turning<'_> {
+    type Failure = Failed;
+
+    fn monotonic(&mut self) -> i64 {
+        self.fleet.now
+    }
+
+    fn session_lost(&mut self) -> bool {
+        let fleet = &self.fleet;
+        let m = &fleet.members[self.s];
+        // Seen only where the registry's end of it reaches the server.
+        fleet.registry.up
+            && m.link
+            && m.session
+                .is_some_and(|session| !fleet.registry.open.contains(&session))
+    }
+
+    fn contact(
+        &mut self,
+        state: &mut HolderState,
+        settings: &contact::Settings,
+    ) -> Result<Option<i64>, Failed> {
+        match self.fleet.contact(self.s, self.commit, state, settings) {
+            Ok(answered) => answered,
+            Err(failed) => {
+                self.checked = Err(failed);
+                Err(Failed)
+            }
+        }
+    }
+
+    fn pin(&mut self) -> bool {
+        // The pin: the state file (and the WAL) with the claim, before any ID.
+        let m = &mut self.fleet.members[self.s];
+        let (node, reserved) = m.issuer.state();
+        let pin = durable(&node, reserved, None);
+        m.write(&pin);
+        true
+    }
+
+    fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) {
+        self.fleet.members[self.s]
+            .issuer
+            .publish(holding, skewed, fenced, now);
+    }
+}
+
+/// A member as a contact sees it (`node::contact::Host`; shared memory and the state file in
+/// the extension).
+pub(super) struct Host<'a> {
+    pub(super) m: &'a mut Member,
+    pub(super) now: i64,
+    pub(super) fenced: bool,
+    /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
+    pub(super) stalled: &'a Cell<bool>,
+    /// The clock offset the contact read, if it read one.
+    pub(super) offset: Option<i64>,
+}
+
+impl contact::Host for Host<'_> {
+    type Failure = Failed;
+
+    fn wall(&mut self) -> i64 {
+        self.now + self.m.offset
+    }
+
+    fn monotonic(&mut self) -> i64 {
+        self.now
+    }
+
+    fn state(&mut self) -> (Node, i64) {
+        self.m
+            .issuer
+            .reaches(&mut Clocks::at(self.now + self.m.offset))
+    }
+
+    fn clock_read(&mut self, offset: i64, _sent: i64) {
+        self.offset = Some(offset);
+    }
+
+    fn start_writing(&mut self) -> bool {
+        true
+    }
+
+    fn stop_writing(&mut self) {}
+
+    fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failed> {
+        // A claim's floor may raise the reservation past a released mark: the new claim's
+        // mark covers it, whether or not it commits.
+        let (intent, before) = self.m.issuer.intend(taken, fenced);
+        if self.m.unwritable {
+            self.m.issuer.intent_unwritten(before);
+            return Err(Failed);
+        }
+        self.m.released = None;
+        self.m.write(&intent);
+        self.stalled.set(self.m.slow_disk);
+        Ok(())
+    }
+
+    fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
+        debug_assert_eq!(fenced, self.fenced);
+        self.m.issuer.lease_renewed(lease, fenced, before);
+        // The heartbeat recorded a mark above the reservation: the release's is behind it.
+        self.m.released = None;
+    }
+
+    fn disown(&mut self) {
+        if let Some(durable) = self.m.issuer.disown() {
+            self.m.write(&durable);
+        }
+    }
+
+    fn retirement_pending(&mut self, given_up: Option<GivenUp>) {
+        self.m.issuer.retirement_pending(given_up);
+    }
+
+    fn met_holder(&mut self) {
+        self.m.issuer.met_holder();
+    }
+
+    fn names(&mut self) -> contact::Names {
+        contact::Names {
+            label: self.m.label.clone(),
+            system: self.m.system,
+            layout: self.m.layout.describe(),
+            max_node: MAX_NODE,
+        }
+    }
+
+    fn new_token(&mut self) -> u128 {
+        self.m.new_token()
+    }
+}
