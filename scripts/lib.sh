@@ -495,3 +495,24 @@ package_tree() {
     PACKAGED_LIB=$tree$("$PG_CONFIG" --pkglibdir)/pg_snowflake.so
     PACKAGED_EXTENSION=$tree$("$PG_CONFIG" --sharedir)/extension
 }
+
+# The arguments of scripts/package-deb and scripts/package-image, --pg N [--debug]: sets major
+# (N) and profile (release, or debug with --debug); anything else prints the script's usage.
+parse_package_args() {
+    major="" profile=release
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --pg)
+            [ $# -ge 2 ] || usage
+            major=$2
+            shift 2
+            ;;
+        --debug)
+            profile=debug
+            shift
+            ;;
+        *) usage ;;
+        esac
+    done
+    [ -n "$major" ] || usage
+}
