@@ -1,4 +1,5 @@
-# The PGXS build of pg_snowflake, for PGXN's client and anyone used to `make && make install`.
+# For PGXN (`pgxn install`), not the build: build, test and package with ./dev. The PGXS build
+# of pg_snowflake, for PGXN's client and anyone used to `make && make install`.
 # pgxnclient (commands/install.py) runs, with PG_CONFIG set to the PostgreSQL it installs into:
 #
 #   make all           builds with cargo pgrx package (scripts/pgxn-make) into target/pgxn/pgN/,
