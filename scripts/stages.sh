@@ -228,6 +228,8 @@ stage_lint() {
     "$ROOT/scripts/check-links" || rc=1
     say "code names of the Markdown files (scripts/check-names)"
     "$ROOT/scripts/check-names" || rc=1
+    say "no finding labels in code, tests or docs (scripts/check-labels)"
+    "$ROOT/scripts/check-labels" || rc=1
     return "$rc"
 }
 
