@@ -230,6 +230,8 @@ stage_lint() {
     "$ROOT/scripts/check-names" || rc=1
     say "no finding labels in code, tests or docs (scripts/check-labels)"
     "$ROOT/scripts/check-labels" || rc=1
+    say "the stages pgrx-tests/README.md tells (scripts/check-stages)"
+    "$ROOT/scripts/check-stages" || rc=1
     return "$rc"
 }
 
