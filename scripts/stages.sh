@@ -358,13 +358,17 @@ stage_image() {
     staged_tests image
 }
 
-# Upgrading from 0.5.0 as built from its own commit (scripts/old-release: once, kept in
-# $PGSF_PG_CACHE/releases) on major $1 (18 or later: the servers load the old build through
-# extension_control_path), into the build installed there (pgrx-tests/tests/from_release.rs).
+# Upgrading from each of PGSF_OLD_RELEASES (0.5.0) as built from its own commit
+# (scripts/old-release: once, kept in $PGSF_PG_CACHE/releases) on major $1 (18 or later: the
+# servers load the old build through extension_control_path), into the build installed there
+# (pgrx-tests/tests/from_release.rs).
 stage_from_release() {
     use_pg "$1"
-    PGSF_RELEASE_0_5_0=$("$ROOT/scripts/old-release" 0.5.0 "$PG_CONFIG")
-    export PGSF_RELEASE_0_5_0
+    local release build
+    for release in "${PGSF_OLD_RELEASES[@]}"; do
+        build=$("$ROOT/scripts/old-release" "$release" "$PG_CONFIG")
+        export "PGSF_RELEASE_${release//./_}=$build" # PGSF_RELEASE_0_5_0, which the tests read
+    done
     staged_tests from_release
 }
 
