@@ -523,5 +523,6 @@ parse_package_args() {
     done
     [ -n "$major" ] || usage
     ! is_known_tree "$major" || tree_packages "$kind" "$major" ||
-        die "PostgreSQL $major gets no $kind package (PGSF_TREE_TABLE: ${PGSF_TREE_PACKAGES[$major]})"
+        die "PostgreSQL $major gets no $kind package (PGSF_TREE_TABLE:" \
+            "${PGSF_TREE_PACKAGES[$major]})"
 }

