@@ -87,6 +87,14 @@ while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
 done <<<"$PGSF_TREE_TABLE"
 unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
 
+# The major of the bookworm root's PostgreSQL (the PGXN test's: its runs column says bookworm).
+bookworm_major() {
+    local tree
+    for tree in "${PGSF_TREES[@]}"; do
+        [ "${PGSF_TREE_RUNS[$tree]}" != bookworm ] || major_of "$tree"
+    done
+}
+
 # Whether tree $2's tests column has the word $1; its packages column.
 tree_tests() { [[ ,${PGSF_TREE_TESTS[$2]:-}, == *,$1,* ]]; }
 tree_packages() { [[ ,${PGSF_TREE_PACKAGES[$2]:-}, == *,$1,* ]]; }
