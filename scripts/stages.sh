@@ -23,7 +23,7 @@
 # Where it runs: host (here), home (where the major lives: inside the sid root for its trees),
 # root (inside the sid root).
 read -r -d '' STAGE_TABLE <<'EOF' || true
-format, clippy, shellcheck, links | once | host | stage_lint
+lint: format, clippy, shellcheck, the four checks of scripts/check-* | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
 mutants: each named mutation of the registry's rules caught by a seed | once | host | stage_mutants
 the sid root's refusals: no archive, a full disk (scripts/test-sid-root) | sid | host \

@@ -399,6 +399,7 @@ fn dev_package_pgxn_zips_every_tracked_file_a_user_needs_under_one_top_folder() 
         "pgrx-tests/src/",
         "dev",
         "scripts/lib.sh",
+        "scripts/setup.sh",
         "scripts/stages.sh",
         "scripts/pgxn-make",
         "scripts/test-install-section",
