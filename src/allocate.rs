@@ -38,9 +38,8 @@ pub fn next_id_fast() -> Option<i64> {
     let shm = shmem::get().ok()?;
     let layout = gucs::preloaded_layout()?;
     let limits = gucs::limits();
-    let (time, seq, node) = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-        issuer.next_one(layout, &mut SystemClock, &limits)
-    })?;
+    let (time, seq, node) =
+        shm.exclusive(|issuer| issuer.next_one(layout, &mut SystemClock, &limits))?;
     Some(layout.pack(Parts {
         time: time as u64,
         node,
@@ -90,9 +89,7 @@ type Allocated = Result<(u32, Result<Allocation, CoreError>), Refusing>;
 /// One allocation under the lock: the core's gate, ceiling and generator (`Issuer::allocate`).
 #[inline(always)]
 fn allocate(shm: Handle, layout: &Layout, limits: &Limits, want: u64) -> Allocated {
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-        issuer.allocate(layout, &mut SystemClock, limits, want)
-    })
+    shm.exclusive(|issuer| issuer.allocate(layout, &mut SystemClock, limits, want))
 }
 
 /// [`next_run`] past its first allocation: wakes or stands in for the renewer, warns, waits and
@@ -167,9 +164,7 @@ fn next_run_otherwise(
                 if failures_seen.is_some_and(|seen| failures > seen) {
                     // The renewal this call waited for failed: its error, as the renewer saw it.
                     shmem::stop_waiting(waited_on_renewal);
-                    let failure = shm.locked(pg_sys::LWLockMode::LW_SHARED, |issuer| {
-                        issuer.last_failure()
-                    });
+                    let failure = shm.shared(|issuer| issuer.last_failure());
                     return Err(match failure {
                         RenewalFailure::Io { errno } => SnowflakeError::state_file_write(errno),
                         RenewalFailure::Fenced { ceiling } => {

@@ -1,9 +1,9 @@
-//! The renewer: the background worker that conducts both wings. On each turn of its loop it
-//! first gives the registry its turn (`registry/holder.rs`: the claim, the heartbeats, the clock
-//! check), then writes the reservations ahead of need (`reservation/renew.rs` claims, writes
-//! and reports each one; the protocol: `core/src/generator/reservation.rs`). It
-//! starts once recovery is over, is restarted a second after it exits, and on start releases a
-//! claim its predecessor left. A failed write is retried after a pause doubling from 10 ms to
+//! The renewer: the background worker that conducts both wings. On each round of its loop it
+//! first runs the registry's round (`registry/holder.rs`: the claim, the heartbeats, the clock
+//! check), then writes the reservations ahead of need (`reservation/renew.rs` takes the writer's
+//! turn, writes and reports each one; the protocol: `core/src/generator/reservation.rs`). It
+//! starts once recovery is over, is restarted a second after it exits, and on start gives back
+//! a writer's turn its predecessor left. A failed write is retried after a pause doubling from 10 ms to
 //! half a second and logged at most once in ten seconds, so a full disk does not flood the log.
 //! SIGTERM is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
 //! (that renewal then does not count); SIGHUP rereads postgresql.conf; `synchronous_commit` is
@@ -74,9 +74,9 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
         pg_sys::check_for_interrupts!();
         reload_config_if_asked();
         shm.renewer_is_alive();
-        let registry_due_ms = holder.as_mut().map_or(1_000, |holder| holder.turn(shm));
+        let registry_due_ms = holder.as_mut().map_or(1_000, |holder| holder.round(shm));
         shm.renewer_is_alive();
-        let next_turn_ms = renew::keep_ahead(shm, started_at).min(registry_due_ms);
+        let next_round_ms = renew::keep_ahead(shm, started_at).min(registry_due_ms);
         match renew::renewal_turn(shm, true) {
             Some(turn) => {
                 // Off the condition variable before a write that may take long.
@@ -96,12 +96,12 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
                         }
                         shmem::sleep_on_latch(backoff.failed());
                     }
-                    // Fenced: the registry must renew the lease first (next heartbeat).
+                    // Fenced: a heartbeat must extend the lease first (the next one).
                     Renewal::Fenced { .. } => shmem::sleep_on_latch(backoff.failed()),
-                    Renewal::Abandoned => {}
+                    Renewal::Abandoned | Renewal::GivenBack => {}
                 }
             }
-            None => shm.sleep_until_renewal_due(next_turn_ms),
+            None => shm.sleep_until_renewal_due(next_round_ms),
         }
     }
 }

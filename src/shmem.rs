@@ -1,17 +1,19 @@
-//! The server's one generator in shared memory, its lock, and the condition variables processes
-//! wait on. No I/O here: what the region starts with comes from the reservation's store
-//! (`reservation::store::start_state`, through the callback [`init`] takes), and everything that
-//! writes a reservation lives in `reservation/`.
+//! The server's one issuing state (the core's `Issuer`: its generator, node and registry status)
+//! in shared memory, its lock, and the condition variables processes wait on. No I/O here: what
+//! the region starts with comes from the reservation's store (`reservation::store::start_state`,
+//! through the callback [`init`] takes), and everything that writes a reservation lives in
+//! `reservation/`.
 //!
-//! Lock rules (one LWLock, tranche "pg_snowflake", guards the core's `Issuer`):
-//! - every access goes through [`Handle::locked`]: exclusive to allocate (`allocate.rs`), to
-//!   claim or report a renewal (`reservation/renew.rs`) and to replay one
-//!   (`reservation/redo.rs`); shared only to copy the state out ([`Handle::snapshot`]);
+//! Lock rules (one LWLock, tranche "pg_snowflake", guards the `Issuer`):
+//! - every access goes through [`Handle::exclusive`] or [`Handle::shared`]: exclusive for every
+//!   `Issuer` method that takes `&mut self`, shared to read it through `&self` (a copy out:
+//!   [`Handle::snapshot`]). The types hold every caller to it: the shared lock lends only
+//!   `&Issuer`;
 //! - while it is held: one clock read (two after a step) and integer arithmetic. No allocation,
 //!   logging, SPI, sleep, file or WAL write; errors are values, raised after the release;
 //! - the clock is read inside the lock, so readings reach the generator in the order the calls
 //!   are served;
-//! - it is taken with `LWLockAcquire`/`LWLockRelease` unguarded (see [`Handle::locked`]).
+//! - it is taken with `LWLockAcquire`/`LWLockRelease` unguarded (see `Handle::locked`).
 //!
 //! The region exists only when the library is preloaded: [`get`] says so once and hands out a
 //! [`Handle`], the only way in.
@@ -146,7 +148,20 @@ pub fn get() -> Result<Handle, SnowflakeError> {
 pub struct Handle(&'static Region);
 
 impl Handle {
-    /// Runs `f` on the state under the lock in `mode` (see the lock rules above).
+    /// Runs `f` on the state under the lock held exclusively (see the lock rules above).
+    #[inline]
+    pub fn exclusive<R>(self, f: impl FnOnce(&mut Issuer) -> R) -> R {
+        self.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, f)
+    }
+
+    /// Runs `f` on the state under the lock held shared: `f` only reads it.
+    #[inline]
+    pub fn shared<R>(self, f: impl FnOnce(&Issuer) -> R) -> R {
+        self.locked(pg_sys::LWLockMode::LW_SHARED, |issuer| f(issuer))
+    }
+
+    /// Runs `f` on the state under the lock in `mode`: [`Handle::exclusive`] and
+    /// [`Handle::shared`] are the only callers, and only `exclusive` lends `&mut Issuer`.
     ///
     /// The lock is taken and released unguarded: pgrx's guard costs about a quarter of an ID's
     /// instructions, and no ERROR can cross these calls — `LWLockAcquire` on a valid lock raises
@@ -156,9 +171,9 @@ impl Handle {
     /// pgrx turns it into an ERROR, and Postgres' error recovery releases every LWLock the
     /// backend holds (`LWLockReleaseAll`), exactly as for C code.
     #[inline]
-    pub fn locked<R>(self, mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Issuer) -> R) -> R {
+    fn locked<R>(self, mode: pg_sys::LWLockMode::Type, f: impl FnOnce(&mut Issuer) -> R) -> R {
         // SAFETY: a valid LWLock of our tranche; the state is only touched while it is held,
-        // and shared mode only ever reads (snapshot).
+        // and shared mode only ever reads (`shared` lends `&Issuer`).
         unsafe {
             unguarded::LWLockAcquire(self.0.lock, mode);
             let result = f(&mut *self.0.state.get());
@@ -169,7 +184,7 @@ impl Handle {
 
     /// A copy of the shared state, for reporting.
     pub fn snapshot(self) -> Issuer {
-        self.locked(pg_sys::LWLockMode::LW_SHARED, |shared| *shared)
+        self.shared(|issuer| *issuer)
     }
 
     /// Tells the renewer that a renewal is due.

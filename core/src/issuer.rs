@@ -93,6 +93,10 @@ pub enum Renewal {
     /// The writing process is being terminated before it knew: the turn is given back and the
     /// demand kept for the next writer.
     Abandoned,
+    /// Given back unwritten on the ordinary path (a rewrite turn held while a claim was asked,
+    /// then not needed): ended exactly as [`Renewal::Abandoned`] is, the demand kept for the
+    /// next writer; only the name says it was no termination.
+    GivenBack,
 }
 
 /// A writer's turn: the reservation to write and the identity to write with it.
@@ -102,7 +106,7 @@ pub struct Turn {
     pub until: i64,
     pub node: u32,
     pub history: History,
-    pub claim: Option<Identity>,
+    pub identity: Option<Identity>,
     /// Capped at the fenced lease's ceiling, the reservation would cover nothing more than the
     /// durable one: the writer writes nothing and ends the turn [`Renewal::Fenced`].
     pub fenced: bool,
@@ -275,7 +279,7 @@ impl Issuer {
             until,
             node: self.node.id,
             history: self.node.history,
-            claim: self.node.claim,
+            identity: self.node.identity,
             fenced,
         }
     }
@@ -293,7 +297,8 @@ impl Issuer {
                 self.last_failure = RenewalFailure::Fenced { ceiling };
                 self.generator.renewal_failed();
             }
-            Renewal::Abandoned => self.generator.renewal_abandoned(),
+            // Both leave the demand to the next writer, the same way.
+            Renewal::Abandoned | Renewal::GivenBack => self.generator.renewal_abandoned(),
         }
     }
 
@@ -324,14 +329,14 @@ impl Issuer {
 
     /// The registry decided a claim for this server (`Node::intend`): its intent, and the state
     /// before it, for [`Issuer::intent_unwritten`]. The claim's ceiling bounds the IDs again.
-    pub fn intend(&mut self, taken: &Claim, fenced: bool) -> (Durable, Before) {
+    pub fn intend(&mut self, claim: &Claim, fenced: bool) -> (Durable, Before) {
         let before = Before {
             node: self.node,
             past_mark_from: self.past_mark_from,
         };
         let ceiling = self.node.ceiling;
-        let intent = self.node.intend(&mut self.generator, taken, fenced);
-        self.bounded_by(taken.lease.ceiling, ceiling);
+        let intent = self.node.intend(&mut self.generator, claim, fenced);
+        self.bounded_by(claim.lease.ceiling, ceiling);
         (intent, before)
     }
 
@@ -377,9 +382,9 @@ impl Issuer {
     }
 
     /// A heartbeat renewed the lease (`Node::lease_renewed`).
-    pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
+    pub fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64) {
         let ceiling = self.node.ceiling;
-        self.node.lease_renewed(lease, fenced, before);
+        self.node.lease_extended(lease, fenced, before);
         self.registry.lease_ends_at = lease.ends_at;
         self.bounded_by(lease.ceiling, ceiling);
     }
@@ -470,15 +475,16 @@ impl Issuer {
         self.registry.refusal = None;
     }
 
-    /// The claim of `node` was refused, held by `holder` (last seen at Unix ms `last_seen`).
-    pub fn refused(&mut self, node: u32, why: Refusal, last_seen: i64, holder: &str) {
+    /// The claim of `node` was refused, held by the server labelled `label` (last seen at Unix
+    /// ms `last_seen`).
+    pub fn refused(&mut self, node: u32, why: Refusal, last_seen: i64, label: &str) {
         self.registry.refusal = Some((node, why, last_seen));
-        self.registry.set_label(holder);
+        self.registry.set_label(label);
     }
 
-    /// The node id was taken over by `holder`.
-    pub fn lost(&mut self, holder: &str) {
-        self.registry.set_label(holder);
+    /// The node id was taken over by the server labelled `label`.
+    pub fn lost(&mut self, label: &str) {
+        self.registry.set_label(label);
     }
 
     /// No node id was free: no refusal to show.

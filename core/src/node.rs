@@ -68,7 +68,7 @@ pub struct Node {
     pub history: History,
     /// The registry claim the node id is held under (`None`: no registry, or not claimed yet),
     /// written with every reservation.
-    pub claim: Option<Identity>,
+    pub identity: Option<Identity>,
     /// No reservation may reach past this (Unix ms): the ceiling the registry recorded with the
     /// claim's last committed heartbeat (in either mode: the mark covers every ID made below
     /// it); `i64::MAX`: none (no claim yet, or given way: [`Node::gives_way_at`]).
@@ -165,7 +165,7 @@ pub struct Durable {
     pub until: i64,
     pub node: Option<u32>,
     pub history: History,
-    pub claim: Option<Identity>,
+    pub identity: Option<Identity>,
 }
 
 /// A claim the registry decided for this server (not committed there yet when
@@ -181,14 +181,14 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// The claim `decided` as the server's identity takes it, with the lease a claim sent at
+    /// The claim `grant` as the server's identity takes it, with the lease a claim sent at
     /// monotonic `sent_mono` gets.
-    pub fn of(decided: &Grant, sent_mono: i64, lease_ms: i64) -> Claim {
+    pub fn of(grant: &Grant, sent_mono: i64, lease_ms: i64) -> Claim {
         Claim {
-            node: decided.node,
-            identity: decided.identity,
-            floor: decided.floor,
-            lease: Lease::granted(sent_mono, decided.mark, lease_ms),
+            node: grant.node,
+            identity: grant.identity,
+            floor: grant.floor,
+            lease: Lease::granted(sent_mono, grant.mark, lease_ms),
         }
     }
 }
@@ -200,7 +200,7 @@ impl Claim {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Release {
     pub node: u32,
-    pub claim: Identity,
+    pub identity: Identity,
     pub lower: Option<Lowering>,
     /// Every ID made under the claim lies below this (Unix ms): the mark is raised to it if it
     /// is lower (available mode's mark lags the IDs by up to a heartbeat), so that whoever
@@ -232,12 +232,12 @@ impl Node {
             configured,
             registry,
         } = settings;
-        let (floor, history, id, claim, switched) = match found {
+        let (floor, history, id, identity, switched) = match found {
             Found::Nothing | Found::AwaitingOldStateFile | Found::Damaged => {
                 (i64::MIN, History::EMPTY, configured, None, None)
             }
             Found::Reservation(recorded) => {
-                let pinned = (registry && recorded.claim.is_some())
+                let pinned = (registry && recorded.identity.is_some())
                     .then_some(recorded.node)
                     .flatten();
                 match configured.or(pinned) {
@@ -258,8 +258,8 @@ impl Node {
                             to: node,
                             lead_dropped: floor < recorded.until,
                         });
-                        let claim = recorded.claim.filter(|_| recorded.node == Some(node));
-                        (floor, history, Some(node), claim, switched)
+                        let identity = recorded.identity.filter(|_| recorded.node == Some(node));
+                        (floor, history, Some(node), identity, switched)
                     }
                 }
             }
@@ -277,7 +277,7 @@ impl Node {
             refusing,
             id: id.unwrap_or(0),
             history,
-            claim,
+            identity,
             ceiling: i64::MAX,
             gives_way: false,
             started_as_standby: standby,
@@ -295,20 +295,20 @@ impl Node {
                 until: floor,
                 node: Some(switch.to),
                 history,
-                claim,
+                identity,
             }),
         }
     }
 
     /// The node id this server's IDs carry, if it has one: configured, or claimed.
     fn known_id(&self, configured: Option<u32>) -> Option<u32> {
-        configured.or(self.claim.map(|_| self.id))
+        configured.or(self.identity.map(|_| self.id))
     }
 
     /// Leaves the node id for `node`: the one left joins the history up to the durable
     /// reservation `used_until` (Unix ms), which bounds every ID issued under it.
     fn switch_to(&mut self, node: u32, used_until: i64) {
-        if self.claim.is_some() && node != self.id {
+        if self.identity.is_some() && node != self.id {
             self.history.add(Some(self.id), used_until);
         }
         self.id = node;
@@ -327,15 +327,15 @@ impl Node {
         record: &Record,
         configured: Option<u32>,
     ) -> Option<Durable> {
-        let before = (self.history, self.claim, self.id);
+        let before = (self.history, self.identity, self.id);
         let raised = generator.observe_reservation(record.until);
         let inherits =
-            record.claim.is_some() && (configured.is_none() || record.node == configured);
+            record.identity.is_some() && (configured.is_none() || record.node == configured);
         let own = if inherits {
             if let Some(node) = record.node {
                 self.switch_to(node, generator.reserved_until());
             }
-            self.claim = record.claim;
+            self.identity = record.identity;
             record.node
         } else {
             let own = self.known_id(configured);
@@ -344,12 +344,12 @@ impl Node {
             }
             own
         };
-        let changed = (self.history, self.claim, self.id) != before;
+        let changed = (self.history, self.identity, self.id) != before;
         (raised || changed).then_some(Durable {
             until: generator.reserved_until(),
             node: own,
             history: self.history,
-            claim: self.claim,
+            identity: self.identity,
         })
     }
 
@@ -366,7 +366,7 @@ impl Node {
         reserved: i64,
         patient: bool,
     ) -> (Claimant, Option<u32>) {
-        let inherited = self.claim.map(|_| self.id);
+        let inherited = self.identity.map(|_| self.id);
         let fresh = self.started_as_standby && fresh_on_promotion && configured.is_none();
         let recorded = if fresh { None } else { inherited };
         let wanted = match (configured, recorded) {
@@ -375,7 +375,7 @@ impl Node {
             (None, None) => Want::Any,
         };
         let claimant = Claimant {
-            identity: self.claim.filter(|_| !fresh),
+            identity: self.identity.filter(|_| !fresh),
             wanted,
             reserved,
             history_lost: self.history_lost,
@@ -400,12 +400,12 @@ impl Node {
     /// it until it is pinned: [`Refusing::AwaitingClaim`] until [`Node::publish`] says
     /// otherwise. Returns what the state file must say: written before the registry commits
     /// the claim (its intent), and again with the WAL record before the first ID (the pin).
-    pub fn intend(&mut self, generator: &mut Generator, taken: &Claim, fenced: bool) -> Durable {
-        self.switch_to(taken.node, generator.reserved_until());
-        generator.observe_reservation(taken.floor);
-        self.claim = Some(taken.identity);
-        self.mark = Some(taken.lease.ceiling);
-        self.bound_by(&taken.lease, fenced);
+    pub fn intend(&mut self, generator: &mut Generator, claim: &Claim, fenced: bool) -> Durable {
+        self.switch_to(claim.node, generator.reserved_until());
+        generator.observe_reservation(claim.floor);
+        self.identity = Some(claim.identity);
+        self.mark = Some(claim.lease.ceiling);
+        self.bound_by(&claim.lease, fenced);
         self.started_as_standby = false;
         self.history_lost = false;
         if self.refusing != Refusing::AwaitingOldStateFile {
@@ -415,7 +415,7 @@ impl Node {
             until: generator.reserved_until(),
             node: Some(self.id),
             history: self.history,
-            claim: self.claim,
+            identity: self.identity,
         }
     }
 
@@ -426,20 +426,20 @@ impl Node {
     /// can only take the id over once the holder's lease has run out and its session is gone,
     /// under a token of its own. Returns what the state file must say, when that changed.
     pub fn disown(&mut self, generator: &Generator) -> Option<Durable> {
-        self.claim.take()?;
+        self.identity.take()?;
         self.mark = None;
         Some(Durable {
             until: generator.reserved_until(),
             node: Some(self.id),
             history: self.history,
-            claim: None,
+            identity: None,
         })
     }
 
     /// A heartbeat renewed the lease, finding the registry's mark at `before` and raising it
     /// to the lease's ceiling: in fenced mode that ceiling bounds the reservations; the mark
     /// stays this claim's own only if `before` was (`registry::own_mark`).
-    pub fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
+    pub fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64) {
         self.bound_by(lease, fenced);
         self.mark = registry::own_mark(self.mark, before, lease.ceiling);
     }
@@ -458,10 +458,10 @@ impl Node {
     /// its predecessor would have, and its first contact is a heartbeat: renewed, or found
     /// lost. `None` after a start, a loss, a refusal or a promotion: then it claims.
     pub fn resumable(&self, lease: Lease) -> Option<holder::Held> {
-        let claim = self.claim?;
+        let identity = self.identity?;
         (self.seen_to_hold() && !self.started_as_standby).then_some(holder::Held {
             node: self.id,
-            identity: claim,
+            identity,
             lease,
             pinned: true,
         })
@@ -500,7 +500,7 @@ impl Node {
     /// row's next generation), and its mark is the copy's (found by the seeded simulation: the
     /// mark lowered under the copy's IDs, then taken above it).
     pub fn release(&mut self, generator: &Generator) -> Option<Release> {
-        let claim = self.claim?;
+        let identity = self.identity?;
         if !self.seen_to_hold() {
             return None;
         }
@@ -530,7 +530,7 @@ impl Node {
         }
         Some(Release {
             node: self.id,
-            claim,
+            identity,
             lower,
             covers: generator.issued_below().max(generator.reserved_until()),
         })

@@ -102,7 +102,7 @@ impl std::str::FromStr for Token {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Row {
     pub node: u32,
-    pub holder: Identity,
+    pub identity: Identity,
     pub retired: bool,
     /// The end of the last reservation the registry knows under this id (Unix ms, the holder's
     /// clock; `i64::MIN`: none).
@@ -413,12 +413,12 @@ struct Taken {
 /// one and whether the claimant is its running holder, or why not.
 fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> {
     let now = at.now;
-    let next = row.holder.generation.saturating_add(1);
+    let next = row.identity.generation.saturating_add(1);
     let same_token = claimant
         .identity
-        .is_some_and(|me| me.token == row.holder.token);
+        .is_some_and(|me| me.token == row.identity.token);
     let own = claimant.identity.filter(|me| {
-        same_token && (me.generation == row.holder.generation || me.generation == next)
+        same_token && (me.generation == row.identity.generation || me.generation == next)
     });
     let own_reserved = own.map_or(i64::MIN, |_| claimant.reserved);
     if row.high_water > at.mark_limit(own_reserved) {
@@ -483,7 +483,7 @@ fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> 
         // in a row each moved its IDs a lease ahead of the clock, until a claim found the mark
         // too far ahead and refused it).
         Some(me) if own.is_some() && proven => {
-            let unchanged = me == row.holder && claimant.mark == Some(row.high_water);
+            let unchanged = me == row.identity && claimant.mark == Some(row.high_water);
             Ok(Taken {
                 floor: if unchanged {
                     claimant.reserved
@@ -557,7 +557,7 @@ pub enum Beat {
     /// The lease is renewed. Without the lock (`locked: false`: this server's previous session,
     /// cut off, still holds it until the registry notices, or a rival's claim is reading the
     /// row this instant) it is tried again at the next heartbeat.
-    Renewed { locked: bool },
+    Extended { locked: bool },
     /// Another server took the id over: this one's claim is lost, whatever its lock says.
     Lost,
 }
@@ -567,7 +567,7 @@ pub enum Beat {
 /// would never find a takeover made while it was cut off.
 pub fn beat(ours: bool, locked: bool) -> Beat {
     if ours {
-        Beat::Renewed { locked }
+        Beat::Extended { locked }
     } else {
         Beat::Lost
     }

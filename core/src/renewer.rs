@@ -1,11 +1,11 @@
-//! The renewer's turn, written once: whether a contact is due (its heartbeat interval, a claim
+//! One round of the renewer's loop, written once: whether a contact is due (its heartbeat interval, a claim
 //! retried within a second, a switch of mode, a session the registry ended, a claim found
 //! lost), the contact itself ([`node::contact`](crate::node::contact), on the server's
 //! session), the clock check its reading feeds, then the pin of a new claim and the
 //! publication of what IDs may be made — in that order, so that no ID is made under a claim
 //! before it is pinned and none under a mode the renewer has not yet published. The
-//! extension's `registry/holder.rs` turns it over SQL and shared memory, and the fleet model
-//! (`node/tests/model.rs`) over its in-memory registry, so the model runs the turn that ships.
+//! extension's `registry/holder.rs` runs it over SQL and shared memory, and the fleet model
+//! (`node/tests/model.rs`) over its in-memory registry, so the model runs the round that ships.
 
 use crate::node::contact::Settings;
 use crate::node::holder::HolderState;
@@ -17,18 +17,18 @@ use crate::registry;
 /// before a copy of one of them may take it for gone.
 pub const RETRY_MS: i64 = 1_000;
 
-/// How long a turn that still waits to pin a claim sleeps (ms): the pin waits only for a
-/// renewal being written.
+/// How long a round that still waits to pin a claim sleeps (ms): the pin waits only for a
+/// renewal being written (the writer's turn).
 const PIN_RETRY_MS: i64 = 10;
 
-/// What the renewer knows between turns: its claim ([`HolderState`]), its clock's offset
+/// What the renewer knows between rounds: its claim ([`HolderState`]), its clock's offset
 /// from the registry's, and when its next contact is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Renewer {
     /// What it knows of its claim.
     pub state: HolderState,
     /// The clock was further from the registry's than the limit at its last reading (the
-    /// offset, ms): nothing is claimed or renewed, no ID is made, until a reading within it.
+    /// offset, ms): no claim, no heartbeat, no ID is made, until a reading within it.
     skewed: Option<i64>,
     /// When the next contact is due (monotonic ms).
     next_contact: i64,
@@ -42,7 +42,7 @@ impl Default for Renewer {
     }
 }
 
-/// The server the renewer turns for: its registry session, its state file and the shared
+/// The server the renewer runs its rounds for: its registry session, its state file and the shared
 /// state its backends read. `Failure` is the registry session's.
 pub trait Server {
     type Failure;
@@ -52,8 +52,8 @@ pub trait Server {
     /// Whether the registry ended the session the renewer holds (it restarted, failed over or
     /// found the session idle): the renewer makes a new one at once.
     fn session_lost(&mut self) -> bool;
-    /// One contact ([`contact`](crate::node::contact::contact)) under `settings` on the renewer's session, made anew
-    /// ([`HolderState::new_session`]) when it has none; a failed contact drops it, and so does
+    /// One contact ([`contact`](crate::node::contact::contact)) under `settings` on the
+    /// renewer's session, made anew ([`HolderState::new_session`]) when it has none; a failed contact drops it, and so does
     /// one after which [`HolderState::keeps_session`] says no. Returns the clock offset the
     /// contact read (ms), if it read one.
     fn contact(
@@ -62,17 +62,17 @@ pub trait Server {
         settings: &Settings,
     ) -> Result<Option<i64>, Self::Failure>;
     /// Writes the claim just taken into the state file and the WAL, as the one writer;
-    /// whether it was written (if not, the next turn tries again).
+    /// whether it was written (if not, the next round tries again).
     fn pin(&mut self) -> bool;
     /// Says what IDs may be made ([`Issuer::publish`](crate::issuer::Issuer::publish)) and
     /// wakes the callers waiting for it.
     fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64);
 }
 
-/// What one turn came to.
+/// What one round came to.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Turned<F> {
-    /// How long the renewer may sleep before its next turn (ms).
+pub struct Round<F> {
+    /// How long the renewer may sleep before its next round (ms).
     pub sleep_ms: i64,
     /// Whether it contacted the registry.
     pub contacted: bool,
@@ -83,7 +83,7 @@ pub struct Turned<F> {
 impl Renewer {
     /// A renewer at its start, from what the issuing state kept for it
     /// ([`Issuer::renewer_restarted`](crate::issuer::Issuer::renewer_restarted)): its first
-    /// turn contacts the registry.
+    /// round contacts the registry.
     pub const fn new(state: HolderState) -> Renewer {
         Renewer {
             state,
@@ -98,7 +98,7 @@ impl Renewer {
         self.skewed
     }
 
-    /// The next turn contacts the registry, whenever its contact was due.
+    /// The next round contacts the registry, whenever its contact was due.
     pub fn contact_now(&mut self) {
         self.next_contact = i64::MIN;
     }
@@ -108,10 +108,10 @@ impl Renewer {
         server.publish(self.state.holding(), self.skewed.is_some(), fenced, now);
     }
 
-    /// One turn of the renewer's loop: a switch of mode published at once (before a contact
+    /// One round of the renewer's loop: a switch of mode published at once (before a contact
     /// that may wait for the registry); a contact if one is due; the pin of a claim taken;
     /// what may be made published.
-    pub fn turn<S: Server>(&mut self, server: &mut S, settings: &Settings) -> Turned<S::Failure> {
+    pub fn round<S: Server>(&mut self, server: &mut S, settings: &Settings) -> Round<S::Failure> {
         let now = server.monotonic();
         // A switch to fenced mode refuses IDs until a heartbeat grants a ceiling; a switch to
         // available lets a fenced ceiling give way.
@@ -119,16 +119,16 @@ impl Renewer {
         if switched {
             self.publish(server, settings.fenced, now);
         }
-        // A holder whose session the registry ended is back within a turn, before a copy of
+        // A holder whose session the registry ended is back within a round, before a copy of
         // it waiting for the id may take it for gone (`registry::Refusal::HolderMayReturn`).
         let session_lost = server.session_lost();
-        let mut turned = Turned {
+        let mut round = Round {
             sleep_ms: 0,
             contacted: false,
             failure: None,
         };
         if now >= self.next_contact || switched || session_lost {
-            turned.contacted = true;
+            round.contacted = true;
             self.contacted_in = Some(settings.fenced);
             let interval = registry::heartbeat_interval_ms(settings.lease_ms);
             self.next_contact = now.saturating_add(self.state.next_contact_in(interval));
@@ -144,7 +144,7 @@ impl Renewer {
                 }
                 Err(failure) => {
                     self.next_contact = now.saturating_add(RETRY_MS.min(interval));
-                    turned.failure = Some(failure);
+                    round.failure = Some(failure);
                 }
             }
         }
@@ -153,14 +153,14 @@ impl Renewer {
         }
         let now = server.monotonic();
         self.publish(server, settings.fenced, now);
-        turned.sleep_ms = if self.state.pin_due() {
+        round.sleep_ms = if self.state.pin_due() {
             PIN_RETRY_MS
         } else {
             self.next_contact
                 .saturating_sub(now)
                 .clamp(PIN_RETRY_MS, RETRY_MS)
         };
-        turned
+        round
     }
 }
 

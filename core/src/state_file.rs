@@ -100,7 +100,7 @@ pub struct Reservation {
     /// The system identifier of the cluster that wrote the file (`None`: not recorded).
     pub system: Option<u64>,
     /// The registry claim the node id is held under (`None`: no registry, or none yet).
-    pub claim: Option<Identity>,
+    pub identity: Option<Identity>,
 }
 
 /// What a state file says.
@@ -151,7 +151,7 @@ pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &
         node,
         history,
         system,
-        claim,
+        identity,
     } = reservation;
     // Every field is an integer of at most 20 characters, the history at most 16 of 11: the
     // line is well under MAX_LEN.
@@ -181,8 +181,13 @@ pub fn format<'a>(reservation: &Reservation, buffer: &'a mut [u8; MAX_LEN]) -> &
         Some(system) => write!(cursor, " system={system}"),
         None => write!(cursor, " system=-"),
     });
-    fits = fits.and_then(|()| match claim {
-        Some(claim) => write!(cursor, " claim={}/{}", Token(claim.token), claim.generation),
+    fits = fits.and_then(|()| match identity {
+        Some(identity) => write!(
+            cursor,
+            " claim={}/{}",
+            Token(identity.token),
+            identity.generation
+        ),
         None => write!(cursor, " claim=-"),
     });
     fits = fits.and_then(|()| {
@@ -241,7 +246,7 @@ pub fn parse(bytes: &[u8]) -> Result<State, String> {
     let until: i64 = until
         .parse()
         .map_err(|_| format!("\"{until}\" is not a time"))?;
-    let (mut node, mut history, mut system, mut claim) = (None, History::EMPTY, None, None);
+    let (mut node, mut history, mut system, mut identity) = (None, History::EMPTY, None, None);
     if version >= 2 {
         let mut field = |name: &str| {
             fields
@@ -253,7 +258,7 @@ pub fn parse(bytes: &[u8]) -> Result<State, String> {
         history = parse_history(field("used=")?)?;
         system = parse_optional(field("system=")?, "a system identifier")?;
         if version >= 3 {
-            claim = parse_claim(field("claim=")?)?;
+            identity = parse_claim(field("claim=")?)?;
         }
     }
     if fields.next().is_some() {
@@ -266,7 +271,7 @@ pub fn parse(bytes: &[u8]) -> Result<State, String> {
         node,
         history,
         system,
-        claim,
+        identity,
     }))
 }
 

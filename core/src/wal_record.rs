@@ -23,7 +23,7 @@ pub struct Record {
     pub until: i64,
     pub layout: Layout,
     pub node: Option<u32>,
-    pub claim: Option<Identity>,
+    pub identity: Option<Identity>,
 }
 
 /// The payload of a reservation until `until` (Unix ms) made under `layout`, `node` and
@@ -32,7 +32,7 @@ pub fn encode(
     until: i64,
     layout: &Layout,
     node: u32,
-    claim: Option<Identity>,
+    identity: Option<Identity>,
 ) -> ([u8; LEN], usize) {
     let mut payload = [0u8; LEN];
     payload[..8].copy_from_slice(&until.to_le_bytes());
@@ -41,11 +41,11 @@ pub fn encode(
     payload[24..28].copy_from_slice(&layout.node_bits.to_le_bytes());
     payload[28..32].copy_from_slice(&layout.seq_bits.to_le_bytes());
     payload[32..36].copy_from_slice(&node.to_le_bytes());
-    let Some(claim) = claim else {
+    let Some(identity) = identity else {
         return (payload, LEN_NO_CLAIM);
     };
-    payload[36..52].copy_from_slice(&claim.token.to_le_bytes());
-    payload[52..60].copy_from_slice(&claim.generation.to_le_bytes());
+    payload[36..52].copy_from_slice(&identity.token.to_le_bytes());
+    payload[52..60].copy_from_slice(&identity.generation.to_le_bytes());
     (payload, LEN)
 }
 
@@ -67,7 +67,7 @@ pub fn decode(bytes: &[u8]) -> Option<Record> {
     };
     let layout = Layout::from_parts(i64_at(8), i64_at(16), u32_at(24), u32_at(28)).ok()?;
     let node = (bytes.len() >= LEN_NO_CLAIM).then(|| u32_at(32));
-    let claim = (bytes.len() == LEN).then(|| {
+    let identity = (bytes.len() == LEN).then(|| {
         let mut token = [0u8; 16];
         token.copy_from_slice(&bytes[36..52]);
         Identity {
@@ -79,7 +79,7 @@ pub fn decode(bytes: &[u8]) -> Option<Record> {
         until: i64_at(0),
         layout,
         node,
-        claim,
+        identity,
     })
 }
 

@@ -272,7 +272,7 @@ fn reservation(rng: &mut Rng) -> Reservation {
         node: (!rng.chance(5)).then(|| rng.next() as u32 % 4096),
         history,
         system: (!rng.chance(5)).then(|| rng.next()),
-        claim: (!rng.chance(3)).then(|| snowflake_core::registry::Identity {
+        identity: (!rng.chance(3)).then(|| snowflake_core::registry::Identity {
             token: u128::from(rng.next()) << 64 | u128::from(rng.next()),
             generation: rng.in_range(i64::MIN..=i64::MAX),
         }),
@@ -383,10 +383,10 @@ fn check_wal(bytes: &[u8]) -> Result<bool, String> {
             until,
             layout,
             node,
-            claim,
+            identity,
         }) => {
             valid(&layout)?;
-            let (encoded, len) = wal_record::encode(until, &layout, node.unwrap_or(0), claim);
+            let (encoded, len) = wal_record::encode(until, &layout, node.unwrap_or(0), identity);
             let written = if node.is_some() {
                 &encoded[..len]
             } else {

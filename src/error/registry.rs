@@ -18,12 +18,12 @@ pub enum RegistryError {
     ClaimRefused {
         node: u32,
         why: Refusal,
-        holder: String,
+        label: String,
         last_seen: i64,
     },
     /// Another server, `holder`, took `node` over, or (`None`) it was retired: found at a
     /// heartbeat; this one claims again.
-    ClaimLost { node: u32, holder: Option<String> },
+    ClaimLost { node: u32, label: Option<String> },
     /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
     LeaseExpired { node: u32, ago_ms: i64 },
     /// Fenced mode, switched from available mode since the last heartbeat: a call waited
@@ -70,11 +70,11 @@ pub enum RegistryError {
     /// the mark stays where it is).
     Release { node: u32, lowered_to: Option<i64> },
     /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
-    RetireLive { node: u32, holder: String },
+    RetireLive { node: u32, label: String },
     /// `snowflake_registry_retire` of an id whose holder's lease runs until `until` (Unix ms).
     RetireLeaseRuns {
         node: u32,
-        holder: String,
+        label: String,
         until: i64,
     },
     /// `snowflake_registry_retire` of an id the registry has no live row for.
@@ -87,20 +87,20 @@ impl RegistryError {
     pub fn refused(
         node: u32,
         why: Refusal,
-        holder: String,
+        label: String,
         last_seen: i64,
         mine: impl FnOnce() -> String,
     ) -> RegistryError {
         match why {
             Refusal::OtherLayout => RegistryError::OtherLayout {
                 node,
-                fleet: holder,
+                fleet: label,
                 mine: mine(),
             },
             why => RegistryError::ClaimRefused {
                 node,
                 why,
-                holder,
+                label,
                 last_seen,
             },
         }
@@ -131,7 +131,7 @@ pub fn refusal_error(
         },
         Refusing::ClaimLost => RegistryError::ClaimLost {
             node,
-            holder: Some(registry.label()).filter(|label| !label.is_empty()),
+            label: Some(registry.label()).filter(|label| !label.is_empty()),
         },
         Refusing::LeaseExpired => RegistryError::LeaseExpired {
             node,
@@ -173,14 +173,14 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
         ClaimRefused {
             node,
             why,
-            holder,
+            label,
             last_seen,
         } => {
             let (text, hint) = match why {
                 Refusal::HeldByAnother { connected } => (
                     format!(
                         "node id {node} is held by another server, {}, last seen at {}{}",
-                        quoted(holder),
+                        quoted(label),
                         when(*last_seen),
                         if *connected {
                             ", and still connected to the registry"
@@ -197,7 +197,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                     format!(
                         "this data directory is a copy of the server holding node id {node}, {}, \
                          which is running (last seen at {})",
-                        quoted(holder),
+                        quoted(label),
                         when(*last_seen)
                     ),
                     "A clone, snapshot or restored backup must not make IDs under its origin's \
@@ -209,7 +209,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                         "node id {node} is held by a registry session under this server's own \
                          name, {}, last seen at {}: this server's own from before a restart, or \
                          a running copy's",
-                        quoted(holder),
+                        quoted(label),
                         when(*last_seen)
                     ),
                     "Wait: the registry ends the session of a server that went down within \
@@ -224,7 +224,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                          {}, which may still be running: this server started from its files (a \
                          restart, a copy, a promoted standby) and waits until {} for it to come \
                          back",
-                        quoted(holder),
+                        quoted(label),
                         when(*last_seen),
                         when(*until)
                     ),
@@ -237,7 +237,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                     format!(
                         "this data directory is an older copy of the server holding node id \
                          {node}, {} (last seen at {})",
-                        quoted(holder),
+                        quoted(label),
                         when(*last_seen)
                     ),
                     "Leave pg_snowflake.node_id unset so that the registry gives this copy a fresh \
@@ -258,7 +258,7 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                 ),
                 // Worded whole by `OtherLayout` (`RegistryError::refused`).
                 Refusal::OtherLayout => (
-                    format!("node id {node}'s IDs are of another layout: {holder}"),
+                    format!("node id {node}'s IDs are of another layout: {label}"),
                     "Give this server the fleet's layout, or a registry of its own.",
                 ),
                 Refusal::HistoryLost => (
@@ -288,13 +288,13 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
                 hint,
             )
         }
-        ClaimLost { node, holder } => message(
+        ClaimLost { node, label } => message(
             ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            match holder {
-                Some(holder) => format!(
+            match label {
+                Some(label) => format!(
                     "this server lost node id {node}: another server, {}, took it over in the \
                      registry",
-                    quoted(holder)
+                    quoted(label)
                 ),
                 None => format!("this server lost node id {node}: it was retired in the registry"),
             },
@@ -467,24 +467,24 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
             }),
             "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on.",
         ),
-        RetireLive { node, holder } => message(
+        RetireLive { node, label } => message(
             ERRCODE_OBJECT_IN_USE,
             format!(
                 "node id {node} is held by {}, which is connected to the registry",
-                quoted(holder)
+                quoted(label)
             ),
             None,
             "Stop that server first: only an id whose holder is gone can be retired.",
         ),
         RetireLeaseRuns {
             node,
-            holder,
+            label,
             until,
         } => message(
             ERRCODE_OBJECT_IN_USE,
             format!(
                 "node id {node} is leased to {} until {}: it may still be making IDs",
-                quoted(holder),
+                quoted(label),
                 when(*until)
             ),
             Some(

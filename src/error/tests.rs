@@ -283,7 +283,7 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
     let refusal = |why| RegistryError::ClaimRefused {
         node: 3,
         why,
-        holder: "db-2 (10.0.0.2:5432)".into(),
+        label: "db-2 (10.0.0.2:5432)".into(),
         last_seen: 1_800_000_000_000,
     };
     let registry = [
@@ -306,11 +306,11 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         }),
         RegistryError::ClaimLost {
             node: 3,
-            holder: Some("db-2 (10.0.0.2:5432)".into()),
+            label: Some("db-2 (10.0.0.2:5432)".into()),
         },
         RegistryError::ClaimLost {
             node: 3,
-            holder: None,
+            label: None,
         },
         RegistryError::LeaseExpired {
             node: 3,
@@ -355,12 +355,12 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         },
         RegistryError::RetireLive {
             node: 3,
-            holder: "db-2".into(),
+            label: "db-2".into(),
         },
         RegistryError::NoSuchNode { node: 3 },
         RegistryError::RetireLeaseRuns {
             node: 3,
-            holder: "db-2 (10.0.0.2:5432)".into(),
+            label: "db-2 (10.0.0.2:5432)".into(),
             until: 1_800_000_000_000,
         },
         RegistryError::Retired {

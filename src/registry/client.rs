@@ -10,7 +10,7 @@
 //! a clone carries its origin's; keepalives end a vanished holder's.
 
 use super::libpq::{Conn, Failure, Record, Rows};
-use snowflake_core::registry::table::{Lowering, RenewRequest, Request, RowRead, Table};
+use snowflake_core::registry::table::{HeartbeatRequest, Lowering, Request, RowRead, Table};
 use snowflake_core::registry::{self, Identity, LayoutRows, Row, Token};
 
 /// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
@@ -246,7 +246,7 @@ impl Table for Sql<'_> {
             .map_or(0, |t| t.0);
         let row = Row {
             node,
-            holder: Identity {
+            identity: Identity {
                 token,
                 generation: number(found, "generation")?,
             },
@@ -328,11 +328,11 @@ impl Table for Sql<'_> {
         Ok(())
     }
 
-    fn renew(
+    fn heartbeat_row(
         &mut self,
         node: u32,
         identity: Identity,
-        renewal: &RenewRequest,
+        request: &HeartbeatRequest,
     ) -> Result<Option<i64>, Failure> {
         // The mark before the raise, from the row this statement locks and updates.
         let rows = self.0.query(
@@ -349,10 +349,10 @@ impl Table for Sql<'_> {
                 text(Token(identity.token)),
                 text(identity.generation),
                 text("live"),
-                text(renewal.lease_ms),
-                (renewal.high_water > i64::MIN).then(|| renewal.high_water.to_string()),
-                text(renewal.clock_offset_ms),
-                text(format!("{:016x}", renewal.boot)),
+                text(request.lease_ms),
+                (request.high_water > i64::MIN).then(|| request.high_water.to_string()),
+                text(request.clock_offset_ms),
+                text(format!("{:016x}", request.boot)),
             ],
         )?;
         rows.row(0).map(|r| number(r, "before_ms")).transpose()
@@ -372,7 +372,7 @@ impl Table for Sql<'_> {
     fn release(
         &mut self,
         node: u32,
-        claim: Identity,
+        identity: Identity,
         lower: Option<Lowering>,
         covers: i64,
     ) -> Result<Option<bool>, Failure> {
@@ -389,8 +389,8 @@ impl Table for Sql<'_> {
              RETURNING coalesce(before.high_water_ms = $4::bigint, false) AS lowered",
             &[
                 text(node),
-                text(Token(claim.token)),
-                text(claim.generation),
+                text(Token(identity.token)),
+                text(identity.generation),
                 lower.map(|l| l.from.to_string()),
                 lower.map(|l| l.mark.to_string()),
                 (covers > i64::MIN).then(|| covers.to_string()),

@@ -1,10 +1,10 @@
-//! The renewer's side of the registry, as the extension runs it: the core's `Renewer` turns
-//! ([`Holder::turn`], once per turn of the renewer's loop, between renewals) over this file's
+//! The renewer's side of the registry, as the extension runs it: the core's `Renewer` runs a
+//! round ([`Holder::round`], once per round of the renewer's loop, between renewals) over this file's
 //! registry session (`client::Sql`), shared memory and state file. What is due when, the order
 //! contact → pin → publish and the clock check are the core's (`snowflake_core::renewer`), and
 //! so is one contact (`snowflake_core::node::contact`): what it asks, and what each answer does
 //! to the server's identity (`Node`'s transitions, through [`Server`], one locked call each) and
-//! to what the renewer remembers (`HolderState`); the fleet model turns both. This file
+//! to what the renewer remembers (`HolderState`); the fleet model runs both. This file
 //! connects, and says and shows what a contact came to. A registry that does not answer costs
 //! the renewer at most `client::TIMEOUT_MS` per exchange; backends stand in for a renewer that
 //! is silent that long (`shmem::Handle::renewer_running`).
@@ -52,9 +52,7 @@ impl Holder {
     /// way it goes on retiring the id its predecessor gave up on a promotion.
     pub fn new(conninfo: String, shm: Handle) -> Holder {
         let available = gucs::registry_settings().mode == RegistryMode::Available;
-        let state = shm.locked(pg_sys::LWLockMode::LW_SHARED, |issuer| {
-            issuer.renewer_restarted(available)
-        });
+        let state = shm.shared(|issuer| issuer.renewer_restarted(available));
         Holder {
             link: Link {
                 conninfo,
@@ -66,10 +64,10 @@ impl Holder {
         }
     }
 
-    /// One turn of the core's `Renewer` (a claim or a heartbeat if one is due, the pin, what
+    /// One round of the core's `Renewer` (a claim or a heartbeat if one is due, the pin, what
     /// may be made published), with a failure to reach the registry said. Returns how long the
-    /// renewer may sleep before its next turn (ms).
-    pub fn turn(&mut self, shm: Handle) -> i64 {
+    /// renewer may sleep before its next round (ms).
+    pub fn round(&mut self, shm: Handle) -> i64 {
         let registry = gucs::registry_settings();
         let settings = contact::Settings {
             fenced: registry.mode == RegistryMode::Fenced,
@@ -78,14 +76,14 @@ impl Holder {
             configured: gucs::configured_node(),
             fresh_on_promotion: registry.fresh_on_promotion,
         };
-        let turned = self.renewer.turn(
-            &mut Turning {
+        let round = self.renewer.round(
+            &mut InRound {
                 link: &mut self.link,
                 shm,
             },
             &settings,
         );
-        match turned.failure {
+        match round.failure {
             Some(failure) => {
                 if let Some(not_logged) = self.link.unreachable_log.due(SystemClock.monotonic()) {
                     SnowflakeError::from(RegistryError::Unreachable {
@@ -95,21 +93,21 @@ impl Holder {
                     .report_warning();
                 }
             }
-            None if turned.contacted => self.link.unreachable_log.reset(),
+            None if round.contacted => self.link.unreachable_log.reset(),
             None => {}
         }
-        turned.sleep_ms
+        round.sleep_ms
     }
 }
 
-/// The server as the core's `Renewer` turns it (`renewer::Server`): the registry session,
-/// shared memory under its lock, the state file.
-struct Turning<'a> {
+/// The server as the core's `Renewer` runs a round over it (`renewer::Server`): the registry
+/// session, shared memory under its lock, the state file.
+struct InRound<'a> {
     link: &'a mut Link,
     shm: Handle,
 }
 
-impl renewer::Server for Turning<'_> {
+impl renewer::Server for InRound<'_> {
     type Failure = Failure;
 
     fn monotonic(&mut self) -> i64 {
@@ -153,9 +151,9 @@ impl renewer::Server for Turning<'_> {
     }
 
     fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) {
-        let changed = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.publish(holding, skewed, fenced, now)
-        });
+        let changed = self
+            .shm
+            .exclusive(|issuer| issuer.publish(holding, skewed, fenced, now));
         if changed {
             self.shm.broadcast_renewed();
         }
@@ -164,7 +162,7 @@ impl renewer::Server for Turning<'_> {
 
 /// Writes the new claim into the state file and the WAL (for the standbys) before any ID is
 /// made under it, as the one writer of the moment (`renew::rewrite_turn`: after a stand-in's
-/// renewal in progress, if any); whether it was written (if not, the next turn tries again).
+/// renewal in progress, if any); whether it was written (if not, the next round tries again).
 fn pin(shm: Handle, log: &mut LogThrottle) -> bool {
     let Some(turn) = renew::rewrite_turn(shm) else {
         return false;
@@ -175,7 +173,7 @@ fn pin(shm: Handle, log: &mut LogThrottle) -> bool {
             warn_write_failed(log, errno);
             false
         }
-        Renewal::Fenced { .. } | Renewal::Abandoned => false,
+        Renewal::Fenced { .. } | Renewal::Abandoned | Renewal::GivenBack => false,
     }
 }
 
@@ -190,7 +188,7 @@ fn warn_write_failed(log: &mut LogThrottle, errno: i32) {
     }
 }
 
-impl Turning<'_> {
+impl InRound<'_> {
     /// One contact (`node::contact`: the clock check, a heartbeat or a claim, each answer to
     /// the core's `HolderState` and `Node`) on `conn`, then what it came to said and shown;
     /// the clock offset it read, if any.
@@ -201,20 +199,20 @@ impl Turning<'_> {
         settings: &contact::Settings,
     ) -> Result<Option<i64>, Failure> {
         let was_refused = state.refused;
-        let mut server = Server {
+        let mut member = Member {
             shm: self.shm,
             role: None,
             unwritten: None,
             offset: None,
         };
-        let contacted = contact::contact(&mut Sql(conn), &mut server, state, settings);
-        if let Some(errno) = server.unwritten {
+        let contacted = contact::contact(&mut Sql(conn), &mut member, state, settings);
+        if let Some(errno) = member.unwritten {
             // Rolled back: the registry is fine, the disk is not; said as a failed write.
             warn_write_failed(&mut self.link.unreachable_log, errno);
-            return Ok(server.offset);
+            return Ok(member.offset);
         }
         show(self.shm, contacted?, was_refused);
-        Ok(server.offset)
+        Ok(member.offset)
     }
 }
 
@@ -223,33 +221,33 @@ impl Turning<'_> {
 fn show(shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
     match contacted {
         Contact::Skewed | Contact::Idle => {}
-        Contact::Renewed { retired, .. } => report_retired(retired),
-        Contact::Lost { node, holder } => {
+        Contact::Heartbeat { retired, .. } => report_retired(retired),
+        Contact::Lost { node, label } => {
             SnowflakeError::from(RegistryError::ClaimLost {
                 node,
-                holder: holder.clone(),
+                label: label.clone(),
             })
             .report_warning();
-            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-                issuer.lost(holder.as_deref().unwrap_or(""));
+            shm.exclusive(|issuer| {
+                issuer.lost(label.as_deref().unwrap_or(""));
             });
         }
         Contact::Granted {
-            decided,
-            taken,
+            grant,
+            claim,
             retired,
         } => {
-            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-                issuer.taken(taken.lease.ends_at);
+            shm.exclusive(|issuer| {
+                issuer.taken(claim.lease.ends_at);
             });
             SnowflakeError::from(RegistryError::ClaimOutcome {
-                node: taken.node,
-                generation: taken.identity.generation,
-                floor: (taken.floor > i64::MIN).then_some(taken.floor),
-                how: decided.how,
+                node: claim.node,
+                generation: claim.identity.generation,
+                floor: (claim.floor > i64::MIN).then_some(claim.floor),
+                how: grant.how,
             })
             .report_log();
-            if let Some((node, stray)) = &decided.stray {
+            if let Some((node, stray)) = &grant.stray {
                 SnowflakeError::from(RegistryError::StrayLayout {
                     node: *node,
                     stray: stray.clone(),
@@ -262,7 +260,7 @@ fn show(shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
         Contact::Refused {
             node,
             why,
-            holder,
+            label,
             last_seen,
             layout,
         } => {
@@ -270,16 +268,16 @@ fn show(shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
                 || shm.snapshot().registry().refusal.map(|(_, was, _)| was) != Some(why);
             if warn {
                 let refused =
-                    RegistryError::refused(node, why, holder.clone(), last_seen, || layout);
+                    RegistryError::refused(node, why, label.clone(), last_seen, || layout);
                 SnowflakeError::from(refused).report_warning();
             }
-            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-                issuer.refused(node, why, last_seen, &holder);
+            shm.exclusive(|issuer| {
+                issuer.refused(node, why, last_seen, &label);
             });
         }
         Contact::NoFreeId { max } => {
             SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
-            shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            shm.exclusive(|issuer| {
                 issuer.no_free_id();
             });
         }
@@ -301,14 +299,14 @@ pub fn release_on_exit() {
         let (Ok(shm), Some(conninfo)) = (crate::shmem::get(), gucs::registry()) else {
             return;
         };
-        let released = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| issuer.release());
+        let released = shm.exclusive(|issuer| issuer.release());
         let Some(released) = released else { return };
         // Interrupts are held off on the way out: the waits end by their time-out alone.
         let outcome = Conn::connect(&conninfo, RELEASE_TIMEOUT_MS).and_then(|conn| {
             table::release(
                 &mut Sql(&conn),
                 released.node,
-                released.claim,
+                released.identity,
                 released.lower,
                 released.covers,
             )
@@ -346,7 +344,7 @@ fn report_retired(retired: Option<(u32, Result<Retirement, Failure>)>) {
         Ok(
             Retirement::LeaseRuns { .. } | Retirement::NoLiveRow | Retirement::ClaimedAgain { .. },
         ) => return,
-        Ok(Retirement::Connected { holder }) => RegistryError::RetireLive { node, holder },
+        Ok(Retirement::Connected { label }) => RegistryError::RetireLive { node, label },
         Err(failure) => RegistryError::Failed {
             action: "retire the primary's node id in the pg_snowflake registry",
             cause: failure.message,
@@ -355,9 +353,9 @@ fn report_retired(retired: Option<(u32, Result<Retirement, Failure>)>) {
     SnowflakeError::from(outcome).report_log();
 }
 
-/// The server as a contact sees it (`node::contact::Host`): shared memory under its lock, the
-/// state file written as the one writer, its names and a new token.
-struct Server {
+/// The server as a contact sees it (`node::contact::Member`): shared memory under its lock,
+/// the state file written as the one writer, its names and a new token.
+struct Member {
     shm: Handle,
     /// The writer's turn, held while a claim is asked.
     role: Option<renew::Turn>,
@@ -367,7 +365,7 @@ struct Server {
     offset: Option<i64>,
 }
 
-impl contact::Host for Server {
+impl contact::Member for Member {
     type Failure = Failure;
 
     fn wall(&mut self) -> i64 {
@@ -384,7 +382,7 @@ impl contact::Host for Server {
 
     fn clock_read(&mut self, offset: i64, sent: i64) {
         self.offset = Some(offset);
-        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        self.shm.exclusive(|issuer| {
             issuer.clock_read(offset, sent);
         });
     }
@@ -400,16 +398,14 @@ impl contact::Host for Server {
         }
     }
 
-    fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failure> {
-        let (durable, before) = self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.intend(taken, fenced)
-        });
+    fn intend(&mut self, claim: &Claim, fenced: bool) -> Result<(), Failure> {
+        let (durable, before) = self.shm.exclusive(|issuer| issuer.intend(claim, fenced));
         let role = self
             .role
             .as_ref()
             .expect("the writer's turn is held while a claim is asked");
         role.write_state_file(&durable).map_err(|e| {
-            self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+            self.shm.exclusive(|issuer| {
                 issuer.intent_unwritten(before);
             });
             self.unwritten = Some(e.raw_os_error().unwrap_or(0));
@@ -420,28 +416,24 @@ impl contact::Host for Server {
         })
     }
 
-    fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
-        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.lease_renewed(lease, fenced, before);
+    fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64) {
+        self.shm.exclusive(|issuer| {
+            issuer.lease_extended(lease, fenced, before);
         });
     }
 
     fn retirement_pending(&mut self, given_up: Option<GivenUp>) {
-        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+        self.shm.exclusive(|issuer| {
             issuer.retirement_pending(given_up);
         });
     }
 
     fn met_holder(&mut self) {
-        self.shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.met_holder()
-        });
+        self.shm.exclusive(|issuer| issuer.met_holder());
     }
 
     fn disown(&mut self) {
-        let durable = self
-            .shm
-            .locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| issuer.disown());
+        let durable = self.shm.exclusive(|issuer| issuer.disown());
         if let (Some(durable), Some(role)) = (durable, self.role.as_ref()) {
             // Left to the next reservation if it fails: the claim is forgotten here already.
             let _ = role.write_state_file(&durable);

@@ -74,7 +74,7 @@ unsafe extern "C-unwind" fn describe(
         let node = r
             .node
             .map_or_else(|| "not recorded".to_string(), |node| node.to_string());
-        let claim = r.claim.map_or_else(String::new, |c| {
+        let claim = r.identity.map_or_else(String::new, |c| {
             format!("; claim {} generation {}", Token(c.token), c.generation)
         });
         let text = format!(
@@ -103,9 +103,7 @@ unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
 fn replay_reservation(shm: Handle, record: &wal_record::Record) -> Result<(), SnowflakeError> {
     record.layout.check_same(gucs::layout())?;
     let configured = gucs::configured_node();
-    let durable = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-        issuer.replay(record, configured)
-    });
+    let durable = shm.exclusive(|issuer| issuer.replay(record, configured));
     if let Some(durable) = durable {
         store::write_state_file(&record.layout, &durable)
             .map_err(|e| SnowflakeError::state_file_write(e.raw_os_error().unwrap_or(0)))?;

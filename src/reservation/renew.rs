@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub use snowflake_core::issuer::Renewal;
 
 /// This process's turn as the writer: the reservation to write and the identity to write with
-/// it. Whoever holds it must end it ([`renew`] does); dropped unended — an ERROR or a panic
-/// unwinding past it — it ends abandoned, so that the next writer takes the demand up. A
-/// process that exits holding it (a FATAL: no unwinding) has it given back by [`end_on_exit`].
+/// it. Whoever holds it must end it ([`renew`] does, [`Turn::give_back`] too); dropped unended —
+/// an ERROR or a panic unwinding past it — it ends abandoned, dropped unended on the ordinary
+/// path it ends given back (the two end alike: the next writer takes the demand up). A process
+/// that exits holding it (a FATAL: no unwinding) has it given back by [`end_on_exit`].
 pub struct Turn {
     shm: Handle,
     turn: issuer::Turn,
@@ -31,7 +32,12 @@ pub struct Turn {
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        end_turn(self.shm, Renewal::Abandoned);
+        let ended = if std::thread::panicking() {
+            Renewal::Abandoned
+        } else {
+            Renewal::GivenBack
+        };
+        end_turn(self.shm, ended);
     }
 }
 
@@ -46,9 +52,7 @@ fn my_pid() -> i32 {
 pub fn renewal_turn(shm: Handle, by_renewer: bool) -> Option<Turn> {
     end_on_exit();
     let pid = my_pid();
-    let turn = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-        issuer.renewal_turn(by_renewer, pid)
-    })?;
+    let turn = shm.exclusive(|issuer| issuer.renewal_turn(by_renewer, pid))?;
     Some(Turn { shm, turn })
 }
 
@@ -59,9 +63,7 @@ pub fn renewal_turn(shm: Handle, by_renewer: bool) -> Option<Turn> {
 pub fn rewrite_turn(shm: Handle) -> Option<Turn> {
     end_on_exit();
     let pid = my_pid();
-    let turn = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-        issuer.rewrite_turn(pid)
-    })?;
+    let turn = shm.exclusive(|issuer| issuer.rewrite_turn(pid))?;
     Some(Turn { shm, turn })
 }
 
@@ -72,7 +74,7 @@ impl Turn {
         store::write_state_file(gucs::layout(), durable)
     }
 
-    /// Gives the turn back without a renewal: nothing is raised.
+    /// Gives the turn back without a renewal ([`Renewal::GivenBack`]): nothing is raised.
     pub fn give_back(self) {
         drop(self);
     }
@@ -84,14 +86,12 @@ impl Turn {
 /// the renewer on every turn of its loop; returns how long it may sleep before the next one.
 pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-        issuer.keep_ahead(layout, &limits, &mut SystemClock, renewer_started_at)
-    })
+    shm.exclusive(|issuer| issuer.keep_ahead(layout, &limits, &mut SystemClock, renewer_started_at))
 }
 
 /// Ends the turn and wakes every caller waiting for a renewal.
 fn end_turn(shm: Handle, renewal: Renewal) {
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+    shm.exclusive(|issuer| {
         issuer.turn_ended(renewal);
     });
     shm.broadcast_renewed();
@@ -100,7 +100,7 @@ fn end_turn(shm: Handle, renewal: Renewal) {
 /// Gives back a turn left by a renewer that exited without ending it, not one of a backend
 /// standing in for it (`Generator::renewer_started`); the new renewer calls this when it starts.
 pub fn give_back_abandoned_turn(shm: Handle) {
-    shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
+    shm.exclusive(|issuer| {
         issuer.renewer_started();
     });
 }
@@ -118,9 +118,7 @@ fn end_on_exit() {
         // Registered before a turn, so only in a process that has the region.
         let Ok(shm) = shmem::get() else { return };
         let pid = my_pid();
-        let had = shm.locked(pg_sys::LWLockMode::LW_EXCLUSIVE, |issuer| {
-            issuer.writer_exited(pid)
-        });
+        let had = shm.exclusive(|issuer| issuer.writer_exited(pid));
         if had {
             shm.broadcast_renewed();
         }
@@ -135,7 +133,7 @@ pub fn renew(turn: Turn) -> Renewal {
     let started = SystemClock.monotonic();
     let t = turn.turn;
     let renewal = t.unwritten().unwrap_or_else(|| {
-        match store::reserve(gucs::layout(), t.until, t.node, &t.history, t.claim) {
+        match store::reserve(gucs::layout(), t.until, t.node, &t.history, t.identity) {
             Ok(Reserved::Confirmed) => Renewal::Done {
                 until: t.until,
                 took_ms: SystemClock.monotonic() - started,

@@ -64,10 +64,10 @@ pub fn reserve(
     until: i64,
     node: u32,
     history: &History,
-    claim: Option<Identity>,
+    identity: Option<Identity>,
 ) -> Result<Reserved, std::io::Error> {
-    replace_state_file(&state_line(layout, until, Some(node), history, claim))?;
-    let (mut buffer, len) = wal_record::encode(until, layout, node, claim);
+    replace_state_file(&state_line(layout, until, Some(node), history, identity))?;
+    let (mut buffer, len) = wal_record::encode(until, layout, node, identity);
     let payload = &mut buffer[..len];
     // SAFETY: the payload outlives XLogInsert, which copies it into the WAL. XLogFlush and
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
@@ -274,7 +274,7 @@ fn state_line(
     until: i64,
     node: Option<u32>,
     history: &History,
-    claim: Option<Identity>,
+    identity: Option<Identity>,
 ) -> Vec<u8> {
     let mut buffer = [0u8; state_file::MAX_LEN];
     let reservation = Reservation {
@@ -283,7 +283,7 @@ fn state_line(
         node,
         history: *history,
         system: Some(system_identifier()),
-        claim,
+        identity,
     };
     state_file::format(&reservation, &mut buffer).to_vec()
 }
@@ -295,9 +295,9 @@ pub fn write_state_file(layout: &Layout, durable: &Durable) -> Result<(), std::i
         until,
         node,
         history,
-        claim,
+        identity,
     } = durable;
-    replace_state_file(&state_line(layout, *until, *node, history, *claim))
+    replace_state_file(&state_line(layout, *until, *node, history, *identity))
 }
 
 /// Writes `contents` to a temporary file, fsyncs it, renames it over the state file and fsyncs

@@ -72,13 +72,13 @@ fn snowflake_registry() -> TableIterator<
         .ok()
         .and_then(|shm| {
             let node = *shm.snapshot().node();
-            node.claim.map(|claim| (node.id, claim))
+            node.identity.map(|identity| (node.id, identity))
         })
-        .map(|(node, claim)| {
+        .map(|(node, identity)| {
             (
                 i64::from(node),
-                snowflake_core::registry::Token(claim.token).to_string(),
-                claim.generation,
+                snowflake_core::registry::Token(identity.token).to_string(),
+                identity.generation,
             )
         });
     let at = |ms: Option<i64>| ms.and_then(timestamptz_checked);
@@ -126,14 +126,12 @@ fn snowflake_registry_retire(node_id: i32) -> Option<TimestampWithTimeZone> {
     let refused = match retired {
         Retirement::Retired { high_water } => return high_water.and_then(timestamptz_checked),
         // An operator's retirement names no claim: never `ClaimedAgain`, whose holder is live.
-        Retirement::Connected { holder } | Retirement::ClaimedAgain { holder } => {
-            RegistryError::RetireLive { node, holder }
+        Retirement::Connected { label } | Retirement::ClaimedAgain { label } => {
+            RegistryError::RetireLive { node, label }
         }
-        Retirement::LeaseRuns { holder, until } => RegistryError::RetireLeaseRuns {
-            node,
-            holder,
-            until,
-        },
+        Retirement::LeaseRuns { label, until } => {
+            RegistryError::RetireLeaseRuns { node, label, until }
+        }
         Retirement::NoLiveRow => RegistryError::NoSuchNode {
             node: i64::from(node_id),
         },

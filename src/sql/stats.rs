@@ -40,7 +40,8 @@ fn snowflake_stats() -> TableIterator<
     let issuer = shmem::get().or_report().snapshot();
     let (generator, node, status) = (issuer.generator(), issuer.node(), issuer.registry());
     let registry = gucs::registry().is_some();
-    let node_known = issuer.issuing() || gucs::configured_node().is_some() || node.claim.is_some();
+    let node_known =
+        issuer.issuing() || gucs::configured_node().is_some() || node.identity.is_some();
     let now = wall_now();
     let stats = generator.stats();
     let layout = gucs::layout();
@@ -63,7 +64,7 @@ fn snowflake_stats() -> TableIterator<
         generator.renewing(),
         stats.clock_jumps as i64,
         refusing_text(node.refusing),
-        node.claim.map(|claim| claim.generation),
+        node.identity.map(|identity| identity.generation),
         (registry && status.lease_ends_at > i64::MIN)
             .then(|| (status.lease_ends_at - SystemClock.monotonic()).max(0)),
         (registry && status.last_contact > i64::MIN).then_some(status.clock_offset_ms),

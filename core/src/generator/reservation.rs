@@ -1,7 +1,7 @@
 //! The reservation protocol: no ID is issued unless a durable reservation covers it. This is the
 //! one full telling of the protocol; the extension's modules that take part in it say only what
-//! they do and point here: `src/reservation/` (`renew.rs` claims, writes and reports one
-//! renewal; `src/renewer.rs` is the renewer; `store.rs` the state file and WAL record; `redo.rs`
+//! they do and point here: `src/reservation/` (`renew.rs` takes the writer's turn for one
+//! renewal, writes and reports it; `src/renewer.rs` is the renewer; `store.rs` the state file and WAL record; `redo.rs`
 //! their replay) and `src/shmem.rs` (the shared state and its lock).
 //!
 //! The promise: a reservation "until T", once durable, means that no ID at time T or later has
@@ -25,16 +25,16 @@
 //! drops the demand, and the waiting calls see the count of failures grow.
 //!
 //! Rewrites: when what is written with the reservation changes (a node-id registry claim),
-//! the renewer writes the durable reservation again, claiming the writer's role like a renewal
+//! the renewer writes the durable reservation again, taking the writer's turn like a renewal
 //! ([`Generator::start_rewrite`]), so that it never writes at the same time as a stand-in.
 //!
 //! Writers: normally the server's renewer process; where none runs, a backend that needs the
-//! renewal claims and writes it itself, standing in. A claim is always released: by its report;
-//! as abandoned when its writer is gone without one, its process exited or its write ended by
-//! an error ([`Generator::renewal_abandoned`]: the demand stays for the next writer); or when a
-//! renewer process starts, which releases a claim its predecessor left but never that of a
-//! stand-in backend, still writing ([`Generator::renewer_started`]). So two writers never write
-//! at once.
+//! renewal takes the writer's turn and writes it itself, standing in. A turn always ends: by its
+//! report; as abandoned when its writer is gone without one, its process exited or its write
+//! ended by an error, or given back unused ([`Generator::renewal_abandoned`]: the demand stays
+//! for the next writer); or when a renewer process starts, which ends a turn its predecessor
+//! left but never that of a stand-in backend, still writing ([`Generator::renewer_started`]).
+//! So two writers never write at once.
 //!
 //! Restarts and standbys: after a restart the generator resumes with the last reservation as
 //! its floor ([`Generator::resume`]); a standby raises its floor with every reservation it
@@ -92,7 +92,7 @@ pub(super) struct Reservation {
     pub(super) durable_until: i64,
     /// The reservation asked for: renew up to here. `> durable_until` means a renewal is due.
     wanted_until: i64,
-    /// A writer has claimed the renewal and is writing it.
+    /// A writer has taken its turn (a renewal or a rewrite) and is writing it.
     renewing: bool,
     /// That writer is the server's renewer process, not a backend standing in for it.
     taken_by_renewer: bool,
@@ -137,7 +137,7 @@ impl Reservation {
         !already_due && self.wanted_until > self.durable_until
     }
 
-    /// Whether a renewal is due and not claimed yet.
+    /// Whether a renewal is due and no writer's turn is taken.
     pub(super) fn due(&self) -> bool {
         !self.renewing && self.wanted_until > self.durable_until
     }
@@ -149,11 +149,11 @@ impl Reservation {
 
 /// The writers' side of the protocol.
 impl Generator {
-    /// Claims the renewal for the renewer process (`by_renewer`) or for a backend standing in
-    /// for it, if one is due and none is running: returns the reservation to write (Unix ms).
-    /// The caller writes it with no lock held and then reports [`Generator::renewal_done`] or
-    /// [`Generator::renewal_failed`]. While claimed, no other renewal can be claimed: writers
-    /// are serialised.
+    /// Takes the writer's turn for the due renewal, for the renewer process (`by_renewer`) or
+    /// for a backend standing in for it, if one is due and no turn is taken: returns the
+    /// reservation to write (Unix ms). The caller writes it with no lock held and then reports
+    /// [`Generator::renewal_done`] or [`Generator::renewal_failed`]. While the turn is taken,
+    /// no other writer can take one: writers are serialised.
     pub fn start_renewal(&mut self, by_renewer: bool) -> Option<i64> {
         let r = &mut self.reservation;
         if !r.due() {
@@ -164,7 +164,7 @@ impl Generator {
         Some(r.wanted_until)
     }
 
-    /// Claims the writer's role, for the renewer, to write the durable reservation again as it
+    /// Takes the writer's turn, for the renewer, to write the durable reservation again as it
     /// is (returned, Unix ms), when no renewal is being written: what is written with it has
     /// changed (the node id's registry claim), and only one writer may write at a time.
     /// Reported like a renewal; it raises nothing.
@@ -191,7 +191,7 @@ impl Generator {
         set.max(slow)
     }
 
-    /// The claimed reservation `until` is durable, written in `took_ms`: IDs below it may now
+    /// The turn's reservation `until` is durable, written in `took_ms`: IDs below it may now
     /// be issued.
     pub fn renewal_done(&mut self, until: i64, took_ms: i64) {
         let r = &mut self.reservation;
@@ -202,7 +202,7 @@ impl Generator {
         self.stats.reservations += 1;
     }
 
-    /// The claimed reservation could not be written. Nothing changes but the count of failures
+    /// The turn's reservation could not be written. Nothing changes but the count of failures
     /// (which tells the waiting callers) and the demand, which is dropped: the next call that
     /// needs a reservation asks again.
     pub fn renewal_failed(&mut self) {
@@ -213,21 +213,22 @@ impl Generator {
         self.stats.renewal_failures += 1;
     }
 
-    /// Whether a renewal has been claimed and not reported yet.
+    /// Whether a writer's turn is taken and not reported yet.
     pub const fn renewing(&self) -> bool {
         self.reservation.renewing
     }
 
-    /// A writer that claimed a renewal is gone without reporting it (it exited): the claim is
-    /// released, the demand stays, so the next writer takes it up.
+    /// A writer's turn ends unreported: its writer is gone (it exited, or its write ended by an
+    /// error) or gave it back unused. The turn is free again and the demand stays, so the next
+    /// writer takes it up.
     pub fn renewal_abandoned(&mut self) {
         self.reservation.renewing = false;
     }
 
-    /// A renewer process starts: a claim its predecessor left (the postmaster starts it only
-    /// after that one exited) is released as abandoned. A claim of a backend standing in for
-    /// the renewer stays: that backend is still writing and will report it, and releasing it
-    /// would let a second writer write at the same time.
+    /// A renewer process starts: a turn its predecessor left (the postmaster starts it only
+    /// after that one exited) ends as abandoned. The turn of a backend standing in for the
+    /// renewer stays: that backend is still writing and will report it, and ending it would let
+    /// a second writer write at the same time.
     pub fn renewer_started(&mut self) {
         if self.reservation.renewing && self.reservation.taken_by_renewer {
             self.renewal_abandoned();

@@ -121,7 +121,7 @@ fn an_open_gate_makes_ids_under_the_node_id_through_a_turn() {
     let turn = issuer.renewal_turn(false, PID).expect("a renewal is due");
     assert!(!turn.fenced);
     assert_eq!(turn.unwritten(), None);
-    assert_eq!((turn.node, turn.claim), (5, None));
+    assert_eq!((turn.node, turn.identity), (5, None));
     assert!(turn.until > T0);
     issuer.turn_ended(Renewal::Done {
         until: turn.until,
@@ -250,4 +250,22 @@ fn a_claim_released_during_a_wake_leaves_its_mark_above_the_wakes_ids() {
         "mark {lowered} at or below the wake's ID at {wake_top}"
     );
     assert!(lowered <= turn.until);
+}
+
+/// A turn given back on the ordinary path ends as an abandoned one does: the same issuing
+/// state after it, the turn free again and the demand kept for the next writer.
+#[test]
+fn a_turn_given_back_ends_as_an_abandoned_one() {
+    let ended = |renewal: Renewal| {
+        let mut issuer = member(T0 + 600_000, false, T0 + 1_000);
+        issuer.rewrite_turn(PID).expect("no turn is taken");
+        issuer.turn_ended(renewal);
+        assert!(issuer.rewrite_turn(PID).is_some(), "the turn is free again");
+        issuer
+    };
+    let given_back = ended(Renewal::GivenBack);
+    let abandoned = ended(Renewal::Abandoned);
+    assert_eq!(given_back.generator(), abandoned.generator());
+    assert_eq!(given_back.node(), abandoned.node());
+    assert_eq!(given_back.last_failure(), abandoned.last_failure());
 }

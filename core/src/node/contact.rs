@@ -10,9 +10,9 @@
 use super::holder::{GivenUp, HolderState};
 use super::{Claim, Node};
 use crate::registry::table::{
-    self, ClaimOutcome, Grant, Heartbeat, RenewRequest, Request, Retirement, Table,
+    self, ClaimOutcome, Grant, Heartbeat, HeartbeatRequest, Request, Retirement, Table,
 };
-use crate::registry::{self, Lease, Refusal};
+use crate::registry::{self, Lease, Refusal, Want};
 
 /// The settings one contact runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -21,7 +21,7 @@ pub struct Settings {
     pub fenced: bool,
     pub lease_ms: i64,
     /// `pg_snowflake.max_clock_skew_ms`: a clock further from the registry's claims nothing
-    /// and renews nothing.
+    /// and sends no heartbeat.
     pub max_clock_skew_ms: i64,
     /// `pg_snowflake.node_id`, if set.
     pub configured: Option<u32>,
@@ -45,7 +45,7 @@ pub struct Names {
 /// The server's side of a contact, as the extension (shared memory under its lock, the state
 /// file) or the fleet model keeps it. `Failure` is the registry table's: an intent that could
 /// not be written fails the claim, which is rolled back.
-pub trait Host {
+pub trait Member {
     type Failure;
 
     /// The wall clock (Unix ms).
@@ -60,16 +60,16 @@ pub trait Host {
     /// `sent`.
     fn clock_read(&mut self, offset: i64, sent: i64);
     /// Takes the role of the one writer of the state file for a claim's intent; `false` when
-    /// it is busy (a renewal is being written): no claim this turn.
+    /// it is busy (a renewal is being written): no claim this round.
     fn start_writing(&mut self) -> bool;
     /// Gives the role back.
     fn stop_writing(&mut self);
-    /// Applies [`Node::intend`] for `taken` and writes the `Durable` it returns to the state
+    /// Applies [`Node::intend`] for `claim` and writes the `Durable` it returns to the state
     /// file, as the writer: the claim's intent, before the registry commits it.
-    fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Self::Failure>;
-    /// Applies [`Node::lease_renewed`] for `lease`, the heartbeat having found the mark at
+    fn intend(&mut self, claim: &Claim, fenced: bool) -> Result<(), Self::Failure>;
+    /// Applies [`Node::lease_extended`] for `lease`, the heartbeat having found the mark at
     /// `before`.
-    fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64);
+    fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64);
     /// Applies [`Node::disown`] (the registry found this server a copy of the live holder of
     /// its claim) and writes the `Durable` it returns, if any, to the state file, as the
     /// writer; a write that fails is left to the next reservation.
@@ -92,26 +92,28 @@ pub enum Contact<F> {
     /// The clock is further from the registry's than the limit: nothing asked.
     Skewed,
     /// Nothing to ask: no claim may be made now (`Node::may_claim`), or the writer's role was
-    /// busy (next turn).
+    /// busy (next round).
     Idle,
-    /// The lease is renewed; the id given up for a fresh one, if its retirement was tried.
-    Renewed {
+    /// A heartbeat extended the lease; the id given up for a fresh one, if its retirement was
+    /// tried.
+    Heartbeat {
         lease: Lease,
         retired: Option<(u32, Result<Retirement, F>)>,
     },
-    /// The id `node` was taken over (by `holder`; `None`: retired).
-    Lost { node: u32, holder: Option<String> },
+    /// The id `node` was taken over (by the server labelled `label`; `None`: retired).
+    Lost { node: u32, label: Option<String> },
     /// A claim the registry granted; the id given up for it, if its retirement was tried.
     Granted {
-        decided: Grant,
-        taken: Claim,
+        grant: Grant,
+        claim: Claim,
         retired: Option<(u32, Result<Retirement, F>)>,
     },
     /// A claim the registry refused.
     Refused {
         node: u32,
         why: Refusal,
-        holder: String,
+        /// The label of the server holding the id.
+        label: String,
         last_seen: i64,
         layout: String,
     },
@@ -122,24 +124,24 @@ pub enum Contact<F> {
 /// One contact on `table`'s session: what it came to, and the clock offset it read (`None`:
 /// the clock could not be read). A failed exchange fails the contact: the session is to be
 /// dropped (`HolderState::keeps_session` says when a contact that did not fail drops it too).
-pub fn contact<T, H>(
+pub fn contact<T, M>(
     table: &mut T,
-    host: &mut H,
+    member: &mut M,
     holder: &mut HolderState,
     settings: &Settings,
 ) -> Result<Contact<T::Failure>, T::Failure>
 where
     T: Table,
-    H: Host<Failure = T::Failure>,
+    M: Member<Failure = T::Failure>,
 {
-    let (sent_mono, sent) = (host.monotonic(), host.wall());
+    let (sent_mono, sent) = (member.monotonic(), member.wall());
     let registry_now = table.clock()?;
-    let offset = registry::clock_offset(sent, host.wall(), registry_now);
-    host.clock_read(offset, sent);
+    let offset = registry::clock_offset(sent, member.wall(), registry_now);
+    member.clock_read(offset, sent);
     if offset.abs() > settings.max_clock_skew_ms {
         return Ok(Contact::Skewed);
     }
-    let (node, reaches) = host.state();
+    let (node, reaches) = member.state();
     // In both modes the mark covers every ID the holder may make until the lease ends (the
     // reservations stop at it until then), so that a later holder starts above them.
     let high_water = Lease::ceiling_for(sent, reaches, settings.lease_ms);
@@ -150,29 +152,29 @@ where
             high_water,
             reaches,
         };
-        return claim(table, host, holder, settings, node, &at);
+        return claim(table, member, holder, settings, node, &at);
     };
     let lease_ms = settings.lease_ms;
-    let renewal = RenewRequest {
+    let request = HeartbeatRequest {
         lease_ms,
         high_water,
         clock_offset_ms: offset,
         boot: node.boot,
     };
-    let beat = table::heartbeat(table, holder.needs_lock, held.node, held.identity, &renewal)?;
+    let beat = table::heartbeat(table, holder.needs_lock, held.node, held.identity, &request)?;
     Ok(match beat {
-        Heartbeat::Renewed { locked, before } => {
+        Heartbeat::Extended { locked, before } => {
             let lease = Lease::granted(sent_mono, high_water, lease_ms);
-            holder.renewed(lease, locked);
-            host.lease_renewed(&lease, settings.fenced, before);
-            let retired = retire_given_up(table, host, holder);
-            Contact::Renewed { lease, retired }
+            holder.extended(lease, locked);
+            member.lease_extended(&lease, settings.fenced, before);
+            let retired = retire_given_up(table, member, holder);
+            Contact::Heartbeat { lease, retired }
         }
-        Heartbeat::Lost { holder: taker } => {
+        Heartbeat::Lost { label } => {
             holder.lost();
             Contact::Lost {
                 node: held.node,
-                holder: taker,
+                label,
             }
         }
     })
@@ -186,14 +188,14 @@ struct At {
     offset: i64,
     /// The high-water mark it records.
     high_water: i64,
-    /// How far its IDs may reach already (Unix ms; [`Host::state`]).
+    /// How far its IDs may reach already (Unix ms; [`Member::state`]).
     reaches: i64,
 }
 
-/// Claims the id `node` wants, its intent written by `host` before the registry commits.
-fn claim<T, H>(
+/// Claims the id `node` wants, its intent written by `member` before the registry commits.
+fn claim<T, M>(
     table: &mut T,
-    host: &mut H,
+    member: &mut M,
     holder: &mut HolderState,
     settings: &Settings,
     node: Node,
@@ -201,7 +203,7 @@ fn claim<T, H>(
 ) -> Result<Contact<T::Failure>, T::Failure>
 where
     T: Table,
-    H: Host<Failure = T::Failure>,
+    M: Member<Failure = T::Failure>,
 {
     if !node.may_claim() {
         return Ok(Contact::Idle);
@@ -215,14 +217,57 @@ where
     );
     // A promoted standby claiming a fresh id gives up the claim it inherited.
     let given_up = node
-        .claim
-        .map(|claim| GivenUp {
+        .identity
+        .map(|identity| GivenUp {
             node: node.id,
-            claim,
+            identity,
         })
         .filter(|_| claimant.identity.is_none());
-    let names = host.names();
-    let request = Request {
+    let request = request(member, settings, &node, at, recorded, claimant.wanted);
+    if !member.start_writing() {
+        return Ok(Contact::Idle);
+    }
+    let claimed = table::claim(table, &claimant, &request, |grant| {
+        member.intend(
+            &Claim::of(grant, sent_mono, settings.lease_ms),
+            settings.fenced,
+        )
+    });
+    // Found to be a copy of its claim's live holder: the claim is not this server's, and no
+    // later claim of it may pass for the holder's restart (a refused copy that kept the token
+    // could take the id in the second its holder's renewer restarts, and lock the holder out).
+    if let Ok(ClaimOutcome::Refused { why, .. }) = &claimed {
+        if why.found_a_copy() {
+            member.disown();
+        }
+        if why.met_holder() {
+            member.met_holder();
+        }
+    }
+    member.stop_writing();
+    let mut contact = answered(holder, settings, at, request, claimed?);
+    if let Contact::Granted { claim, retired, .. } = &mut contact {
+        if let Some(old) = given_up.filter(|old| old.node != claim.node) {
+            holder.retire_pending = Some(old);
+        }
+        *retired = retire_given_up(table, member, holder);
+    }
+    Ok(contact)
+}
+
+/// What a claim asks of the registry: how `member` is named, the lease and mark it asks for,
+/// and the node ids it used before (`recorded`: the one its state file names; `wanted`: what
+/// it wants).
+fn request<M: Member>(
+    member: &mut M,
+    settings: &Settings,
+    node: &Node,
+    at: &At,
+    recorded: Option<u32>,
+    wanted: Want,
+) -> Request {
+    let names = member.names();
+    Request {
         label: names.label,
         system: names.system,
         layout: names.layout,
@@ -233,61 +278,48 @@ where
         clock_offset_ms: at.offset,
         margin_ms: settings.max_clock_skew_ms,
         recorded_node: recorded,
-        new_token: host.new_token(),
+        new_token: member.new_token(),
         boot: node.boot,
-        used_before: registry::used_before(node.history.named(), claimant.wanted),
+        used_before: registry::used_before(node.history.named(), wanted),
         used_until: node.history.until,
-    };
-    if !host.start_writing() {
-        return Ok(Contact::Idle);
     }
-    let claimed = table::claim(table, &claimant, &request, |decided| {
-        host.intend(
-            &Claim::of(decided, sent_mono, settings.lease_ms),
-            settings.fenced,
-        )
-    });
-    // Found to be a copy of its claim's live holder: the claim is not this server's, and no
-    // later claim of it may pass for the holder's restart (a refused copy that kept the token
-    // could take the id in the second its holder's renewer restarts, and lock the holder out).
-    if let Ok(ClaimOutcome::Refused { why, .. }) = &claimed {
-        if why.found_a_copy() {
-            host.disown();
-        }
-        if why.met_holder() {
-            host.met_holder();
-        }
-    }
-    host.stop_writing();
-    Ok(match claimed? {
-        ClaimOutcome::Granted(decided) => {
-            let taken = Claim::of(&decided, sent_mono, settings.lease_ms);
-            holder.taken(taken.node, taken.identity, taken.lease);
-            if let Some(old) = given_up.filter(|old| old.node != taken.node) {
-                holder.retire_pending = Some(old);
-            }
-            let retired = retire_given_up(table, host, holder);
+}
+
+/// What the registry's answer to `request` does to `holder` (a grant held, to be pinned; a
+/// refusal retried at every contact), and what the contact came to (a grant's retirement of
+/// the claim given up for it, if any, is the caller's).
+fn answered<F>(
+    holder: &mut HolderState,
+    settings: &Settings,
+    at: &At,
+    request: Request,
+    outcome: ClaimOutcome,
+) -> Contact<F> {
+    match outcome {
+        ClaimOutcome::Granted(grant) => {
+            let claim = Claim::of(&grant, at.sent_mono, settings.lease_ms);
+            holder.taken(claim.node, claim.identity, claim.lease);
             Contact::Granted {
-                decided,
-                taken,
-                retired,
+                grant,
+                claim,
+                retired: None,
             }
         }
         ClaimOutcome::Refused {
             node,
             why,
-            holder: by,
+            label,
             last_seen,
         } => {
             if why == Refusal::OpenSession {
-                holder.waits_for_session(sent_mono);
+                holder.waits_for_session(at.sent_mono);
             } else {
                 holder.refused();
             }
             Contact::Refused {
                 node,
                 why,
-                holder: by,
+                label,
                 last_seen,
                 layout: request.layout,
             }
@@ -298,24 +330,24 @@ where
                 max: request.max_node,
             }
         }
-    })
+    }
 }
 
 /// Retires the claim a promoted standby gave up for a fresh id, once its primary is gone; kept
 /// pending while its lease still runs (tried again at the next heartbeat, by this renewer or
-/// the next: `host` keeps it); ended when the id has been claimed again since (it is the new
+/// the next: `member` keeps it); ended when the id has been claimed again since (it is the new
 /// holder's).
-fn retire_given_up<T, H>(
+fn retire_given_up<T, M>(
     table: &mut T,
-    host: &mut H,
+    member: &mut M,
     holder: &mut HolderState,
 ) -> Option<(u32, Result<Retirement, T::Failure>)>
 where
     T: Table,
-    H: Host<Failure = T::Failure>,
+    M: Member<Failure = T::Failure>,
 {
     let old = holder.retire_pending?;
-    let retired = table::retire_claim(table, old.node, old.claim);
+    let retired = table::retire_claim(table, old.node, old.identity);
     // Given up only once done, once no live row is left, or once the id is claimed again: a
     // lease still running, a primary still connected, or an exchange that failed, is tried
     // again.
@@ -324,6 +356,6 @@ where
         Ok(Retirement::Retired { .. } | Retirement::NoLiveRow | Retirement::ClaimedAgain { .. })
     );
     holder.retire_pending = again.then_some(old);
-    host.retirement_pending(holder.retire_pending);
+    member.retirement_pending(holder.retire_pending);
     Some((old.node, retired))
 }

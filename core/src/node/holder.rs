@@ -47,7 +47,7 @@ pub struct HolderState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GivenUp {
     pub node: u32,
-    pub claim: Identity,
+    pub identity: Identity,
 }
 
 impl Default for HolderState {
@@ -143,7 +143,7 @@ impl HolderState {
     }
 
     /// A heartbeat renewed the lease; `locked`: the session holds the id's lock now.
-    pub fn renewed(&mut self, lease: Lease, locked: bool) {
+    pub fn extended(&mut self, lease: Lease, locked: bool) {
         self.needs_lock = !locked;
         if let Some(held) = self.held.as_mut() {
             held.lease = lease;

@@ -17,23 +17,23 @@ fn layout() -> Layout {
     DEFAULT_LAYOUT
 }
 
-fn reservation(until: i64, node: Option<u32>, claim: Option<Identity>) -> Reservation {
+fn reservation(until: i64, node: Option<u32>, identity: Option<Identity>) -> Reservation {
     Reservation {
         until,
         layout: layout(),
         node,
         history: History::EMPTY,
         system: Some(1),
-        claim,
+        identity,
     }
 }
 
-fn record(until: i64, node: u32, claim: Option<Identity>) -> Record {
+fn record(until: i64, node: u32, identity: Option<Identity>) -> Record {
     Record {
         until,
         layout: layout(),
         node: Some(node),
-        claim,
+        identity,
     }
 }
 
@@ -69,7 +69,7 @@ fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
             refusing: Refusing::AwaitingClaim,
             id: 0,
             history: History::EMPTY,
-            claim: None,
+            identity: None,
             ceiling: i64::MAX,
             gives_way: false,
             started_as_standby: true,
@@ -104,11 +104,11 @@ fn a_restart_resumes_above_its_reservation_and_keeps_its_claim() {
         BOOT,
     );
     assert_eq!(start.floor, T0);
-    assert_eq!(start.node.claim, Some(TOKEN));
+    assert_eq!(start.node.identity, Some(TOKEN));
     assert_eq!(start.switched, None);
     // With the id the registry's to assign, the file pins it.
     let start = Node::start(&found, ASSIGNED, false, BOOT);
-    assert_eq!((start.node.id, start.node.claim), (5, Some(TOKEN)));
+    assert_eq!((start.node.id, start.node.identity), (5, Some(TOKEN)));
 }
 
 #[test]
@@ -229,7 +229,7 @@ fn a_replayed_claim_is_handed_on_and_the_old_node_id_joins_the_history() {
     let durable = node
         .replay(&mut generator, &record(T0, 2, Some(TOKEN)), None)
         .expect("written");
-    assert_eq!((durable.node, durable.claim), (Some(2), Some(TOKEN)));
+    assert_eq!((durable.node, durable.identity), (Some(2), Some(TOKEN)));
     assert_eq!(node.id, 2);
     let next = Identity {
         generation: 4,
@@ -305,7 +305,7 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
         .release(&generator)
         .expect("a fenced claim is released");
     assert_eq!(released.node, 4);
-    assert_eq!(released.claim, TOKEN);
+    assert_eq!(released.identity, TOKEN);
     let lower = released.lower.expect("its mark comes down");
     assert_eq!(lower.from, taken.lease.ceiling, "the mark the claim wrote");
     assert_eq!(lower.mark, generator.reserved_until());
@@ -315,7 +315,7 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
     // the new ceiling; the release brings it down from there.
     let (mut node, generator) = claimed(true);
     let renewed = Lease::granted(10_000, T0 + 40_000, 30_000);
-    node.lease_renewed(&renewed, true, taken.lease.ceiling);
+    node.lease_extended(&renewed, true, taken.lease.ceiling);
     let released = node.release(&generator).expect("its own mark");
     assert_eq!(released.lower.map(|l| l.from), Some(T0 + 40_000));
     // Raised by another (a server that joined with IDs made under the id): the mark is no
@@ -326,14 +326,14 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
         assert_eq!(released.lower, None);
     };
     let (mut node, generator) = claimed(true);
-    node.lease_renewed(&renewed, true, taken.lease.ceiling + 1);
+    node.lease_extended(&renewed, true, taken.lease.ceiling + 1);
     unlowered(&mut node, &generator);
     assert_eq!(
         node.ceiling, renewed.ceiling,
         "nothing lowered, nothing capped"
     );
     let later = Lease::granted(20_000, T0 + 50_000, 30_000);
-    node.lease_renewed(&later, true, renewed.ceiling);
+    node.lease_extended(&later, true, renewed.ceiling);
     unlowered(&mut node, &generator);
     // A renewal being written may end past the reservation read now: nothing is lowered.
     let (mut node, mut writing) = claimed(true);
@@ -438,7 +438,7 @@ fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
         pinned: true,
         lease,
     };
-    node.lease_renewed(&lease, true, i64::MIN);
+    node.lease_extended(&lease, true, i64::MIN);
     assert!(node.publish(held, false, true, 2_000));
     assert_eq!(node.refusing, Refusing::Nothing);
     assert!(!node.publish(held, false, true, 2_000), "unchanged");
@@ -450,7 +450,7 @@ fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
     // fenced heartbeat grants one, whose lease then counts.
     assert!(node.publish(held, false, true, 2_000));
     assert_eq!(node.refusing, Refusing::AwaitingLease);
-    node.lease_renewed(&lease, true, i64::MIN);
+    node.lease_extended(&lease, true, i64::MIN);
     assert!(node.publish(held, false, true, 2_000));
     assert_eq!(node.refusing, Refusing::Nothing);
     assert!(node.publish(held, false, false, 4_000));
@@ -496,7 +496,7 @@ fn the_holder_state_publishes_a_claim_once_pinned_and_a_loss_until_the_next_answ
     assert!(!holder.pin_due());
     assert_eq!(holder.next_contact_in(10_000), 10_000);
     let later = Lease::granted(10_000, T0 + 40_000, 30_000);
-    holder.renewed(later, false);
+    holder.extended(later, false);
     assert!(
         holder.needs_lock,
         "the lock is tried again at the next heartbeat"
@@ -600,7 +600,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
     };
     let mut row = Row {
         node: 7,
-        holder: TOKEN,
+        identity: TOKEN,
         retired: false,
         high_water: T0 + 30_000,
         lease_until: T0 + 20_000,
@@ -633,7 +633,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
         }
     ));
     let durable = copy.disown(&generator).expect("the file forgets the claim");
-    assert_eq!((durable.claim, durable.node), (None, Some(7)));
+    assert_eq!((durable.identity, durable.node), (None, Some(7)));
     assert_eq!(copy.disown(&generator), None, "once");
     assert_eq!(
         judged(&copy, &row),

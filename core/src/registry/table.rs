@@ -87,7 +87,7 @@ pub struct Lowering {
 
 /// What one heartbeat writes into its row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct RenewRequest {
+pub struct HeartbeatRequest {
     /// The lease, from now (ms).
     pub lease_ms: i64,
     /// The mark to raise the row's to (Unix ms).
@@ -119,7 +119,7 @@ pub enum ClaimOutcome {
     Refused {
         node: u32,
         why: Refusal,
-        holder: String,
+        label: String,
         last_seen: i64,
     },
     NoFreeId,
@@ -128,12 +128,12 @@ pub enum ClaimOutcome {
 /// What one heartbeat found.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Heartbeat {
-    /// The lease is renewed; `locked`: the session holds the id's advisory lock; `before`: the
+    /// The lease is extended; `locked`: the session holds the id's advisory lock; `before`: the
     /// mark it found (Unix ms; `i64::MIN`: none), before raising it (`registry::own_mark`).
-    Renewed { locked: bool, before: i64 },
-    /// The row no longer names this holder: another server took the id over (its label), or
+    Extended { locked: bool, before: i64 },
+    /// The row no longer names this holder: another server took the id over (`label`), or
     /// (`None`) the id was retired.
-    Lost { holder: Option<String> },
+    Lost { label: Option<String> },
 }
 
 /// How an attempt to retire an id ended.
@@ -144,13 +144,13 @@ pub enum Retirement {
     /// Not retired: no live row (never claimed, or retired already).
     NoLiveRow,
     /// Not retired: its holder (this label) is connected to the registry.
-    Connected { holder: String },
+    Connected { label: String },
     /// Not retired: its holder's (this label) lease runs until then (Unix ms), it may still
     /// make IDs.
-    LeaseRuns { holder: String, until: i64 },
+    LeaseRuns { label: String, until: i64 },
     /// Not retired: the claim to retire ([`retire_claim`]) is over, the id claimed again since
     /// by this label's server, whose id it now is.
-    ClaimedAgain { holder: String },
+    ClaimedAgain { label: String },
 }
 
 /// The registry's table as seen from one session of the registry's server: each method one
@@ -207,26 +207,26 @@ pub trait Table {
         mark: i64,
         request: &Request,
     ) -> Result<(), Self::Failure>;
-    /// Renews `node`'s lease for `renewal.lease_ms`, raises its mark to `renewal.high_water`
+    /// Extends `node`'s lease by `request.lease_ms`, raises its mark to `request.high_water`
     /// and writes the holder's boot value, if its row is live and names `identity`: the mark
     /// it found before raising it (Unix ms; `i64::MIN`: none), or `None` if the row is not
     /// this claim's.
-    fn renew(
+    fn heartbeat_row(
         &mut self,
         node: u32,
         identity: Identity,
-        renewal: &RenewRequest,
+        request: &HeartbeatRequest,
     ) -> Result<Option<i64>, Self::Failure>;
     /// The label of `node`'s live row's holder, if it has a live row.
     fn live_label(&mut self, node: u32) -> Result<Option<String>, Self::Failure>;
-    /// Marks `node`'s row released by its holder, if it is live and names `claim`, and brings
+    /// Marks `node`'s row released by its holder, if it is live and names `identity`, and brings
     /// its mark down as `lower` says if the mark is still `lower.from` (a compare-and-set:
     /// `registry::own_mark`), else raises it to `covers` if it is lower: `None` if the row is
     /// not the claim's any more, else whether the mark came down.
     fn release(
         &mut self,
         node: u32,
-        claim: Identity,
+        identity: Identity,
         lower: Option<Lowering>,
         covers: i64,
     ) -> Result<Option<bool>, Self::Failure>;
@@ -284,7 +284,7 @@ fn decide_claim<T: Table>(
             return Ok(ClaimOutcome::Refused {
                 node: fleet.first_node,
                 why: Refusal::OtherLayout,
-                holder: fleet.layout.clone(),
+                label: fleet.layout.clone(),
                 last_seen: i64::MIN,
             })
         }
@@ -311,7 +311,7 @@ fn decide_id<T: Table>(
                 // No id was judged: the refusal names none.
                 node: 0,
                 why,
-                holder: String::new(),
+                label: String::new(),
                 last_seen: i64::MIN,
             });
         }
@@ -349,12 +349,12 @@ fn decide_id<T: Table>(
                 // whoever else still carries the old token finds the id taken over.
                 let keep = claimant.identity.filter(|k| {
                     request.recorded_node == Some(node)
-                        && (own || row.is_none_or(|r| r.holder.token != k.token))
+                        && (own || row.is_none_or(|r| r.identity.token != k.token))
                 });
                 let how = match (row, recycled) {
                     (None, _) => "new",
                     (_, true) => "recycled",
-                    (Some(r), _) if keep.is_some_and(|k| k.token == r.holder.token) => "restart",
+                    (Some(r), _) if keep.is_some_and(|k| k.token == r.identity.token) => "restart",
                     _ => "takeover",
                 };
                 let token = keep.map_or(request.new_token, |k| k.token);
@@ -362,13 +362,13 @@ fn decide_id<T: Table>(
             }
             Decision::Refuse { node, refusal } => {
                 table.unlock(node)?;
-                let (holder, last_seen) = found
+                let (label, last_seen) = found
                     .map(|f| (f.label, f.row.last_seen))
                     .unwrap_or_default();
                 return Ok(ClaimOutcome::Refused {
                     node,
                     why: refusal,
-                    holder,
+                    label,
                     last_seen,
                 });
             }
@@ -391,7 +391,7 @@ fn decide_id<T: Table>(
         match read_locked(table, node)?.map(|f| f.row) {
             Some(row) if row.connected || !is_free(Some(&row), at) => table.unlock(node)?,
             Some(row) => {
-                let generation = row.holder.generation + 1;
+                let generation = row.identity.generation + 1;
                 let token = request.new_token;
                 return take(
                     table,
@@ -444,8 +444,8 @@ fn take<T: Table>(
     }))
 }
 
-/// One heartbeat of the holder of `node` under `identity`: renews the lease and raises the
-/// high-water mark ([`RenewRequest`]), if the row still names this holder. With `take_lock` (a new
+/// One heartbeat of the holder of `node` under `identity`: extends the lease and raises the
+/// high-water mark ([`HeartbeatRequest`]), if the row still names this holder. With `take_lock` (a new
 /// session, or the lock not had yet), the id's advisory lock is tried first; whether the
 /// session got it or not, the row decides ([`beat`]).
 pub fn heartbeat<T: Table>(
@@ -453,19 +453,19 @@ pub fn heartbeat<T: Table>(
     take_lock: bool,
     node: u32,
     identity: Identity,
-    renewal: &RenewRequest,
+    request: &HeartbeatRequest,
 ) -> Result<Heartbeat, T::Failure> {
     let locked = !take_lock || table.try_lock(node)?;
-    let before = table.renew(node, identity, renewal)?;
+    let before = table.heartbeat_row(node, identity, request)?;
     Ok(match (beat(before.is_some(), locked), before) {
-        (Beat::Renewed { locked }, Some(before)) => Heartbeat::Renewed { locked, before },
+        (Beat::Extended { locked }, Some(before)) => Heartbeat::Extended { locked, before },
         _ => Heartbeat::Lost {
-            holder: table.live_label(node)?,
+            label: table.live_label(node)?,
         },
     })
 }
 
-/// Releases `claim` of `node`, if the row still names it (a takeover since keeps its own): the
+/// Releases the claim of `node` under `identity`, if the row still names it (a takeover since keeps its own): the
 /// row says so, and the next claim of its token from disk (the holder's own restart) need not
 /// wait for it to come back ([`registry::decide`]). With `lower`, the mark comes down from
 /// `lower.from`, the value that claim wrote last, to `lower.mark`, if it is still `from`
@@ -475,11 +475,11 @@ pub fn heartbeat<T: Table>(
 pub fn release<T: Table>(
     table: &mut T,
     node: u32,
-    claim: Identity,
+    identity: Identity,
     lower: Option<Lowering>,
     covers: i64,
 ) -> Result<Option<bool>, T::Failure> {
-    table.release(node, claim, lower, covers)
+    table.release(node, identity, lower, covers)
 }
 
 /// Retires `node` once its holder is gone ([`may_retire`]), in one transaction under the
@@ -488,24 +488,24 @@ pub fn retire<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failu
     retire_in_transaction(table, node, None)
 }
 
-/// Retires `node` as [`retire`] does, if its row still names `claim`: a promoted standby's
+/// Retires `node` as [`retire`] does, if its row still names `identity`: a promoted standby's
 /// retirement of the claim it gave up (`node::contact`), which ends once the id is claimed
 /// again ([`Retirement::ClaimedAgain`]).
 pub fn retire_claim<T: Table>(
     table: &mut T,
     node: u32,
-    claim: Identity,
+    identity: Identity,
 ) -> Result<Retirement, T::Failure> {
-    retire_in_transaction(table, node, Some(claim))
+    retire_in_transaction(table, node, Some(identity))
 }
 
 fn retire_in_transaction<T: Table>(
     table: &mut T,
     node: u32,
-    claim: Option<Identity>,
+    identity: Option<Identity>,
 ) -> Result<Retirement, T::Failure> {
     table.begin(RETIRE_IDLE_LIMIT_MS)?;
-    match retire_decided(table, node, claim) {
+    match retire_decided(table, node, identity) {
         Ok(retired @ Retirement::Retired { .. }) => table.commit().map(|_| retired),
         Ok(other) => {
             table.rollback();
@@ -521,22 +521,22 @@ fn retire_in_transaction<T: Table>(
 fn retire_decided<T: Table>(
     table: &mut T,
     node: u32,
-    claim: Option<Identity>,
+    identity: Option<Identity>,
 ) -> Result<Retirement, T::Failure> {
     let now = table.clock()?;
     let found = read_locked(table, node)?;
     table.unlock(node)?;
     let row = found.as_ref().map(|f| f.row);
-    let holder = found.map(|f| f.label).unwrap_or_default();
-    if let (Some(claim), Some(row)) = (claim, row) {
-        if !row.retired && row.holder != claim {
-            return Ok(Retirement::ClaimedAgain { holder });
+    let label = found.map(|f| f.label).unwrap_or_default();
+    if let (Some(identity), Some(row)) = (identity, row) {
+        if !row.retired && row.identity != identity {
+            return Ok(Retirement::ClaimedAgain { label });
         }
     }
     match may_retire(row.as_ref(), now) {
         Err(Unretirable::NoLiveRow) => Ok(Retirement::NoLiveRow),
-        Err(Unretirable::Connected) => Ok(Retirement::Connected { holder }),
-        Err(Unretirable::LeaseRuns { until }) => Ok(Retirement::LeaseRuns { holder, until }),
+        Err(Unretirable::Connected) => Ok(Retirement::Connected { label }),
+        Err(Unretirable::LeaseRuns { until }) => Ok(Retirement::LeaseRuns { label, until }),
         Ok(()) => {
             table.retire_row(node)?;
             let high_water = row.map_or(i64::MIN, |row| row.high_water);

@@ -16,10 +16,10 @@ const AT: Bounds = Bounds {
     lease_ms: 30_000,
 };
 
-fn row(holder: Identity) -> Row {
+fn row(identity: Identity) -> Row {
     Row {
         node: 7,
-        holder,
+        identity,
         retired: false,
         high_water: NOW - 1_000,
         lease_until: NOW + 10_000,
@@ -65,11 +65,11 @@ fn mine_at(generation: i64) -> Claimant {
 }
 
 /// `holder`'s row, its lease run out.
-fn gone(holder: Identity) -> Row {
+fn gone(identity: Identity) -> Row {
     Row {
         lease_until: NOW - 1,
         absent_since: NOW - 1 - AT.lease_ms,
-        ..row(holder)
+        ..row(identity)
     }
 }
 
@@ -508,8 +508,8 @@ fn the_node_ids_used_before_are_recorded_all_but_the_one_claimed_by_name() {
 
 #[test]
 fn a_heartbeat_is_judged_by_the_row_not_by_the_lock() {
-    assert_eq!(beat(true, true), Beat::Renewed { locked: true });
-    assert_eq!(beat(true, false), Beat::Renewed { locked: false });
+    assert_eq!(beat(true, true), Beat::Extended { locked: true });
+    assert_eq!(beat(true, false), Beat::Extended { locked: false });
     assert_eq!(beat(false, false), Beat::Lost);
     assert_eq!(beat(false, true), Beat::Lost);
 }

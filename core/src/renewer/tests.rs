@@ -1,4 +1,4 @@
-//! The turn's order and timing, over a server that records what it was asked.
+//! The round's order and timing, over a server that records what it was asked.
 
 use super::*;
 use crate::node::holder::Held;
@@ -101,9 +101,9 @@ fn settings(fenced: bool) -> Settings {
 }
 
 #[test]
-fn a_first_turn_contacts_pins_then_publishes() {
+fn a_first_round_contacts_pins_then_publishes() {
     let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
-    let turned = renewer.turn(&mut server, &settings(false));
+    let round = renewer.round(&mut server, &settings(false));
     assert_eq!(
         server.calls,
         [
@@ -113,60 +113,60 @@ fn a_first_turn_contacts_pins_then_publishes() {
             "publish held available"
         ]
     );
-    assert!(turned.contacted && turned.failure.is_none());
+    assert!(round.contacted && round.failure.is_none());
     // The first heartbeat is due within a second of the claim.
-    assert_eq!(turned.sleep_ms, 1_000);
+    assert_eq!(round.sleep_ms, 1_000);
 }
 
 #[test]
-fn a_claim_not_pinned_is_published_unpinned_and_pinned_at_the_next_turn() {
+fn a_claim_not_pinned_is_published_unpinned_and_pinned_at_the_next_round() {
     let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
     server.pin_fails = true;
-    let turned = renewer.turn(&mut server, &settings(true));
+    let round = renewer.round(&mut server, &settings(true));
     assert_eq!(server.calls.last().unwrap(), "publish unpinned fenced");
-    assert_eq!(turned.sleep_ms, PIN_RETRY_MS);
+    assert_eq!(round.sleep_ms, PIN_RETRY_MS);
     server.pin_fails = false;
     server.calls.clear();
     server.now += PIN_RETRY_MS;
-    let turned = renewer.turn(&mut server, &settings(true));
+    let round = renewer.round(&mut server, &settings(true));
     assert_eq!(server.calls, ["pin", "publish held fenced"]);
-    assert!(!turned.contacted);
+    assert!(!round.contacted);
 }
 
 #[test]
 fn heartbeats_come_at_the_interval_and_failures_are_retried_within_a_second() {
     let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
-    renewer.turn(&mut server, &settings(false));
+    renewer.round(&mut server, &settings(false));
     let interval = registry::heartbeat_interval_ms(30_000);
     let settings = Settings {
         lease_ms: 30_000,
         ..settings(false)
     };
     server.now = 1_000;
-    assert!(renewer.turn(&mut server, &settings).contacted);
+    assert!(renewer.round(&mut server, &settings).contacted);
     // Nothing due before the interval: the renewer sleeps at most a second at a time.
     server.now += interval - 1;
-    let turned = renewer.turn(&mut server, &settings);
-    assert!(!turned.contacted);
-    assert_eq!(turned.sleep_ms, PIN_RETRY_MS);
+    let round = renewer.round(&mut server, &settings);
+    assert!(!round.contacted);
+    assert_eq!(round.sleep_ms, PIN_RETRY_MS);
     server.now += 1;
     server.answers.push(Err(()));
-    let turned = renewer.turn(&mut server, &settings);
-    assert!(turned.contacted && turned.failure.is_some());
-    assert_eq!(turned.sleep_ms, RETRY_MS);
+    let round = renewer.round(&mut server, &settings);
+    assert!(round.contacted && round.failure.is_some());
+    assert_eq!(round.sleep_ms, RETRY_MS);
     server.now += RETRY_MS;
-    assert!(renewer.turn(&mut server, &settings).contacted);
+    assert!(renewer.round(&mut server, &settings).contacted);
 }
 
 #[test]
 fn a_switch_of_mode_is_published_before_the_contact_it_makes_at_once() {
     let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
-    renewer.turn(&mut server, &settings(false));
+    renewer.round(&mut server, &settings(false));
     server.calls.clear();
     server.now += 1;
     server.answers.push(Err(()));
-    let turned = renewer.turn(&mut server, &settings(true));
-    assert!(turned.contacted);
+    let round = renewer.round(&mut server, &settings(true));
+    assert!(round.contacted);
     assert_eq!(
         server.calls,
         ["publish held fenced", "contact", "publish held fenced"]
@@ -176,18 +176,18 @@ fn a_switch_of_mode_is_published_before_the_contact_it_makes_at_once() {
 #[test]
 fn a_session_the_registry_ended_or_a_claim_found_lost_is_contacted_again_at_once() {
     let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
-    renewer.turn(&mut server, &settings(false));
+    renewer.round(&mut server, &settings(false));
     server.now += 1;
     server.lost_session = true;
-    assert!(renewer.turn(&mut server, &settings(false)).contacted);
+    assert!(renewer.round(&mut server, &settings(false)).contacted);
     server.now += 1_000;
     server.loses_claim = true;
-    let turned = renewer.turn(&mut server, &settings(false));
+    let round = renewer.round(&mut server, &settings(false));
     assert_eq!(server.calls.last().unwrap(), "publish lost available");
-    assert_eq!(turned.sleep_ms, PIN_RETRY_MS);
+    assert_eq!(round.sleep_ms, PIN_RETRY_MS);
     server.loses_claim = false;
     server.now += PIN_RETRY_MS;
-    assert!(renewer.turn(&mut server, &settings(false)).contacted);
+    assert!(renewer.round(&mut server, &settings(false)).contacted);
     assert!(renewer.state.held.is_some());
 }
 
@@ -195,7 +195,7 @@ fn a_session_the_registry_ended_or_a_claim_found_lost_is_contacted_again_at_once
 fn a_clock_reading_past_the_limit_refuses_until_one_within_it() {
     let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
     server.answers.push(Ok(Some(501)));
-    renewer.turn(&mut server, &settings(false));
+    renewer.round(&mut server, &settings(false));
     assert_eq!(renewer.skewed(), Some(501));
     assert_eq!(
         server.calls.last().unwrap(),
@@ -204,17 +204,17 @@ fn a_clock_reading_past_the_limit_refuses_until_one_within_it() {
     // A contact that read no clock leaves the reading as it was.
     server.now += 1_000;
     server.answers.push(Ok(None));
-    renewer.turn(&mut server, &settings(false));
+    renewer.round(&mut server, &settings(false));
     assert_eq!(renewer.skewed(), Some(501));
     server.now += 1_000;
     server.answers.push(Ok(Some(-500)));
-    renewer.turn(&mut server, &settings(false));
+    renewer.round(&mut server, &settings(false));
     assert_eq!(renewer.skewed(), None);
     assert_eq!(server.calls.last().unwrap(), "publish held available");
 }
 
 #[test]
-fn a_restarted_renewer_contacts_at_its_first_turn_under_the_claim_it_resumes() {
+fn a_restarted_renewer_contacts_at_its_first_round_under_the_claim_it_resumes() {
     let state = HolderState {
         held: Some(Held {
             node: 1,
@@ -226,8 +226,8 @@ fn a_restarted_renewer_contacts_at_its_first_turn_under_the_claim_it_resumes() {
     };
     let (mut renewer, mut server) = (Renewer::new(state), Recorder::new(5));
     server.answers.push(Err(()));
-    let turned = renewer.turn(&mut server, &settings(false));
-    assert!(turned.contacted);
+    let round = renewer.round(&mut server, &settings(false));
+    assert!(round.contacted);
     assert_eq!(
         server.calls,
         [

@@ -8,7 +8,7 @@ fn reservation(layout: Layout, until: i64) -> Reservation {
         node: Some(5),
         history: History::EMPTY,
         system: Some(7_123_456_789_012_345_678),
-        claim: Some(crate::registry::Identity {
+        identity: Some(crate::registry::Identity {
             token: 0x0123_4567_89ab_cdef_0123_4567_89ab_cdef,
             generation: 42,
         }),
@@ -150,7 +150,7 @@ fn a_file_of_0_3_0_is_still_read_with_its_node_unknown() {
             node: None,
             history: History::EMPTY,
             system: None,
-            claim: None,
+            identity: None,
         }))
     );
 }
@@ -169,7 +169,7 @@ fn a_file_of_0_4_0_is_still_read_with_no_claim() {
             node: Some(3),
             history: History::EMPTY,
             system: Some(99),
-            claim: None,
+            identity: None,
         }))
     );
 }
@@ -177,7 +177,7 @@ fn a_file_of_0_4_0_is_still_read_with_no_claim() {
 #[test]
 fn claims_round_trip_and_bad_ones_are_refused() {
     let none = Reservation {
-        claim: None,
+        identity: None,
         ..reservation(DEFAULT_LAYOUT, 99)
     };
     assert_eq!(parse(&write(&none)), Ok(State::Reservation(none)));

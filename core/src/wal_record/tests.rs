@@ -6,7 +6,7 @@ fn reservations_round_trip() {
     let seconds = Layout::from_parts(1_700_000_000_000, 1000, 22, 9).unwrap();
     for layout in [DEFAULT_LAYOUT, seconds] {
         for until in [i64::MIN, 0, 1_704_067_201_000, i64::MAX] {
-            let claim = Identity {
+            let identity = Identity {
                 token: u128::MAX - 7,
                 generation: 12,
             };
@@ -14,16 +14,16 @@ fn reservations_round_trip() {
                 until,
                 layout,
                 node: Some(1023),
-                claim: Some(claim),
+                identity: Some(identity),
             };
-            let (bytes, len) = encode(until, &layout, 1023, Some(claim));
+            let (bytes, len) = encode(until, &layout, 1023, Some(identity));
             assert_eq!(len, LEN);
             assert_eq!(decode(&bytes[..len]), Some(record));
             // Without a claim, and 0.4.0's record: 36 bytes.
             let (bytes, len) = encode(until, &layout, 1023, None);
             assert_eq!(len, LEN_NO_CLAIM);
             let unclaimed = Record {
-                claim: None,
+                identity: None,
                 ..record
             };
             assert_eq!(decode(&bytes[..len]), Some(unclaimed));
