@@ -41,7 +41,7 @@ static REGISTRY_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 static MAX_CLOCK_SKEW_MS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 static FRESH_NODE_ID_ON_PROMOTION: GucSetting<bool> = GucSetting::<bool>::new(false);
 
-/// What a server does when it cannot renew its registry lease (`pg_snowflake.registry_mode`).
+/// What a server does when no heartbeat extends its registry lease (`pg_snowflake.registry_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PostgresGucEnum)]
 pub enum RegistryMode {
     /// Stops issuing when the lease runs out; reservations never pass the ceiling the
@@ -335,8 +335,8 @@ pub fn limits() -> Limits {
         max_borrow_ms: i64::from(read(&MAX_BORROW_MS)),
         reservation_ms: i64::from(read(&RESERVATION_MS)),
         sequence_spread: read(&SEQUENCE_SPREAD) as u32,
-        // Not a setting: `allocate.rs` sets the node's ceiling under the generator's lock; no
-        // wake without it.
+        // Not a setting: the core's `Issuer::limits` sets the node's ceiling under the lock;
+        // no wake without it.
         ceiling: i64::MIN,
     }
 }

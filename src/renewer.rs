@@ -1,13 +1,13 @@
-//! The renewer: the background worker that conducts both wings. On each round of its loop it
-//! first runs the registry's round (`registry/holder.rs`: the claim, the heartbeats, the clock
-//! check), then writes the reservations ahead of need (`reservation/renew.rs` takes the writer's
-//! turn, writes and reports each one; the protocol: `core/src/generator/reservation.rs`). It
-//! starts once recovery is over, is restarted a second after it exits, and on start gives back
-//! a writer's turn its predecessor left. A failed write is retried after a pause doubling from 10 ms to
-//! half a second and logged at most once in ten seconds, so a full disk does not flood the log.
-//! SIGTERM is Postgres' own `die`, so a wait for a standby that never answers ends at shutdown
-//! (that renewal then does not count); SIGHUP rereads postgresql.conf; `synchronous_commit` is
-//! forced on, because the reservation must hold for every ID handed out, not only commits.
+//! The renewer: the background worker that conducts both wings. On each round of its loop it first
+//! runs the registry's round (`registry/holder.rs`: the claim, the heartbeats, the clock check),
+//! then writes the reservations ahead of need (`reservation/renew.rs` takes the writer's turn,
+//! writes and reports each one; the protocol: `core/src/generator/reservation.rs`). It starts once
+//! recovery is over, is restarted a second after it exits, and on start gives back a writer's turn
+//! its predecessor left. A failed write is retried after a pause doubling from 10 ms to half a
+//! second and logged at most once in ten seconds, so a full disk does not flood the log. SIGTERM is
+//! Postgres' own `die`, so a wait for a standby that never answers ends at shutdown (that renewal
+//! then does not count); SIGHUP rereads postgresql.conf; `synchronous_commit` is forced on, because
+//! the reservation must hold for every ID handed out, not only commits.
 
 use crate::error::SnowflakeError;
 use crate::gucs;

@@ -52,7 +52,7 @@ struct Region {
     /// Signalled when a call raises the demand for a reservation; the renewer sleeps on it. No
     /// lock.
     renewal_due: pg_sys::ConditionVariable,
-    /// The renewer's last turn of its loop (monotonic ms), or `NEVER_SEEN`. Atomic, no lock.
+    /// The renewer's last round of its loop (monotonic ms), or `NEVER_SEEN`. Atomic, no lock.
     renewer_seen_at: AtomicI64,
 }
 
@@ -215,7 +215,7 @@ impl Handle {
         sleep_on(&self.0.renewed, timeout_ms);
     }
 
-    /// The renewer's sign of life, once per turn of its loop.
+    /// The renewer's sign of life, once per round of its loop.
     pub fn renewer_is_alive(self) {
         self.0
             .renewer_seen_at

@@ -535,8 +535,8 @@ impl Generator {
     /// forward step that calls would hold (a glitch) is held here too and never reaches the
     /// durable reservation, and while it is held the time since the last call is what the
     /// monotonic clock counted. So a server that never issued an ID reserves nothing, and a
-    /// wall clock far ahead reserves nothing for it. Returns whether a renewal is due and
-    /// unclaimed (the renewer then claims it).
+    /// wall clock far ahead reserves nothing for it. Returns whether a renewal is due and no
+    /// writer's turn is taken (the renewer then takes it).
     pub fn keep_ahead(
         &mut self,
         layout: &Layout,

@@ -55,8 +55,8 @@ pub struct Issuer {
     /// `registry`'s lease is what `snowflake_stats()` shows, and decides nothing.
     renewer_lease_ends_at: i64,
     /// IDs made while the ceiling had given way (available mode: heartbeats failed for about a
-    /// lease, or between a release and the next claim): they may lie past the mark the registry holds,
-    /// where a later holder of the id may repeat them. Counted from `past_mark_from` (the
+    /// lease, or between a release and the next claim): they may lie past the mark the registry
+    /// holds, where a later holder of the id may repeat them. Counted from `past_mark_from` (the
     /// count of IDs issued when it gave way; `None`: bounded now) and summed in `past_mark`.
     past_mark: u64,
     past_mark_from: Option<u64>,
@@ -191,8 +191,8 @@ impl Issuer {
     // Making IDs.
 
     /// The next ID's time, sequence and node id in the common case (`Generator::next_one`, at
-    /// the wall clock read after the gate, one reading), or `None`, having changed nothing, when the gate is closed or [`Issuer::allocate`] must
-    /// decide. The extension's fast path.
+    /// the wall clock read after the gate, one reading), or `None`, having changed nothing,
+    /// when the gate is closed or [`Issuer::allocate`] must decide. The extension's fast path.
     #[inline(always)]
     pub fn next_one(
         &mut self,
@@ -235,7 +235,7 @@ impl Issuer {
     /// IDs may be made: not without a node id, not before the registry's claim, and not in a
     /// data directory that awaits its state file after pg_upgrade (it keeps the marker file
     /// until the old one is copied in: no reservation may replace it). Returns how long the
-    /// renewer may sleep before its next turn of the loop: a quarter of the reservation,
+    /// renewer may sleep before its next round of the loop: a quarter of the reservation,
     /// between 10 ms and a second.
     pub fn keep_ahead(
         &mut self,
@@ -381,7 +381,7 @@ impl Issuer {
         self.node.met_holder = true;
     }
 
-    /// A heartbeat renewed the lease (`Node::lease_renewed`).
+    /// A heartbeat extended the lease (`Node::lease_extended`).
     pub fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64) {
         let ceiling = self.node.ceiling;
         self.node.lease_extended(lease, fenced, before);

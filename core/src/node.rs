@@ -96,8 +96,8 @@ pub struct Node {
     /// This start followed a clean stop of the server (its control file said so): no copy of
     /// a running server starts so (`registry::Claimant::after_clean_stop`).
     pub after_clean_stop: bool,
-    /// A claim of this server was refused since it started because the holder of the id it
-    /// wanted, under its own token, was connected or seen lately (`registry::Claimant::met_holder`).
+    /// A claim of this server was refused since it started because the holder of the id it wanted,
+    /// under its own token, was connected or seen lately (`registry::Claimant::met_holder`).
     pub met_holder: bool,
 }
 
@@ -436,7 +436,7 @@ impl Node {
         })
     }
 
-    /// A heartbeat renewed the lease, finding the registry's mark at `before` and raising it
+    /// A heartbeat extended the lease, finding the registry's mark at `before` and raising it
     /// to the lease's ceiling: in fenced mode that ceiling bounds the reservations; the mark
     /// stays this claim's own only if `before` was (`registry::own_mark`).
     pub fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64) {
@@ -451,12 +451,12 @@ impl Node {
         self.gives_way = !fenced;
     }
 
-    /// The claim a restarted renewer may resume without claiming again: one this server made
-    /// and pinned since it started (IDs were made under it, or refused only because its
-    /// fenced lease ran out), with the lease its predecessor last had (`lease`). In available
-    /// mode a renewer that restarts while the registry is out of reach goes on under it, as
-    /// its predecessor would have, and its first contact is a heartbeat: renewed, or found
-    /// lost. `None` after a start, a loss, a refusal or a promotion: then it claims.
+    /// The claim a restarted renewer may resume without claiming again: one this server made and
+    /// pinned since it started (IDs were made under it, or refused only because its fenced lease
+    /// ran out), with the lease its predecessor last had (`lease`). In available mode a renewer
+    /// that restarts while the registry is out of reach goes on under it, as its predecessor would
+    /// have, and its first contact is a heartbeat: the lease extended, or the claim found lost.
+    /// `None` after a start, a loss, a refusal or a promotion: then it claims.
     pub fn resumable(&self, lease: Lease) -> Option<holder::Held> {
         let identity = self.identity?;
         (self.seen_to_hold() && !self.started_as_standby).then_some(holder::Held {

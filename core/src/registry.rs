@@ -554,7 +554,7 @@ pub fn may_retire(row: Option<&Row>, now: i64) -> Result<(), Unretirable> {
 /// its token and generation) and whether the session now holds the id's advisory lock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Beat {
-    /// The lease is renewed. Without the lock (`locked: false`: this server's previous session,
+    /// The lease is extended. Without the lock (`locked: false`: this server's previous session,
     /// cut off, still holds it until the registry notices, or a rival's claim is reading the
     /// row this instant) it is tried again at the next heartbeat.
     Extended { locked: bool },
@@ -598,7 +598,7 @@ pub fn clock_offset(sent: i64, received: i64, registry_ms: i64) -> i64 {
 }
 
 /// The registry's lease as the holder sees it, on its monotonic clock: a heartbeat sent at
-/// `sent` renews it for `lease_ms` from then (the registry counts from when it received it,
+/// `sent` extends it by `lease_ms` from then (the registry counts from when it received it,
 /// later, so the holder's end is never after the registry's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Lease {
@@ -721,13 +721,13 @@ pub const EXCHANGE_TIMEOUT_MS: i64 = 5_000;
 /// How long a holder of a lease of `lease_ms` gives one exchange with the registry (a
 /// heartbeat, a claim, a connection) before it gives up on it (ms): a third of the lease, from
 /// half a second to [`EXCHANGE_TIMEOUT_MS`], so that a registry that hangs (stopped, not down)
-/// is given up in time to renew the lease on the next try.
+/// is given up in time to extend the lease on the next try.
 pub fn exchange_deadline_ms(lease_ms: i64) -> i64 {
     (lease_ms / 3).clamp(500, EXCHANGE_TIMEOUT_MS)
 }
 
-/// How often the holder renews a lease of `lease_ms`: three times per lease, so two heartbeats
-/// in a row may fail before it runs out.
+/// How often the holder sends a heartbeat under a lease of `lease_ms`: three times per lease, so
+/// two heartbeats in a row may fail before it runs out.
 pub fn heartbeat_interval_ms(lease_ms: i64) -> i64 {
     (lease_ms / 3).max(100)
 }

@@ -1,11 +1,11 @@
-//! One round of the renewer's loop, written once: whether a contact is due (its heartbeat interval, a claim
-//! retried within a second, a switch of mode, a session the registry ended, a claim found
-//! lost), the contact itself ([`node::contact`](crate::node::contact), on the server's
-//! session), the clock check its reading feeds, then the pin of a new claim and the
-//! publication of what IDs may be made — in that order, so that no ID is made under a claim
-//! before it is pinned and none under a mode the renewer has not yet published. The
-//! extension's `registry/holder.rs` runs it over SQL and shared memory, and the fleet model
-//! (`node/tests/model.rs`) over its in-memory registry, so the model runs the round that ships.
+//! One round of the renewer's loop, written once: whether a contact is due (its heartbeat interval,
+//! a claim retried within a second, a switch of mode, a session the registry ended, a claim found
+//! lost), the contact itself ([`node::contact`](crate::node::contact), on the server's session),
+//! the clock check its reading feeds, then the pin of a new claim and the publication of what IDs
+//! may be made — in that order, so that no ID is made under a claim before it is pinned and none
+//! under a mode the renewer has not yet published. The extension's `registry/holder.rs` runs it
+//! over SQL and shared memory, and the fleet model (`node/tests/model.rs`) over its in-memory
+//! registry, so the model runs the round that ships.
 
 use crate::node::contact::Settings;
 use crate::node::holder::HolderState;
@@ -52,10 +52,10 @@ pub trait Server {
     /// Whether the registry ended the session the renewer holds (it restarted, failed over or
     /// found the session idle): the renewer makes a new one at once.
     fn session_lost(&mut self) -> bool;
-    /// One contact ([`contact`](crate::node::contact::contact)) under `settings` on the
-    /// renewer's session, made anew ([`HolderState::new_session`]) when it has none; a failed contact drops it, and so does
-    /// one after which [`HolderState::keeps_session`] says no. Returns the clock offset the
-    /// contact read (ms), if it read one.
+    /// One contact ([`contact`](crate::node::contact::contact)) under `settings` on the renewer's
+    /// session, made anew ([`HolderState::new_session`]) when it has none; a failed contact drops
+    /// it, and so does one after which [`HolderState::keeps_session`] says no. Returns the clock
+    /// offset the contact read (ms), if it read one.
     fn contact(
         &mut self,
         state: &mut HolderState,

@@ -669,7 +669,7 @@ fn check_values(
             wrong = per_instance(&results[0], &r.each(since), 1e-3);
         }
         "Lease left, as a share of the lease" => {
-            // A heartbeat renews the lease every third of it, and the sample Prometheus holds
+            // A heartbeat extends the lease every third of it, and the sample Prometheus holds
             // is up to a scrape interval older than the readings.
             let lease_s = LEASE_MS as f64 / 1000.0;
             let slack = (lease_s / 3.0 + SCRAPE_INTERVAL.as_secs_f64()) / lease_s;

@@ -477,7 +477,7 @@ fn with_a_registry_the_exporter_shows_the_lease_run_out_when_the_registry_stops(
     scrape_until(
         &exporter,
         Duration::from_secs(30),
-        "the lease renewed with the registry back",
+        "the lease extended with the registry back",
         |scrape| !expired(scrape) && lease(scrape) > 0.0,
     );
     scrape_matching_stats(&member, &exporter, true);

@@ -24,7 +24,7 @@ fn signal(server: &Server, pid: u32, name: &str) {
 /// backend claims while the renewer counts as running (3 s), so `renewing` read after the stop
 /// is settled; when it is true, the renewer goes on and is stopped again a moment later. So it is
 /// when the renewer was stopped holding the generator's lock (for a few instructions of each
-/// turn of its loop): the question then waits for the lock, and is answered once it goes on.
+/// round of its loop): the question then waits for the lock, and is answered once it goes on.
 fn stop_between_renewals(server: &Server, pid: u32) {
     for _ in 0..50 {
         let mut client = server.connect();

@@ -202,10 +202,10 @@ fn pauses(calls: &[Call]) -> Pauses {
 
 /// Three fenced members make IDs from threads while the registry's primary is killed and its
 /// synchronous standby promoted at once (in about two seconds). Nothing is lost: the promoted
-/// standby holds every member's mark, at or above the last ID the member made before the
-/// promotion; no ID is made twice; the members renew their leases on the new primary under the
-/// same node ids and generations; and no member's IDs stop for longer than a lease (none stops
-/// at all: the lease outlasts the failover).
+/// standby holds every member's mark, at or above the last ID the member made before the promotion;
+/// no ID is made twice; the members' heartbeats extend their leases on the new primary under the
+/// same node ids and generations; and no member's IDs stop for longer than a lease (none stops at
+/// all: the lease outlasts the failover).
 #[test]
 fn a_registry_failing_over_to_its_synchronous_standby_loses_no_mark_and_pauses_less_than_a_lease() {
     fail_over_under_load("rfs", Promotion::AtOnce);
@@ -270,9 +270,9 @@ fn fail_over_under_load(name: &str, promotion: Promotion) {
         let promoted = Instant::now();
         let promoted_at: String = standby.query_one("SELECT clock_timestamp()::text");
 
-        // Every member renews its lease on the new primary: a heartbeat there, its advisory
-        // lock taken again.
-        let renewed_in = wait_until(
+        // Every member's heartbeat extends its lease on the new primary: a heartbeat there, its
+        // advisory lock taken again.
+        let extended_in = wait_until(
             lease() * 3,
             "every member's heartbeat on the new primary",
             || {
@@ -284,14 +284,15 @@ fn fail_over_under_load(name: &str, promotion: Promotion) {
             },
         );
         // A lease more of IDs after that, for a pause that would come late.
-        let renewed = Instant::now();
-        wait_until(lease() * 3, "a lease of IDs after the renewals", || {
-            renewed.elapsed() > lease() && calls.iter().all(|c| answered_since(c, renewed) > 0)
+        let beaten = Instant::now();
+        wait_until(lease() * 3, "a lease of IDs after the heartbeats", || {
+            beaten.elapsed() > lease() && calls.iter().all(|c| answered_since(c, beaten) > 0)
         });
         stop.store(true, Ordering::Relaxed);
         println!(
             "the primary killed; the standby promoted {:?} later (pg_ctl promote: {:?}); every \
-             member renewed {renewed_in:?} after the promotion; the new primary:\n{}",
+             member's heartbeat extended its lease {extended_in:?} after the promotion; the new \
+             primary:\n{}",
             promoted - failed_over,
             promoted - promote_started,
             registry_rows(&standby)
@@ -392,12 +393,12 @@ fn fail_over_under_load(name: &str, promotion: Promotion) {
              mark the promoted standby holds, {mark}: a mark was lost"
         );
 
-        // The same node id and generation after the failover; the lease renewed there.
+        // The same node id and generation after the failover; the lease extended there.
         assert_eq!(generation, before[&node].1, "node id {node}'s generation");
         assert_eq!(
             after[&node].1, generation,
             "node id {node} claimed again after the failover (a new generation) instead of \
-             renewing its lease"
+             extending its lease"
         );
         assert_eq!(claimed_node(member), node, "the member's node id");
         assert_eq!(node_of(member, *ids.last().unwrap()), node);
@@ -530,7 +531,7 @@ impl Drop for Frozen<'_> {
 
 /// A registry primary that stops answering (frozen by SIGSTOP here; a host powered off or cut
 /// off by the network does the same: no reset, no refusal) is failed over from: each member
-/// renews its lease on the promoted standby, under the same node id and generation, within two
+/// extends its lease on the promoted standby, under the same node id and generation, within two
 /// leases of the promotion. Failed on 825bcc7: every member's connection attempt spent its
 /// whole deadline (a third of the lease) waiting on the first host of its multi-host string
 /// (libpq's `connect_timeout`, which would move on, does not apply to `PQconnectPoll`), so the
@@ -552,7 +553,7 @@ fn members_reach_the_promoted_standby_when_the_registry_primary_stops_answering(
     standby.promote();
     let promoted_at: String = standby.query_one("SELECT clock_timestamp()::text");
     let since = member.log().len();
-    let renewed = Instant::now();
+    let promoted = Instant::now();
     let beat = || {
         standby.query_one::<i64>(&format!(
             "SELECT count(*) FROM snowflake_nodes WHERE node_id = {node} \
@@ -561,10 +562,10 @@ fn members_reach_the_promoted_standby_when_the_registry_primary_stops_answering(
     };
     while !beat() {
         assert!(
-            renewed.elapsed() < lease() * 2,
-            "node id {node} has not renewed its lease on the promoted standby {:?} after the \
+            promoted.elapsed() < lease() * 2,
+            "node id {node} has not extended its lease on the promoted standby {:?} after the \
              promotion (the old primary frozen); refusing: {:?}; its log since:\n{}",
-            renewed.elapsed(),
+            promoted.elapsed(),
             refusing(&member),
             log_lines_since(&member, since, "").join("\n")
         );

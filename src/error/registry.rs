@@ -13,15 +13,15 @@ use snowflake_core::registry::Refusal;
 pub enum RegistryError {
     /// A call waited this long for the registry's first claim, which is not made yet.
     AwaitingClaim { waited_ms: i64 },
-    /// The registry refused this server's claim of `node`: `why`; its holder `holder` was last
-    /// seen at `last_seen` (Unix ms, the registry's clock).
+    /// The registry refused this server's claim of `node`: `why`; its holder, labelled `label`, was
+    /// last seen at `last_seen` (Unix ms, the registry's clock).
     ClaimRefused {
         node: u32,
         why: Refusal,
         label: String,
         last_seen: i64,
     },
-    /// Another server, `holder`, took `node` over, or (`None`) it was retired: found at a
+    /// Another server, labelled `label`, took `node` over, or (`None`) it was retired: found at a
     /// heartbeat; this one claims again.
     ClaimLost { node: u32, label: Option<String> },
     /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
@@ -82,7 +82,7 @@ pub enum RegistryError {
 }
 
 impl RegistryError {
-    /// The error for the registry's refusal `why` of `node` (`holder`: the holder's label, or
+    /// The error for the registry's refusal `why` of `node` (`label`: the holder's label, or
     /// for another layout the fleet's), with this server's layout described by `mine`.
     pub fn refused(
         node: u32,
@@ -161,345 +161,429 @@ fn when(unix_ms: i64) -> String {
 pub(super) fn message_of(error: &RegistryError) -> Message {
     use RegistryError::*;
     match error {
-        AwaitingClaim { waited_ms } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "this server has not claimed its node id from the registry yet",
-            Some(format!(
-                "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
-            )),
-            "Check that the registry named by pg_snowflake.registry is reachable; the server \
-             log says what the renewer met.",
-        ),
+        AwaitingClaim { waited_ms } => awaiting_claim(waited_ms),
         ClaimRefused {
             node,
             why,
             label,
             last_seen,
-        } => {
-            let (text, hint) = match why {
-                Refusal::HeldByAnother { connected } => (
-                    format!(
-                        "node id {node} is held by another server, {}, last seen at {}{}",
-                        quoted(label),
-                        when(*last_seen),
-                        if *connected {
-                            ", and still connected to the registry"
-                        } else {
-                            ""
-                        }
-                    ),
-                    "Give this server another pg_snowflake.node_id, or leave it unset so that the \
-                     registry assigns one. If that server is gone for good, retire the id with \
-                     snowflake_registry_retire() (a session the registry still holds for it, as \
-                     behind a hung proxy, ends two leases after its last heartbeat).",
-                ),
-                Refusal::CopyOfLiveHolder => (
-                    format!(
-                        "this data directory is a copy of the server holding node id {node}, {}, \
-                         which is running (last seen at {})",
-                        quoted(label),
-                        when(*last_seen)
-                    ),
-                    "A clone, snapshot or restored backup must not make IDs under its origin's \
-                     node id. Leave pg_snowflake.node_id unset so that the registry gives it a \
-                     fresh one, or set another.",
-                ),
-                Refusal::OpenSession => (
-                    format!(
-                        "node id {node} is held by a registry session under this server's own \
-                         name, {}, last seen at {}: this server's own from before a restart, or \
-                         a running copy's",
-                        quoted(label),
-                        when(*last_seen)
-                    ),
-                    "Wait: the registry ends the session of a server that went down within \
-                     about a lease (TCP keepalives), and this server then takes its node id \
-                     back. If the session lives on, this server is a copy: it is refused (node \
-                     id set) or given a fresh node id (unset) after two leases. A copy needs a \
-                     cluster_name, host name or port of its own.",
-                ),
-                Refusal::HolderMayReturn { until } => (
-                    format!(
-                        "node id {node} is held under this server's own claim by {}, last seen at \
-                         {}, which may still be running: this server started from its files (a \
-                         restart, a copy, a promoted standby) and waits until {} for it to come \
-                         back",
-                        quoted(label),
-                        when(*last_seen),
-                        when(*until)
-                    ),
-                    "Wait: a running holder between two registry sessions comes back within a \
-                     heartbeat interval and the clock margin, and this server is then refused as \
-                     its copy. If none comes back, this server takes the id over, above every ID \
-                     made under it, under a token of its own.",
-                ),
-                Refusal::StaleCopy => (
-                    format!(
-                        "this data directory is an older copy of the server holding node id \
-                         {node}, {} (last seen at {})",
-                        quoted(label),
-                        when(*last_seen)
-                    ),
-                    "Leave pg_snowflake.node_id unset so that the registry gives this copy a fresh \
-                     node id, or set another.",
-                ),
-                Refusal::MarkAhead { mark, now } => (
-                    format!(
-                        "node id {node}'s high-water mark in the registry, {}, is {} s ahead of the \
-                         registry's clock, {}",
-                        when(*mark),
-                        mark.saturating_sub(*now) / 1_000,
-                        when(*now)
-                    ),
-                    "A server's clock ran far ahead, or the row was damaged: taking the id would \
-                     stamp every ID that far in the future. Leave pg_snowflake.node_id unset so \
-                     that the registry assigns another id, or set another; once the clocks are \
-                     right, retire this id with snowflake_registry_retire().",
-                ),
-                // Worded whole by `OtherLayout` (`RegistryError::refused`).
-                Refusal::OtherLayout => (
-                    format!("node id {node}'s IDs are of another layout: {label}"),
-                    "Give this server the fleet's layout, or a registry of its own.",
-                ),
-                Refusal::HistoryLost => (
-                    "this server's state file was damaged, and the registry has never seen this \
-                     server: the node ids it made IDs under are unknown"
-                        .to_string(),
-                    "Restore pg_snowflake.state from a backup of this data directory (or \
-                     pg_snowflake.state.damaged, repaired). If there is none and this server's \
-                     clock is past every ID it ever made, remove pg_snowflake.state.damaged and \
-                     restart the server: it is then given a node id as a new server.",
-                ),
-                Refusal::RetiredUntil { until } => (
-                    format!(
-                        "node id {node} is retired and is handed out again only after {}",
-                        when(*until)
-                    ),
-                    "Wait until then, or give this server another pg_snowflake.node_id, or leave \
-                     it unset so that the registry assigns a free one.",
-                ),
-            };
-            message(
-                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-                text,
-                Some(format!(
-                    "The registry refused this server's claim: it makes no IDs. {LEASE_DETAIL}"
-                )),
-                hint,
-            )
-        }
-        ClaimLost { node, label } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            match label {
-                Some(label) => format!(
-                    "this server lost node id {node}: another server, {}, took it over in the \
-                     registry",
-                    quoted(label)
-                ),
-                None => format!("this server lost node id {node}: it was retired in the registry"),
-            },
-            Some(
-                "Its lease ran out while it could not reach the registry (or its data directory \
-                 was copied), and another server claimed the id since. This server makes no IDs \
-                 under it any more and claims again: with pg_snowflake.node_id set it is refused \
-                 while the other server holds the id; without, it is given a fresh one."
-                    .into(),
-            ),
-            "Find out which server holds the id now (snowflake_registry()). Give this server \
-             another pg_snowflake.node_id, or leave it unset so that the registry assigns one.",
-        ),
-        LeaseExpired { node, ago_ms } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not be \
-                 reached"
-            ),
-            Some(format!(
-                "In fenced mode (pg_snowflake.registry_mode) a server makes no IDs without a \
-                 lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
-            )),
-            "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
-             pg_snowflake.registry_mode = 'available' to keep making IDs while it is not.",
-        ),
-        AwaitingLease { node, waited_ms } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "this server was switched to fenced mode and has no fenced lease on node id \
-                 {node} yet"
-            ),
-            Some(format!(
-                "The call waited {waited_ms} ms. In fenced mode (pg_snowflake.registry_mode) a \
-                 server makes IDs only below the ceiling its last heartbeat recorded in the \
-                 registry; in available mode its IDs ran ahead of the registry's mark, so after \
-                 the switch it makes none until its next heartbeat grants a ceiling above them. \
-                 {LEASE_DETAIL}"
-            )),
-            "Make the registry reachable: IDs resume at the next heartbeat, which the switch \
-             makes at once. Or set pg_snowflake.registry_mode = 'available' again.",
-        ),
-        ClockSkew { offset_ms, max_ms } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "this server's clock is {} ms {} the registry's, more than \
-                 pg_snowflake.max_clock_skew_ms ({max_ms} ms)",
-                offset_ms.unsigned_abs(),
-                if *offset_ms > 0 { "ahead of" } else { "behind" }
-            ),
-            Some(
-                "IDs carry their time: made with a clock that far off, they would be misplaced by \
-                 every reader and by the time-to-ID bounds."
-                    .into(),
-            ),
-            "Fix the system clock (NTP); IDs resume at the next heartbeat within the limit.",
-        ),
-        CeilingReached { ceiling } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "the generator has reached the end of its lease in the registry ({})",
-                when(*ceiling)
-            ),
-            Some(format!(
-                "In fenced mode no reservation reaches past the time the registry recorded for \
-                 the lease. {LEASE_DETAIL}"
-            )),
-            "Make the registry reachable again, or lower the load: IDs resume at the next \
-             heartbeat.",
-        ),
-        NoFreeNodeId { max } => message(
-            ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-            format!("the registry has no free node id: every id from 0 to {max} is held or retired"),
-            None,
-            "Retire the ids of servers gone for good with snowflake_registry_retire(), or use a \
-             layout with more node bits.",
-        ),
-        Unreachable { cause, not_logged } => message(
-            ERRCODE_CONNECTION_FAILURE,
-            format!("could not reach the pg_snowflake registry: {}", quoted_cause(cause)),
-            Some(format!(
-                "The renewer tries again at every heartbeat. {not_logged} more failures were not \
-                 logged since the last message."
-            )),
-            "Check pg_snowflake.registry and that the registry's server is up.",
-        ),
-        Failed { action, cause } => message(
-            ERRCODE_CONNECTION_FAILURE,
-            format!("could not {action}: {}", quoted_cause(cause)),
-            None,
-            "Check pg_snowflake.registry, that the registry's server is up, and that its user \
-             may use the table snowflake_nodes (snowflake_registry_create() makes it).",
-        ),
-        NotConfigured => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            "pg_snowflake.registry is not set",
-            None,
-            "Set pg_snowflake.registry in postgresql.conf to a connection string of the registry \
-             database and restart the server.",
-        ),
+        } => claim_refused(node, why, label, last_seen),
+        ClaimLost { node, label } => claim_lost(node, label),
+        LeaseExpired { node, ago_ms } => lease_expired(node, ago_ms),
+        AwaitingLease { node, waited_ms } => awaiting_lease(node, waited_ms),
+        ClockSkew { offset_ms, max_ms } => clock_skew(offset_ms, max_ms),
+        CeilingReached { ceiling } => ceiling_reached(ceiling),
+        NoFreeNodeId { max } => no_free_node_id(max),
+        OtherLayout { node, fleet, mine } => other_layout(node, fleet, mine),
+        Unreachable { cause, not_logged } => unreachable_registry(cause, not_logged),
+        Failed { action, cause } => failed(action, cause),
+        NotConfigured => not_configured(),
         ClaimOutcome {
             node,
             generation,
             floor,
             how,
-        } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!("pg_snowflake claimed node id {node} from the registry ({how}, generation {generation})"),
-            floor.map(|floor| {
-                format!(
-                    "IDs continue above the id's high-water mark, {}.",
-                    when(floor)
-                )
-            }),
-            "snowflake_stats() shows this server's claim; snowflake_registry() lists every node id.",
-        ),
-        OtherLayout { node, fleet, mine } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        } => claim_outcome(node, generation, floor, how),
+        StrayLayout { node, stray, fleet } => stray_layout(node, stray, fleet),
+        Release { node, lowered_to } => release(node, lowered_to),
+        Retired { node, high_water } => retired(node, high_water),
+        RetireLive { node, label } => retire_live(node, label),
+        RetireLeaseRuns { node, label, until } => retire_lease_runs(node, label, until),
+        NoSuchNode { node } => no_such_node(node),
+    }
+}
+
+// A call refused while the registry does not let this server make IDs.
+
+fn awaiting_claim(waited_ms: &i64) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "this server has not claimed its node id from the registry yet",
+        Some(format!(
+            "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
+        )),
+        "Check that the registry named by pg_snowflake.registry is reachable; the server \
+         log says what the renewer met.",
+    )
+}
+
+fn claim_refused(node: &u32, why: &Refusal, label: &str, last_seen: &i64) -> Message {
+    let (text, hint) = match why {
+        Refusal::HeldByAnother { connected } => (
             format!(
-                "the pg_snowflake registry's fleet makes IDs of another layout than this server: \
-                 {fleet} (node id {node}'s), here {mine}"
-            ),
-            Some(
-                "The registry refused this server's claim: it makes no IDs. A fleet has one \
-                 layout: the same 64 bits read in two layouts are two other times and node ids, \
-                 so IDs of the two can collide."
-                    .into(),
-            ),
-            "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
-             sequence_bits (a server that never made IDs may change them), or a registry of its \
-             own (one per layout).",
-        ),
-        StrayLayout { node, stray, fleet } => message(
-            ERRCODE_DATA_EXCEPTION,
-            format!(
-                "the pg_snowflake registry has a row of another layout than the fleet's: node \
-                 id {node}'s, {stray}"
-            ),
-            Some(format!(
-                "This server's layout, the fleet's, is {fleet}. The row blocks its own node id \
-                 only: no claim of the fleet takes it, and snowflake_registry() shows it as \
-                 'stray'."
-            )),
-            "If no server of that layout uses this registry (a hand edit, another fleet's server \
-             pointed here by mistake), delete the row from snowflake_nodes on the registry; \
-             otherwise give that server a registry of its own.",
-        ),
-        Release { node, lowered_to } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!("pg_snowflake released its claim of node id {node}"),
-            Some(match lowered_to {
-                Some(mark) => format!(
-                    "The registry's high-water mark for it is now {}, the end of this server's \
-                     durable reservation, instead of a lease ahead: the next claim resumes \
-                     there, and this server's next start takes the id back at once.",
-                    when(*mark)
-                ),
-                None => "The registry's high-water mark for it stays above every ID made under \
-                         it, and this server's next start takes the id back at once."
-                    .to_string(),
-            }),
-            "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's restart) \
-             makes no ID past its reservation until it claims again.",
-        ),
-        Retired { node, high_water } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!("pg_snowflake retired node id {node}, its primary's, for a fresh one"),
-            high_water.map(|mark| {
-                format!("It is handed out again once the registry's clock is past {}.", when(mark))
-            }),
-            "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on.",
-        ),
-        RetireLive { node, label } => message(
-            ERRCODE_OBJECT_IN_USE,
-            format!(
-                "node id {node} is held by {}, which is connected to the registry",
-                quoted(label)
-            ),
-            None,
-            "Stop that server first: only an id whose holder is gone can be retired.",
-        ),
-        RetireLeaseRuns {
-            node,
-            label,
-            until,
-        } => message(
-            ERRCODE_OBJECT_IN_USE,
-            format!(
-                "node id {node} is leased to {} until {}: it may still be making IDs",
+                "node id {node} is held by another server, {}, last seen at {}{}",
                 quoted(label),
+                when(*last_seen),
+                if *connected {
+                    ", and still connected to the registry"
+                } else {
+                    ""
+                }
+            ),
+            "Give this server another pg_snowflake.node_id, or leave it unset so that the \
+                 registry assigns one. If that server is gone for good, retire the id with \
+                 snowflake_registry_retire() (a session the registry still holds for it, as \
+                 behind a hung proxy, ends two leases after its last heartbeat).",
+        ),
+        Refusal::CopyOfLiveHolder => (
+            format!(
+                "this data directory is a copy of the server holding node id {node}, {}, \
+                     which is running (last seen at {})",
+                quoted(label),
+                when(*last_seen)
+            ),
+            "A clone, snapshot or restored backup must not make IDs under its origin's \
+                 node id. Leave pg_snowflake.node_id unset so that the registry gives it a \
+                 fresh one, or set another.",
+        ),
+        Refusal::OpenSession => (
+            format!(
+                "node id {node} is held by a registry session under this server's own \
+                     name, {}, last seen at {}: this server's own from before a restart, or \
+                     a running copy's",
+                quoted(label),
+                when(*last_seen)
+            ),
+            "Wait: the registry ends the session of a server that went down within \
+                 about a lease (TCP keepalives), and this server then takes its node id \
+                 back. If the session lives on, this server is a copy: it is refused (node \
+                 id set) or given a fresh node id (unset) after two leases. A copy needs a \
+                 cluster_name, host name or port of its own.",
+        ),
+        Refusal::HolderMayReturn { until } => (
+            format!(
+                "node id {node} is held under this server's own claim by {}, last seen at \
+                     {}, which may still be running: this server started from its files (a \
+                     restart, a copy, a promoted standby) and waits until {} for it to come \
+                     back",
+                quoted(label),
+                when(*last_seen),
                 when(*until)
             ),
-            Some(
-                "A holder cut off from the registry, or one the registry restarted under, goes on \
-                 making IDs until its lease runs out; retiring its id before would hand the id \
-                 out again below them."
-                    .into(),
+            "Wait: a running holder between two registry sessions comes back within a \
+                 heartbeat interval and the clock margin, and this server is then refused as \
+                 its copy. If none comes back, this server takes the id over, above every ID \
+                 made under it, under a token of its own.",
+        ),
+        Refusal::StaleCopy => (
+            format!(
+                "this data directory is an older copy of the server holding node id \
+                     {node}, {} (last seen at {})",
+                quoted(label),
+                when(*last_seen)
             ),
-            "Retire it once the lease has run out (pg_snowflake.registry_lease_ms).",
+            "Leave pg_snowflake.node_id unset so that the registry gives this copy a fresh \
+                 node id, or set another.",
         ),
-        NoSuchNode { node } => message(
-            ERRCODE_UNDEFINED_OBJECT,
-            format!("the registry holds no live node id {node}"),
-            None,
-            "snowflake_registry() lists the ids the registry knows.",
+        Refusal::MarkAhead { mark, now } => (
+            format!(
+                "node id {node}'s high-water mark in the registry, {}, is {} s ahead of the \
+                     registry's clock, {}",
+                when(*mark),
+                mark.saturating_sub(*now) / 1_000,
+                when(*now)
+            ),
+            "A server's clock ran far ahead, or the row was damaged: taking the id would \
+                 stamp every ID that far in the future. Leave pg_snowflake.node_id unset so \
+                 that the registry assigns another id, or set another; once the clocks are \
+                 right, retire this id with snowflake_registry_retire().",
         ),
-    }
+        // Worded whole by `OtherLayout` (`RegistryError::refused`).
+        Refusal::OtherLayout => (
+            format!("node id {node}'s IDs are of another layout: {label}"),
+            "Give this server the fleet's layout, or a registry of its own.",
+        ),
+        Refusal::HistoryLost => (
+            "this server's state file was damaged, and the registry has never seen this \
+                 server: the node ids it made IDs under are unknown"
+                .to_string(),
+            "Restore pg_snowflake.state from a backup of this data directory (or \
+                 pg_snowflake.state.damaged, repaired). If there is none and this server's \
+                 clock is past every ID it ever made, remove pg_snowflake.state.damaged and \
+                 restart the server: it is then given a node id as a new server.",
+        ),
+        Refusal::RetiredUntil { until } => (
+            format!(
+                "node id {node} is retired and is handed out again only after {}",
+                when(*until)
+            ),
+            "Wait until then, or give this server another pg_snowflake.node_id, or leave \
+                 it unset so that the registry assigns a free one.",
+        ),
+    };
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        text,
+        Some(format!(
+            "The registry refused this server's claim: it makes no IDs. {LEASE_DETAIL}"
+        )),
+        hint,
+    )
+}
+
+fn claim_lost(node: &u32, label: &Option<String>) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        match label {
+            Some(label) => format!(
+                "this server lost node id {node}: another server, {}, took it over in the \
+                 registry",
+                quoted(label)
+            ),
+            None => format!("this server lost node id {node}: it was retired in the registry"),
+        },
+        Some(
+            "Its lease ran out while it could not reach the registry (or its data directory \
+             was copied), and another server claimed the id since. This server makes no IDs \
+             under it any more and claims again: with pg_snowflake.node_id set it is refused \
+             while the other server holds the id; without, it is given a fresh one."
+                .into(),
+        ),
+        "Find out which server holds the id now (snowflake_registry()). Give this server \
+         another pg_snowflake.node_id, or leave it unset so that the registry assigns one.",
+    )
+}
+
+fn lease_expired(node: &u32, ago_ms: &i64) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not be \
+             reached"
+        ),
+        Some(format!(
+            "In fenced mode (pg_snowflake.registry_mode) a server makes no IDs without a \
+             lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
+        )),
+        "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
+         pg_snowflake.registry_mode = 'available' to keep making IDs while it is not.",
+    )
+}
+
+fn awaiting_lease(node: &u32, waited_ms: &i64) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "this server was switched to fenced mode and has no fenced lease on node id \
+             {node} yet"
+        ),
+        Some(format!(
+            "The call waited {waited_ms} ms. In fenced mode (pg_snowflake.registry_mode) a \
+             server makes IDs only below the ceiling its last heartbeat recorded in the \
+             registry; in available mode its IDs ran ahead of the registry's mark, so after \
+             the switch it makes none until its next heartbeat grants a ceiling above them. \
+             {LEASE_DETAIL}"
+        )),
+        "Make the registry reachable: IDs resume at the next heartbeat, which the switch \
+         makes at once. Or set pg_snowflake.registry_mode = 'available' again.",
+    )
+}
+
+fn clock_skew(offset_ms: &i64, max_ms: &i64) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "this server's clock is {} ms {} the registry's, more than \
+             pg_snowflake.max_clock_skew_ms ({max_ms} ms)",
+            offset_ms.unsigned_abs(),
+            if *offset_ms > 0 { "ahead of" } else { "behind" }
+        ),
+        Some(
+            "IDs carry their time: made with a clock that far off, they would be misplaced by \
+             every reader and by the time-to-ID bounds."
+                .into(),
+        ),
+        "Fix the system clock (NTP); IDs resume at the next heartbeat within the limit.",
+    )
+}
+
+fn ceiling_reached(ceiling: &i64) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the generator has reached the end of its lease in the registry ({})",
+            when(*ceiling)
+        ),
+        Some(format!(
+            "In fenced mode no reservation reaches past the time the registry recorded for \
+             the lease. {LEASE_DETAIL}"
+        )),
+        "Make the registry reachable again, or lower the load: IDs resume at the next \
+         heartbeat.",
+    )
+}
+
+fn no_free_node_id(max: &u32) -> Message {
+    message(
+        ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
+        format!("the registry has no free node id: every id from 0 to {max} is held or retired"),
+        None,
+        "Retire the ids of servers gone for good with snowflake_registry_retire(), or use a \
+         layout with more node bits.",
+    )
+}
+
+fn other_layout(node: &u32, fleet: &str, mine: &str) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        format!(
+            "the pg_snowflake registry's fleet makes IDs of another layout than this server: \
+             {fleet} (node id {node}'s), here {mine}"
+        ),
+        Some(
+            "The registry refused this server's claim: it makes no IDs. A fleet has one \
+             layout: the same 64 bits read in two layouts are two other times and node ids, \
+             so IDs of the two can collide."
+                .into(),
+        ),
+        "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
+         sequence_bits (a server that never made IDs may change them), or a registry of its \
+         own (one per layout).",
+    )
+}
+
+// The registry out of reach, or not set.
+
+fn unreachable_registry(cause: &str, not_logged: &u64) -> Message {
+    message(
+        ERRCODE_CONNECTION_FAILURE,
+        format!(
+            "could not reach the pg_snowflake registry: {}",
+            quoted_cause(cause)
+        ),
+        Some(format!(
+            "The renewer tries again at every heartbeat. {not_logged} more failures were not \
+             logged since the last message."
+        )),
+        "Check pg_snowflake.registry and that the registry's server is up.",
+    )
+}
+
+fn failed(action: &&'static str, cause: &str) -> Message {
+    message(
+        ERRCODE_CONNECTION_FAILURE,
+        format!("could not {action}: {}", quoted_cause(cause)),
+        None,
+        "Check pg_snowflake.registry, that the registry's server is up, and that its user \
+         may use the table snowflake_nodes (snowflake_registry_create() makes it).",
+    )
+}
+
+fn not_configured() -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        "pg_snowflake.registry is not set",
+        None,
+        "Set pg_snowflake.registry in postgresql.conf to a connection string of the registry \
+         database and restart the server.",
+    )
+}
+
+// The renewer's log lines: a claim, a stray row, a release, a retirement on promotion.
+
+fn claim_outcome(node: &u32, generation: &i64, floor: &Option<i64>, how: &&'static str) -> Message {
+    message(
+        ERRCODE_SUCCESSFUL_COMPLETION,
+        format!("pg_snowflake claimed node id {node} from the registry ({how}, generation {generation})"),
+        floor.map(|floor| {
+            format!(
+                "IDs continue above the id's high-water mark, {}.",
+                when(floor)
+            )
+        }),
+        "snowflake_stats() shows this server's claim; snowflake_registry() lists every node id.",
+    )
+}
+
+fn stray_layout(node: &u32, stray: &str, fleet: &str) -> Message {
+    message(
+        ERRCODE_DATA_EXCEPTION,
+        format!(
+            "the pg_snowflake registry has a row of another layout than the fleet's: node \
+             id {node}'s, {stray}"
+        ),
+        Some(format!(
+            "This server's layout, the fleet's, is {fleet}. The row blocks its own node id \
+             only: no claim of the fleet takes it, and snowflake_registry() shows it as \
+             'stray'."
+        )),
+        "If no server of that layout uses this registry (a hand edit, another fleet's server \
+         pointed here by mistake), delete the row from snowflake_nodes on the registry; \
+         otherwise give that server a registry of its own.",
+    )
+}
+
+fn release(node: &u32, lowered_to: &Option<i64>) -> Message {
+    message(
+        ERRCODE_SUCCESSFUL_COMPLETION,
+        format!("pg_snowflake released its claim of node id {node}"),
+        Some(match lowered_to {
+            Some(mark) => format!(
+                "The registry's high-water mark for it is now {}, the end of this server's \
+                 durable reservation, instead of a lease ahead: the next claim resumes \
+                 there, and this server's next start takes the id back at once.",
+                when(*mark)
+            ),
+            None => "The registry's high-water mark for it stays above every ID made under \
+                     it, and this server's next start takes the id back at once."
+                .to_string(),
+        }),
+        "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's restart) \
+         makes no ID past its reservation until it claims again.",
+    )
+}
+
+fn retired(node: &u32, high_water: &Option<i64>) -> Message {
+    message(
+        ERRCODE_SUCCESSFUL_COMPLETION,
+        format!("pg_snowflake retired node id {node}, its primary's, for a fresh one"),
+        high_water.map(|mark| {
+            format!(
+                "It is handed out again once the registry's clock is past {}.",
+                when(mark)
+            )
+        }),
+        "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on.",
+    )
+}
+
+// `snowflake_registry_retire` refused.
+
+fn retire_live(node: &u32, label: &str) -> Message {
+    message(
+        ERRCODE_OBJECT_IN_USE,
+        format!(
+            "node id {node} is held by {}, which is connected to the registry",
+            quoted(label)
+        ),
+        None,
+        "Stop that server first: only an id whose holder is gone can be retired.",
+    )
+}
+
+fn retire_lease_runs(node: &u32, label: &str, until: &i64) -> Message {
+    message(
+        ERRCODE_OBJECT_IN_USE,
+        format!(
+            "node id {node} is leased to {} until {}: it may still be making IDs",
+            quoted(label),
+            when(*until)
+        ),
+        Some(
+            "A holder cut off from the registry, or one the registry restarted under, goes on \
+             making IDs until its lease runs out; retiring its id before would hand the id \
+             out again below them."
+                .into(),
+        ),
+        "Retire it once the lease has run out (pg_snowflake.registry_lease_ms).",
+    )
+}
+
+fn no_such_node(node: &i64) -> Message {
+    message(
+        ERRCODE_UNDEFINED_OBJECT,
+        format!("the registry holds no live node id {node}"),
+        None,
+        "snowflake_registry() lists the ids the registry knows.",
+    )
 }

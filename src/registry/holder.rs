@@ -1,13 +1,13 @@
-//! The renewer's side of the registry, as the extension runs it: the core's `Renewer` runs a
-//! round ([`Holder::round`], once per round of the renewer's loop, between renewals) over this file's
+//! The renewer's side of the registry, as the extension runs it: the core's `Renewer` runs a round
+//! ([`Holder::round`], once per round of the renewer's loop, between renewals) over this file's
 //! registry session (`client::Sql`), shared memory and state file. What is due when, the order
-//! contact → pin → publish and the clock check are the core's (`snowflake_core::renewer`), and
-//! so is one contact (`snowflake_core::node::contact`): what it asks, and what each answer does
-//! to the server's identity (`Node`'s transitions, through [`Server`], one locked call each) and
-//! to what the renewer remembers (`HolderState`); the fleet model runs both. This file
-//! connects, and says and shows what a contact came to. A registry that does not answer costs
-//! the renewer at most `client::TIMEOUT_MS` per exchange; backends stand in for a renewer that
-//! is silent that long (`shmem::Handle::renewer_running`).
+//! contact → pin → publish and the clock check are the core's (`snowflake_core::renewer`), and so
+//! is one contact (`snowflake_core::node::contact`): what it asks, and what each answer does to the
+//! server's identity (`Node`'s transitions, through [`Server`], one locked call each) and to what
+//! the renewer remembers (`HolderState`); the fleet model runs both. This file connects, and says
+//! and shows what a contact came to. A registry that does not answer costs the renewer at most
+//! `client::TIMEOUT_MS` per exchange; backends stand in for a renewer that is silent that long
+//! (`shmem::Handle::renewer_running`).
 
 use super::client::{self, Sql};
 use super::libpq::{Conn, Failure};

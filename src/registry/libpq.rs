@@ -1,9 +1,10 @@
 //! A connection to the registry database through libpq, PostgreSQL's own client library, linked
 //! as dblink and postgres_fdw link it: against the system's `libpq.so` (Debian's libpq-dev), by
-//! the `#[link(name = "pq")]` below; there is no build script. Every wait — connecting, a query — is on the
-//! process latch and the connection's socket with a deadline, as the server's own libpq users
-//! wait (`libpqsrv_connect`): a registry that is stopped, not only down, cannot hang the caller,
-//! and SIGTERM or a cancel is raised while it waits. Results come back as text.
+//! the `#[link(name = "pq")]` below; there is no build script. Every wait — connecting, a
+//! query — is on the process latch and the connection's socket with a deadline, as the
+//! server's own libpq users wait (`libpqsrv_connect`): a registry that is stopped, not only
+//! down, cannot hang the caller, and SIGTERM or a cancel is raised while it waits. Results come
+//! back as text.
 
 use pgrx::pg_sys;
 use snowflake_core::clock::{Clock, SystemClock};
@@ -290,7 +291,7 @@ impl Conn {
     /// Whether the registry's server has not closed this idle connection, checked without
     /// waiting: whatever it sent (its goodbye when it shut down or ended the session) is read,
     /// and a closed socket makes the connection bad. So a holder finds its session gone within
-    /// a turn of the renewer, not at its next heartbeat.
+    /// a round of the renewer, not at its next heartbeat.
     pub fn still_open(&self) -> bool {
         // SAFETY: a live connection; `poll` on its socket with no wait.
         unsafe {

@@ -3,8 +3,8 @@
 //! and when IDs under it may be issued is the core's (`core/src/generator/reservation.rs`, the
 //! one telling of the protocol); this wing writes, keeps and replays it.
 //!
-//! - [`renew`]: one renewal — claim, write, report — by the renewer (`src/renewer.rs`) or a
-//!   backend standing in
+//! - [`renew`]: one renewal — the writer's turn taken, the write, the report — by the renewer
+//!   (`src/renewer.rs`) or a backend standing in
 //! - [`store`]: the state file and the WAL record: writing them, reading the file at start-up
 //! - [`redo`]: replaying the WAL record (the custom resource manager)
 

@@ -83,7 +83,7 @@ impl Turn {
 /// Keeps the reservation ahead of the clock between calls (`Issuer::keep_ahead`: for a minute
 /// after the last call, and after the renewer started at `renewer_started_at` on a server that
 /// was in use just before, a renewal falls due by the clock as it would by a call). Called by
-/// the renewer on every turn of its loop; returns how long it may sleep before the next one.
+/// the renewer on every round of its loop; returns how long it may sleep before the next one.
 pub fn keep_ahead(shm: Handle, renewer_started_at: i64) -> i64 {
     let (layout, limits) = (gucs::layout(), gucs::limits());
     shm.exclusive(|issuer| issuer.keep_ahead(layout, &limits, &mut SystemClock, renewer_started_at))

@@ -73,7 +73,7 @@ pub fn reserve(
     // SyncRepWaitForLSN take the position XLogInsert returned. SyncRepWaitForLSN returns early
     // when the process is told to terminate (it warns; a backend writing for itself holds
     // interrupts, `renew::renew_here`, so the warning cannot end it inside; the renewer may end
-    // there, and its claim is released on its way out); it waits
+    // there, and its writer's turn ends abandoned on its way out); it waits
     // only while synchronous_commit asks for a standby, which the renewer forces on and a
     // backend writing its own reservation sets for the write (`renew::renew_here`); with
     // `commit = false` it waits for the standbys' flush (not apply).

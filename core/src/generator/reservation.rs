@@ -1,8 +1,8 @@
 //! The reservation protocol: no ID is issued unless a durable reservation covers it. This is the
 //! one full telling of the protocol; the extension's modules that take part in it say only what
-//! they do and point here: `src/reservation/` (`renew.rs` takes the writer's turn for one
-//! renewal, writes and reports it; `src/renewer.rs` is the renewer; `store.rs` the state file and WAL record; `redo.rs`
-//! their replay) and `src/shmem.rs` (the shared state and its lock).
+//! they do and point here: `src/reservation/` (`renew.rs` takes the writer's turn for one renewal,
+//! writes and reports it; `src/renewer.rs` is the renewer; `store.rs` the state file and WAL
+//! record; `redo.rs` their replay) and `src/shmem.rs` (the shared state and its lock).
 //!
 //! The promise: a reservation "until T", once durable, means that no ID at time T or later has
 //! been issued but a wake's (below). IDs are issued only below `durable_until`, the highest

@@ -3,9 +3,9 @@
 //! whether its registry session still has to take the id's advisory lock. One contact
 //! ([`contact`](super::contact)) calls one method per outcome, in the extension's
 //! `registry/holder.rs` and in the fleet model (`tests/model.rs`) alike, so that what the
-//! renewer remembers between contacts is the one the model checks. What a claim does to the server's identity is
-//! [`Node`](super::Node)'s; this says what the renewer tells [`Node::publish`](super::Node::publish)
-//! ([`HolderState::holding`]).
+//! renewer remembers between contacts is the one the model checks. What a claim does to the
+//! server's identity is [`Node`](super::Node)'s; this says what the renewer tells
+//! [`Node::publish`](super::Node::publish) ([`HolderState::holding`]).
 
 use super::Holding;
 use crate::registry::{Identity, Lease, OWN_SESSION_PATIENCE_LEASES};
@@ -142,7 +142,7 @@ impl HolderState {
         self.held.is_some_and(|held| !held.pinned)
     }
 
-    /// A heartbeat renewed the lease; `locked`: the session holds the id's lock now.
+    /// A heartbeat extended the lease; `locked`: the session holds the id's lock now.
     pub fn extended(&mut self, lease: Lease, locked: bool) {
         self.needs_lock = !locked;
         if let Some(held) = self.held.as_mut() {

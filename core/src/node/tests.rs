@@ -314,8 +314,8 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
     // A heartbeat that found the mark where the claim left it keeps it the claim's own, at
     // the new ceiling; the release brings it down from there.
     let (mut node, generator) = claimed(true);
-    let renewed = Lease::granted(10_000, T0 + 40_000, 30_000);
-    node.lease_extended(&renewed, true, taken.lease.ceiling);
+    let extended = Lease::granted(10_000, T0 + 40_000, 30_000);
+    node.lease_extended(&extended, true, taken.lease.ceiling);
     let released = node.release(&generator).expect("its own mark");
     assert_eq!(released.lower.map(|l| l.from), Some(T0 + 40_000));
     // Raised by another (a server that joined with IDs made under the id): the mark is no
@@ -326,14 +326,14 @@ fn a_fenced_claim_released_caps_the_reservations_at_the_mark_it_leaves() {
         assert_eq!(released.lower, None);
     };
     let (mut node, generator) = claimed(true);
-    node.lease_extended(&renewed, true, taken.lease.ceiling + 1);
+    node.lease_extended(&extended, true, taken.lease.ceiling + 1);
     unlowered(&mut node, &generator);
     assert_eq!(
-        node.ceiling, renewed.ceiling,
+        node.ceiling, extended.ceiling,
         "nothing lowered, nothing capped"
     );
     let later = Lease::granted(20_000, T0 + 50_000, 30_000);
-    node.lease_extended(&later, true, renewed.ceiling);
+    node.lease_extended(&later, true, extended.ceiling);
     unlowered(&mut node, &generator);
     // A renewal being written may end past the reservation read now: nothing is lowered.
     let (mut node, mut writing) = claimed(true);

@@ -445,8 +445,8 @@ fn take<T: Table>(
 }
 
 /// One heartbeat of the holder of `node` under `identity`: extends the lease and raises the
-/// high-water mark ([`HeartbeatRequest`]), if the row still names this holder. With `take_lock` (a new
-/// session, or the lock not had yet), the id's advisory lock is tried first; whether the
+/// high-water mark ([`HeartbeatRequest`]), if the row still names this holder. With `take_lock` (a
+/// new session, or the lock not had yet), the id's advisory lock is tried first; whether the
 /// session got it or not, the row decides ([`beat`]).
 pub fn heartbeat<T: Table>(
     table: &mut T,
@@ -465,13 +465,13 @@ pub fn heartbeat<T: Table>(
     })
 }
 
-/// Releases the claim of `node` under `identity`, if the row still names it (a takeover since keeps its own): the
-/// row says so, and the next claim of its token from disk (the holder's own restart) need not
-/// wait for it to come back ([`registry::decide`]). With `lower`, the mark comes down from
-/// `lower.from`, the value that claim wrote last, to `lower.mark`, if it is still `from`
-/// (anyone else's raise since stays: `registry::own_mark`): `node::Node::release` says why
-/// that is safe; else it rises to `covers`, above every ID made under the claim, if it is
-/// lower. `None` if the row is not the claim's any more, else whether the mark came down.
+/// Releases the claim of `node` under `identity`, if the row still names it (a takeover since keeps
+/// its own): the row says so, and the next claim of its token from disk (the holder's own restart)
+/// need not wait for it to come back ([`registry::decide`]). With `lower`, the mark comes down from
+/// `lower.from`, the value that claim wrote last, to `lower.mark`, if it is still `from` (anyone
+/// else's raise since stays: `registry::own_mark`): `node::Node::release` says why that is safe;
+/// else it rises to `covers`, above every ID made under the claim, if it is lower. `None` if the
+/// row is not the claim's any more, else whether the mark came down.
 pub fn release<T: Table>(
     table: &mut T,
     node: u32,
