@@ -245,8 +245,8 @@ pub fn claim<T: Table>(
 ) -> Result<ClaimOutcome, T::Failure> {
     table.begin(idle_limit_ms(request.lease_ms))?;
     let claimed = decide_claim(table, claimant, request).and_then(|claimed| {
-        if let ClaimOutcome::Granted(decided) = &claimed {
-            intent(decided)?;
+        if let ClaimOutcome::Granted(grant) = &claimed {
+            intent(grant)?;
         }
         Ok(claimed)
     });
@@ -290,8 +290,8 @@ fn decide_claim<T: Table>(
         }
     };
     let mut claimed = decide_id(table, claimant, request, &at)?;
-    if let ClaimOutcome::Granted(decided) = &mut claimed {
-        decided.stray = stray;
+    if let ClaimOutcome::Granted(grant) = &mut claimed {
+        grant.stray = stray;
     }
     Ok(claimed)
 }
@@ -325,63 +325,96 @@ fn decide_id<T: Table>(
             table.record_used(node, request)?;
         }
     }
-    let mut how = "assigned";
-    // The id it wanted by name and gave way on: its last choice as a fresh one (its own retired
-    // id, free again: the operator retired it, so any other free id comes first).
-    let mut given_way = None;
-    if let Want::Configured(node) | Want::Pinned(node) = claimant.wanted {
-        let found = read_locked(table, node)?;
-        let row = found.as_ref().map(|f| Row {
-            same_label: f.label == request.label,
-            stray: f.layout != request.layout,
-            ..f.row
-        });
-        match decide(claimant, node, row.as_ref(), at) {
-            Decision::Take {
-                generation,
-                floor,
-                recycled,
-                own,
-                ..
-            } => {
-                // The row's token is kept only by its running holder: a restart from disk, a
-                // copy or a promoted standby that takes it over does so under a new one, and
-                // whoever else still carries the old token finds the id taken over.
-                let keep = claimant.identity.filter(|k| {
-                    request.recorded_node == Some(node)
-                        && (own || row.is_none_or(|r| r.identity.token != k.token))
-                });
-                let how = match (row, recycled) {
-                    (None, _) => "new",
-                    (_, true) => "recycled",
-                    (Some(r), _) if keep.is_some_and(|k| k.token == r.identity.token) => "restart",
-                    _ => "takeover",
-                };
-                let token = keep.map_or(request.new_token, |k| k.token);
-                return take(table, request, node, token, generation, floor, how);
-            }
-            Decision::Refuse { node, refusal } => {
-                table.unlock(node)?;
-                let (label, last_seen) = found
-                    .map(|f| (f.label, f.row.last_seen))
-                    .unwrap_or_default();
-                return Ok(ClaimOutcome::Refused {
-                    node,
-                    why: refusal,
-                    label,
-                    last_seen,
-                });
-            }
-            Decision::Fresh { .. } => {
-                table.unlock(node)?;
-                how = "fresh id";
-                given_way = Some(node);
+    let given_way = match wanted_id(table, claimant, request, at)? {
+        WantedId::Decided(outcome) => return Ok(outcome),
+        WantedId::Fresh { given_way } => given_way,
+    };
+    let how = given_way.map_or("assigned", |_| "fresh id");
+    lowest_free_id(table, request, at, given_way, how)
+}
+
+/// What became of the id a claimant wanted by name, if it wanted one.
+enum WantedId {
+    /// Taken or refused: the claim's outcome.
+    Decided(ClaimOutcome),
+    /// A fresh id is to be taken: none was wanted by name (`None`), or the claimant gave way on
+    /// the id it wanted, its last choice as a fresh one (its own retired id, free again: the
+    /// operator retired it, so any other free id comes first).
+    Fresh { given_way: Option<u32> },
+}
+
+/// Decides the id `claimant` wants by name (`pg_snowflake.node_id`, or the one its state file
+/// pins), if any: taken, refused, or given way on for a fresh one.
+fn wanted_id<T: Table>(
+    table: &mut T,
+    claimant: &Claimant,
+    request: &Request,
+    at: &Bounds,
+) -> Result<WantedId, T::Failure> {
+    let (Want::Configured(node) | Want::Pinned(node)) = claimant.wanted else {
+        return Ok(WantedId::Fresh { given_way: None });
+    };
+    let found = read_locked(table, node)?;
+    let row = found.as_ref().map(|f| Row {
+        same_label: f.label == request.label,
+        stray: f.layout != request.layout,
+        ..f.row
+    });
+    Ok(match decide(claimant, node, row.as_ref(), at) {
+        Decision::Take {
+            generation,
+            floor,
+            recycled,
+            own,
+            ..
+        } => {
+            // The row's token is kept only by its running holder: a restart from disk, a copy
+            // or a promoted standby that takes it over does so under a new one, and whoever
+            // else still carries the old token finds the id taken over.
+            let keep = claimant.identity.filter(|k| {
+                request.recorded_node == Some(node)
+                    && (own || row.is_none_or(|r| r.identity.token != k.token))
+            });
+            let how = match (row, recycled) {
+                (None, _) => "new",
+                (_, true) => "recycled",
+                (Some(r), _) if keep.is_some_and(|k| k.token == r.identity.token) => "restart",
+                _ => "takeover",
+            };
+            let token = keep.map_or(request.new_token, |k| k.token);
+            WantedId::Decided(take(table, request, node, token, generation, floor, how)?)
+        }
+        Decision::Refuse { node, refusal } => {
+            table.unlock(node)?;
+            let (label, last_seen) = found
+                .map(|f| (f.label, f.row.last_seen))
+                .unwrap_or_default();
+            WantedId::Decided(ClaimOutcome::Refused {
+                node,
+                why: refusal,
+                label,
+                last_seen,
+            })
+        }
+        Decision::Fresh { .. } => {
+            table.unlock(node)?;
+            WantedId::Fresh {
+                given_way: Some(node),
             }
         }
-    }
-    // The lowest free id whose advisory lock no session holds: a retired id's old holder may
-    // still be connected (it lost its claim and has not noticed yet), so the next candidate is
-    // tried.
+    })
+}
+
+/// Takes the lowest free id whose advisory lock no session holds (`how`: how the log names
+/// the claim), the id `given_way` on last: a retired id's old holder may still be connected (it
+/// lost its claim and has not noticed yet), so the next candidate is tried.
+fn lowest_free_id<T: Table>(
+    table: &mut T,
+    request: &Request,
+    at: &Bounds,
+    given_way: Option<u32>,
+    how: &'static str,
+) -> Result<ClaimOutcome, T::Failure> {
     let mut candidates = table.candidates(request, FRESH_CANDIDATES)?;
     if let Some(last) = given_way {
         candidates.retain(|&node| node != last);
