@@ -2,8 +2,9 @@
 //! ([`renewal_turn`]), written with no lock held ([`renew`] → `store::reserve`), ended
 //! ([`end_turn`]) and the callers waiting for it woken. The renewer (`src/renewer.rs`) normally
 //! writes every reservation; with none running, the call that needs one writes it itself
-//! ([`renew_here`]). A turn always ends: reported, reported abandoned when an ERROR unwinds past
-//! it ([`Turn`]'s drop), or given back when its process exits holding it ([`end_on_exit`]).
+//! ([`renew_here`]). A turn always ends: reported, given back unused ([`Turn::give_back`]),
+//! reported abandoned when an ERROR unwinds past it ([`Turn`]'s drop), or given back when its
+//! process exits holding it ([`end_on_exit`]).
 //! What a turn is, and the fenced ceiling it stops at, are the core's (`Issuer`'s
 //! `renewal_turn`, `rewrite_turn`, `turn_ended`); the protocol itself is told in
 //! `core/src/generator/reservation.rs`.
