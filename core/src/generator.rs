@@ -326,54 +326,20 @@ impl Generator {
         // Reservations reach `ahead` ticks past the last ID they are made for, and are renewed
         // once less than half of that remains above the last issued ID.
         let ahead_ms = self.effective_reservation_ms(limits);
-        let ahead_ticks = |ahead_ms: i64| (ahead_ms + layout.unit_ms - 1) / layout.unit_ms;
-        let (count, seq, end_time, end_seq, wake_renewer) = if !bulk {
-            // One ID (the common case), without a division: it is covered if its tick begins
-            // before the durable reservation ends.
-            let at = layout.unix_ms(time as u64);
-            if at >= self.reservation.durable_until {
-                let wanted = time + ahead_ticks(ahead_ms);
-                let Some(seq) = self.wake(layout, limits, at, seq, fresh || borrowed, wanted)
-                else {
-                    self.clock.take_in(reading, &mut self.stats);
-                    return Ok(self.await_reservation(layout, wanted));
-                };
-                let wake_renewer = self.reservation.want(layout, wanted);
-                if self.waking_until == i64::MIN {
-                    self.waking_until = tick_start(layout, wanted);
-                }
-                (1, seq, time, seq, wake_renewer)
-            } else {
-                let wake_renewer = 2 * (self.reservation.durable_until - at) < ahead_ms
-                    && self.reservation.want(layout, time + ahead_ticks(ahead_ms));
-                (1, seq, time, seq, wake_renewer)
-            }
+        let covered = if !bulk {
+            self.cover_one(layout, limits, time, seq, new_tick, ahead_ms)
         } else {
-            let ahead = ahead_ticks(ahead_ms);
-            let covered_end = self.reservation.covered_end(layout);
-            // A batch leaves the end of the covered time to single calls, unless the
-            // reservation already reaches the end of the time field (nothing more to reserve).
-            let usable_end = if covered_end <= layout.end_tick() as i64 {
-                covered_end.saturating_sub(ahead / BULK_COVER_MARGIN_DIVISOR)
-            } else {
-                covered_end
-            };
-            if time >= usable_end {
-                self.clock.take_in(reading, &mut self.stats);
-                return Ok(self.await_reservation(layout, time + ahead));
-            }
-            let per_tick = u64::from(max_seq) + 1;
             // Below the wake range, one tick at a time (a run continues in the next tick at 0,
             // past the wake range).
             let limit = if restricted { time } else { limit };
-            let limit = limit.min(usable_end - 1).min(layout.end_tick() as i64);
-            let room = (limit - time) as u64 * per_tick + (per_tick - u64::from(seq));
-            let count = want.min(room);
-            let end = u64::from(seq) + count - 1;
-            let (end_time, end_seq) = (time + (end / per_tick) as i64, (end % per_tick) as u32);
-            let wake_renewer = 2 * (covered_end - end_time) < ahead
-                && self.reservation.want(layout, end_time + ahead);
-            (count, seq, end_time, end_seq, wake_renewer)
+            self.cover_batch(layout, (time, seq), limit, max_seq, want, ahead_ms)
+        };
+        let (count, seq, end_time, end_seq, wake_renewer) = match covered {
+            Ok(covered) => covered,
+            Err(wanted) => {
+                self.clock.take_in(reading, &mut self.stats);
+                return Ok(self.await_reservation(layout, wanted));
+            }
         };
 
         if fresh {
@@ -388,6 +354,75 @@ impl Generator {
             clock_event: self.clock.event_to_warn_of(steady_ms),
             wake_renewer,
         })
+    }
+
+    /// The coverage of one ID at tick `time`, sequence number `seq` ([`Generator::allocate`]'s
+    /// common case, without a division: it is covered if its tick begins before the durable
+    /// reservation ends, or a wake issues it): `(count, seq, end_time, end_seq, wake_renewer)`,
+    /// or `Err` with the reservation to wait for.
+    #[inline(always)]
+    fn cover_one(
+        &mut self,
+        layout: &Layout,
+        limits: &Limits,
+        time: i64,
+        seq: u32,
+        new_tick: bool,
+        ahead_ms: i64,
+    ) -> Result<(u64, u32, i64, u32, bool), i64> {
+        let ahead_ticks = (ahead_ms + layout.unit_ms - 1) / layout.unit_ms;
+        let at = layout.unix_ms(time as u64);
+        if at >= self.reservation.durable_until {
+            let wanted = time + ahead_ticks;
+            let Some(seq) = self.wake(layout, limits, at, seq, new_tick, wanted) else {
+                return Err(wanted);
+            };
+            let wake_renewer = self.reservation.want(layout, wanted);
+            if self.waking_until == i64::MIN {
+                self.waking_until = tick_start(layout, wanted);
+            }
+            Ok((1, seq, time, seq, wake_renewer))
+        } else {
+            let wake_renewer = 2 * (self.reservation.durable_until - at) < ahead_ms
+                && self.reservation.want(layout, time + ahead_ticks);
+            Ok((1, seq, time, seq, wake_renewer))
+        }
+    }
+
+    /// The coverage of a batch of up to `want` IDs from tick and sequence number `from`, up to
+    /// tick `limit`: how many the durable reservation covers, `(count, seq, end_time, end_seq,
+    /// wake_renewer)`, or `Err` with the reservation to wait for. A batch leaves the end of the
+    /// covered time to single calls, unless the reservation already reaches the end of the time
+    /// field (nothing more to reserve).
+    #[inline(always)]
+    fn cover_batch(
+        &mut self,
+        layout: &Layout,
+        (time, seq): (i64, u32),
+        limit: i64,
+        max_seq: u32,
+        want: u64,
+        ahead_ms: i64,
+    ) -> Result<(u64, u32, i64, u32, bool), i64> {
+        let ahead = (ahead_ms + layout.unit_ms - 1) / layout.unit_ms;
+        let covered_end = self.reservation.covered_end(layout);
+        let usable_end = if covered_end <= layout.end_tick() as i64 {
+            covered_end.saturating_sub(ahead / BULK_COVER_MARGIN_DIVISOR)
+        } else {
+            covered_end
+        };
+        if time >= usable_end {
+            return Err(time + ahead);
+        }
+        let per_tick = u64::from(max_seq) + 1;
+        let limit = limit.min(usable_end - 1).min(layout.end_tick() as i64);
+        let room = (limit - time) as u64 * per_tick + (per_tick - u64::from(seq));
+        let count = want.min(room);
+        let end = u64::from(seq) + count - 1;
+        let (end_time, end_seq) = (time + (end / per_tick) as i64, (end % per_tick) as u32);
+        let wake_renewer =
+            2 * (covered_end - end_time) < ahead && self.reservation.want(layout, end_time + ahead);
+        Ok((count, seq, end_time, end_seq, wake_renewer))
     }
 
     /// The common case of [`Generator::allocate`] for one ID, for the wall clock reading
