@@ -1,11 +1,11 @@
 //! Models that can break the server's identity: the transitions of [`Node`] driven together with
 //! the generator, the state file, the WAL and the registry's decisions, by actors that crash,
 //! restart, replay, promote, race, partition, step their clocks and heal at any step. A renewer's
-//! turn and its contact with the registry are the core's own (`renewer::Renewer`, `node::contact`,
-//! over `registry::table`'s procedures), turned over an in-memory table ([`Session`]) and the
-//! member ([`Turning`], [`Host`]) where the extension turns them over SQL and shared memory; the
-//! other actors mirror the extension (`src/reservation/redo.rs`, the renewer's exit in
-//! `src/registry/holder.rs`): only the I/O is modelled.
+//! round and its contact with the registry are the core's own (`renewer::Renewer`,
+//! `node::contact`, over `registry::table`'s procedures), run over an in-memory table
+//! ([`Session`]) and the member ([`InRound`], [`MemberView`]) where the extension runs them over
+//! SQL and shared memory; the other actors mirror the extension (`src/reservation/redo.rs`, the
+//! renewer's exit in `src/registry/holder.rs`): only the I/O is modelled.
 //!
 //! The properties are the safety model's: no ID issued twice across the servers (in available
 //! mode, none once a partition has healed and the registry was reached), one registry row per
@@ -35,7 +35,9 @@ use crate::issuer::{Issuer, Renewal};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::{GivenUp, HolderState};
-use crate::registry::table::{self, Lowering, RenewRequest, Request, Retirement, RowRead, Table};
+use crate::registry::table::{
+    self, HeartbeatRequest, Lowering, Request, Retirement, RowRead, Table,
+};
 use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
 use crate::renewer::{self, Renewer};
 use proptest::prelude::*;
@@ -46,7 +48,7 @@ use std::collections::{btree_map::Entry, BTreeMap, BTreeSet, HashMap};
 use acts::{act, Act, Commit};
 use checks::{run_fleet, run_fleet_leased};
 use fleet::{Fleet, LEASE, MARGIN, MAX_NODE, SERVERS};
-use member::{Host, Member, Turning};
+use member::{InRound, Member, MemberView};
 use registry::{row_of, Failed, RegRow, Registry, Session};
 
 const L: Layout = DEFAULT_LAYOUT;
@@ -71,7 +73,7 @@ fn file_in(durable: &Durable, layout: Layout) -> Reservation {
         node: durable.node,
         history: durable.history,
         system: Some(1),
-        claim: durable.claim,
+        identity: durable.identity,
     }
 }
 
@@ -110,7 +112,7 @@ fn issue_in(
                     until: turn.until,
                     node: Some(turn.node),
                     history: turn.history,
-                    claim: turn.claim,
+                    identity: turn.identity,
                 });
                 issuer.turn_ended(Renewal::Done {
                     until: turn.until,
@@ -129,6 +131,6 @@ fn durable(node: &Node, until: i64, configured: Option<u32>) -> Durable {
         until,
         node: node.known_id(configured),
         history: node.history,
-        claim: node.claim,
+        identity: node.identity,
     }
 }

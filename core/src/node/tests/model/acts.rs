@@ -10,7 +10,7 @@ pub(super) enum Act {
     /// Server `s` makes IDs.
     Call { s: usize, want: u64 },
     /// Server `s`'s renewer turns: a contact (claim or heartbeat), the pin, the publication.
-    Turn { s: usize, commit: Commit },
+    Round { s: usize, commit: Commit },
     /// Server `s` is killed and restarted from its state file.
     Crash { s: usize },
     /// Server `s`'s renewer exits and releases its claim (`Node::release`); `restart`: with
@@ -103,7 +103,7 @@ pub(super) fn act() -> impl Strategy<Value = Act> {
         // A quiet spell: the next call is a wake (issued before its reservation is written).
         1 => (61_000i64..90_000).prop_map(|ms| Act::Wait { ms }),
         6 => (s.clone(), 1u64..100).prop_map(|(s, want)| Act::Call { s, want }),
-        6 => (s.clone(), commit).prop_map(|(s, commit)| Act::Turn { s, commit }),
+        6 => (s.clone(), commit).prop_map(|(s, commit)| Act::Round { s, commit }),
         1 => s.clone().prop_map(|s| Act::Crash { s }),
         1 => (s.clone(), any::<bool>()).prop_map(|(s, restart)| Act::Release { s, restart }),
         2 => (s, any::<bool>()).prop_map(|(s, up)| Act::Link { s, up }),
@@ -138,7 +138,7 @@ impl Fleet {
         match act {
             Act::Wait { ms } => self.now += ms,
             Act::Call { s, want } => self.call(s, want)?,
-            Act::Turn { s, commit } => self.turn(s, commit)?,
+            Act::Round { s, commit } => self.round(s, commit)?,
             Act::Crash { s } => {
                 // Its registry session lives on until the registry notices.
                 self.session_gone(s);
@@ -188,7 +188,7 @@ impl Fleet {
             Act::Stray { node } if !self.registry.rows.is_empty() => {
                 let now = self.now;
                 self.registry.rows.entry(node).or_insert(RegRow {
-                    holder: Identity {
+                    identity: Identity {
                         token: 0xfeed,
                         generation: 1,
                     },
@@ -274,7 +274,7 @@ impl Fleet {
                 standby.crashes = primary.crashes;
                 standby.offset = self.members[s].offset;
                 standby.fresh_on_promotion = fresh;
-                standby.inherited = standby.issuer.node().claim;
+                standby.inherited = standby.issuer.node().identity;
                 standby.unjoined = primary.unjoined.clone();
                 self.members[s] = standby;
                 if fenced {
@@ -307,13 +307,13 @@ impl Fleet {
                 // The renewer publishes a switch at once, before any contact
                 // (`Renewer::turn`): the contact may wait for the registry.
                 let (now, renewer) = (self.now, self.members[s].renewer);
-                let mut turning = Turning {
+                let mut in_round = InRound {
                     fleet: self,
                     s,
                     commit: Commit::Done,
                     checked: Ok(()),
                 };
-                renewer.publish(&mut turning, fenced, now);
+                renewer.publish(&mut in_round, fenced, now);
             }
             Act::Join {
                 s,

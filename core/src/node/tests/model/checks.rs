@@ -26,7 +26,7 @@ proptest! {
     }
 }
 
-/// One run of the fleet: `acts`, then every fault healed and a few leases of turns, then the
+/// One run of the fleet: `acts`, then every fault healed and a few leases of rounds, then the
 /// end's check (see `no_fleet_fault_makes_a_duplicate_or_strands_a_server`).
 pub(super) fn run_fleet(
     configured: &[Option<u32>],
@@ -75,11 +75,11 @@ impl Fleet {
             };
             if let Some(row) = self.registry.rows.get(&node).filter(|r| !r.retired) {
                 prop_assert!(
-                    m.issuer.node().claim == Some(row.holder),
+                    m.issuer.node().identity == Some(row.identity),
                     "node id {node} taken from member {s}, whose session holds its lock: \
                      the row names {:?}, the member {:?}",
-                    row.holder,
-                    m.issuer.node().claim
+                    row.identity,
+                    m.issuer.node().identity
                 );
             }
         }
@@ -105,7 +105,7 @@ impl Fleet {
 /// The checks of the end: every fault heals, and the fleet settles as the docs promise.
 fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
     // Every fault heals (clocks set right); the registry notices the dead sessions; time
-    // passes lease by lease with every renewer turning.
+    // passes lease by lease with every renewer doing its rounds.
     if !fleet.registry.up {
         fleet.registry.started = fleet.now + fleet.registry.skew;
     }
@@ -121,7 +121,7 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
         fleet.registry.end_sessions_but(&live);
         fleet.now += fleet.lease / 2;
         for s in 0..SERVERS {
-            fleet.turn(s, Commit::Done)?;
+            fleet.round(s, Commit::Done)?;
             fleet.call(s, 10)?;
         }
     }
@@ -154,7 +154,7 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
             .registry
             .rows
             .get(&node)
-            .is_none_or(|r| r.retired || r.holder != claim);
+            .is_none_or(|r| r.retired || r.identity != claim);
         let held = fleet
             .members
             .iter()

@@ -1,7 +1,7 @@
 //! A fleet on one registry: configured and assigned node ids, fenced or available, with crashes
 //! between any two durable writes, partitions that heal, registry outages, commits that fail or
 //! whose answer is lost, retirements. This room holds the fleet ([`Fleet`]: the registry, the
-//! members, every ID issued) and its steps: contacts, releases, turns and calls, and the sessions
+//! members, every ID issued) and its steps: contacts, releases, rounds and calls, and the sessions
 //! and marks noted beside them.
 
 use super::*;
@@ -81,7 +81,7 @@ impl Fleet {
     /// Notes the mark each live row holds for its claim.
     fn note_marks(&mut self) {
         for row in self.registry.rows.values() {
-            let claim = (row.holder.token, row.holder.generation);
+            let claim = (row.identity.token, row.identity.generation);
             self.marks.insert(claim, row.high_water);
             self.claimed_at.entry(claim).or_insert(self.contacts);
         }
@@ -94,7 +94,7 @@ impl Fleet {
     /// two servers made under one node id before either joined … are beyond it"). When
     /// `s`'s claim was taken, and the IDs joiners made that no claim has recorded yet.
     fn joiners_before(&self, s: usize) -> (Option<i64>, BTreeSet<i64>) {
-        let claim = self.members[s].issuer.node().claim;
+        let claim = self.members[s].issuer.node().identity;
         let claimed = claim.and_then(|c| self.claimed_at.get(&(c.token, c.generation)).copied());
         let unrecorded = self
             .members
@@ -109,7 +109,7 @@ impl Fleet {
     /// names it; the last one seen for it, once another claim has taken the id.
     fn mark_of(&self, node: u32, claim: Identity) -> Option<i64> {
         match self.registry.rows.get(&node) {
-            Some(row) if row.holder == claim => Some(row.high_water),
+            Some(row) if row.identity == claim => Some(row.high_water),
             _ => self.marks.get(&(claim.token, claim.generation)).copied(),
         }
     }
@@ -202,8 +202,11 @@ impl Fleet {
             }
         }
         let registry = &mut self.registry;
-        let holders: BTreeMap<u32, Identity> =
-            registry.rows.iter().map(|(&n, r)| (n, r.holder)).collect();
+        let holders: BTreeMap<u32, Identity> = registry
+            .rows
+            .iter()
+            .map(|(&n, r)| (n, r.identity))
+            .collect();
         // Each live row's holder, the running server that wrote it if it still runs (the same
         // data directory and shared memory), and its last contact (the registry's clock, or its
         // start if later), before this contact.
@@ -217,7 +220,7 @@ impl Fleet {
                     .iter()
                     .position(|o| o.range == r.by && Some(o.issuer.node().boot) == r.boot);
                 let since = r.last_seen.max(registry.started);
-                (n, (r.holder, running, since, r.released))
+                (n, (r.identity, running, since, r.released))
             })
             .collect();
         // Whether this member may take a released claim of its token at once, as the holder's
@@ -226,14 +229,14 @@ impl Fleet {
             let node = self.members[s].issuer.node();
             (
                 node.after_clean_stop && !node.met_holder,
-                node.claim.map(|c| c.token),
+                node.identity.map(|c| c.token),
             )
         };
         let m = &mut self.members[s];
         m.reached_at = now;
         let session = match m.session {
             // Ended by the registry (it noticed the client gone, or restarted): the exchange
-            // fails, and the next turn connects anew.
+            // fails, and the next round connects anew.
             Some(session) if !registry.open.contains(&session) => {
                 m.session = None;
                 return Ok(Err(Failed));
@@ -249,19 +252,19 @@ impl Fleet {
         let stalled = Cell::new(false);
         let mut table = Session::new(registry, session, now, commit, &stalled);
         table.by = m.range;
-        let mut host = Host {
+        let mut member = MemberView {
             m,
             now,
             fenced,
             stalled: &stalled,
             offset: None,
         };
-        let contacted = contact::contact(&mut table, &mut host, holder, settings);
-        let offset = host.offset;
+        let contacted = contact::contact(&mut table, &mut member, holder, settings);
+        let offset = member.offset;
         // A contact retires only the claim its server gave up on a promotion, never a claim
         // made of the id since.
         if let Ok(
-            contact::Contact::Granted { retired, .. } | contact::Contact::Renewed { retired, .. },
+            contact::Contact::Granted { retired, .. } | contact::Contact::Heartbeat { retired, .. },
         ) = &contacted
         {
             if let Some((node, Ok(Retirement::Retired { .. }))) = retired {
@@ -287,30 +290,30 @@ impl Fleet {
                 m.refused_as_copy = false;
                 m.marked_at = Some(now);
             }
-            Ok(contact::Contact::Renewed { .. }) => m.marked_at = Some(now),
+            Ok(contact::Contact::Heartbeat { .. }) => m.marked_at = Some(now),
             Ok(contact::Contact::Lost { .. }) => m.marked_at = None,
             _ => {}
         }
-        if let Ok(contact::Contact::Granted { taken, .. }) = &contacted {
+        if let Ok(contact::Contact::Granted { claim, .. }) = &contacted {
             // A running holder keeps its id: no other server's claim takes it within a
             // heartbeat interval and the clock margin of its holder's last contact (FLEETS,
             // *The rules that keep IDs unique*).
             // (Or of the registry's start, if later: no holder reaches a registry that is down.)
-            if let Some(&(holder, Some(o), last_seen, released)) = seen.get(&taken.node) {
+            if let Some(&(identity, Some(o), last_seen, released)) = seen.get(&claim.node) {
                 let quiet = registry_now.saturating_sub(last_seen);
                 let may_return = crate::registry::holder_may_return_ms(lease, MARGIN);
-                let exempt = released && restarted_clean && token == Some(holder.token);
+                let exempt = released && restarted_clean && token == Some(identity.token);
                 prop_assert!(
-                    holder == taken.identity || o == s || quiet >= may_return || exempt,
+                    identity == claim.identity || o == s || quiet >= may_return || exempt,
                     "member {s} took node id {} from member {o}, which runs and was last seen \
                      {quiet} ms ago (a running holder comes back within {may_return} ms)",
-                    taken.node
+                    claim.node
                 );
             }
         }
         if let Some(old) = holder.retire_pending {
             self.given_up
-                .insert(old.node, (m.range, m.crashes, old.claim));
+                .insert(old.node, (m.range, m.crashes, old.identity));
         }
         if contacted.is_err() || !holder.keeps_session() {
             registry.end_session(session);
@@ -360,7 +363,7 @@ impl Fleet {
                     Commit::Done,
                     &stalled,
                 );
-                let (node, claim) = (released.node, released.claim);
+                let (node, claim) = (released.node, released.identity);
                 table::release(&mut table, node, claim, released.lower, released.covers)
                     .expect("the registry is up");
                 self.registry.end_session(session);
@@ -396,7 +399,7 @@ impl Fleet {
 
     /// Member `s`'s renewer turns (`Renewer::turn`) with its contact due now: the model turns
     /// a renewer at any moment, sooner than its heartbeat interval as readily as on time.
-    pub(super) fn turn(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
+    pub(super) fn round(&mut self, s: usize, commit: Commit) -> Result<(), TestCaseError> {
         // A renewer whose claim stalled on its disk is stuck in that write until the registry
         // ends the claim (and after, as far as the model knows).
         let registry_now = self.now + self.registry.skew;
@@ -411,15 +414,15 @@ impl Fleet {
         }
         let settings = self.settings_of(s);
         let mut renewer = std::mem::take(&mut self.members[s].renewer);
-        let mut turning = Turning {
+        let mut in_round = InRound {
             fleet: self,
             s,
             commit,
             checked: Ok(()),
         };
-        renewer.turn(&mut turning, &settings);
-        let checked = turning.checked;
-        // Kept due: the next turn contacts whenever it comes (and states that differ only in
+        renewer.round(&mut in_round, &settings);
+        let checked = in_round.checked;
+        // Kept due: the next round contacts whenever it comes (and states that differ only in
         // when a contact falls due are one state to the search).
         renewer.contact_now();
         self.members[s].renewer = renewer;
@@ -434,7 +437,7 @@ impl Fleet {
         // unique*): in fenced mode always (no ID without a grant), in available mode unless it
         // was made while its ceiling had given way, counted (`Issuer::ids_past_mark`): the one
         // exemption the rules grant, and the only IDs a later holder may repeat.
-        let granted = node.claim.and_then(|claim| self.mark_of(node.id, claim));
+        let granted = node.identity.and_then(|claim| self.mark_of(node.id, claim));
         let (claimed, unrecorded) = self.joiners_before(s);
         let m = &mut self.members[s];
         let counted_before = m.issuer.ids_past_mark();

@@ -1,6 +1,6 @@
-//! A server of the fleet ([`Member`]): its settings, state file, issuing state and renewer; as its
-//! renewer turns it ([`Turning`], a `renewer::Server`) and as a contact sees it ([`Host`], a
-//! `contact::Host`).
+//! A server of the fleet ([`Member`]): its settings, state file, issuing state and renewer; as
+//! its renewer's round sees it ([`InRound`], a `renewer::Server`) and as a contact sees it
+//! ([`MemberView`], a `contact::Member`).
 
 use super::*;
 
@@ -165,16 +165,16 @@ impl Member {
 
 /// A member as its renewer turns it ([`renewer::Server`]): the fleet's registry, the member's
 /// session, state file and issuing state.
-pub(super) struct Turning<'f> {
+pub(super) struct InRound<'f> {
     pub(super) fleet: &'f mut Fleet,
     pub(super) s: usize,
-    /// How a claim's COMMIT ends in this turn.
+    /// How a claim's COMMIT ends in this round.
     pub(super) commit: Commit,
-    /// A check of the model that failed during the turn.
+    /// A check of the model that failed during the round.
     pub(super) checked: Result<(), TestCaseError>,
 }
 
-impl renewer::Server for Turning<'_> {
+impl renewer::Server for InRound<'_> {
     type Failure = Failed;
 
     fn monotonic(&mut self) -> i64 {
@@ -221,9 +221,9 @@ impl renewer::Server for Turning<'_> {
     }
 }
 
-/// A member as a contact sees it (`node::contact::Host`; shared memory and the state file in
+/// A member as a contact sees it (`node::contact::Member`; shared memory and the state file in
 /// the extension).
-pub(super) struct Host<'a> {
+pub(super) struct MemberView<'a> {
     pub(super) m: &'a mut Member,
     pub(super) now: i64,
     pub(super) fenced: bool,
@@ -233,7 +233,7 @@ pub(super) struct Host<'a> {
     pub(super) offset: Option<i64>,
 }
 
-impl contact::Host for Host<'_> {
+impl contact::Member for MemberView<'_> {
     type Failure = Failed;
 
     fn wall(&mut self) -> i64 {
@@ -274,9 +274,9 @@ impl contact::Host for Host<'_> {
         Ok(())
     }
 
-    fn lease_renewed(&mut self, lease: &Lease, fenced: bool, before: i64) {
+    fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64) {
         debug_assert_eq!(fenced, self.fenced);
-        self.m.issuer.lease_renewed(lease, fenced, before);
+        self.m.issuer.lease_extended(lease, fenced, before);
         // The heartbeat recorded a mark above the reservation: the release's is behind it.
         self.m.released = None;
     }

@@ -144,7 +144,7 @@ fn run_pair(steps: Vec<Pair>, promoted_lead: i64, at_a_wake: bool) -> Result<(),
                         until: durable.until,
                         layout: L,
                         node: durable.node,
-                        claim: None,
+                        identity: None,
                     });
                 });
                 let covered = covered_top(&issued, &wal, node.id);

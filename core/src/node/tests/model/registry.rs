@@ -7,7 +7,7 @@ use super::*;
 /// One row of the registry's table.
 #[derive(Clone, Debug, Hash)]
 pub(super) struct RegRow {
-    pub(super) holder: Identity,
+    pub(super) identity: Identity,
     pub(super) high_water: i64,
     pub(super) lease_until: i64,
     pub(super) retired: bool,
@@ -20,7 +20,8 @@ pub(super) struct RegRow {
     pub(super) by: u128,
     /// The boot value its holder wrote with its claim and heartbeats (`None`: none).
     pub(super) boot: Option<u64>,
-    /// Released by its holder's renewer on its way out, not claimed or renewed since.
+    /// Released by its holder's renewer on its way out, not claimed or extended by a heartbeat
+    /// since.
     pub(super) released: bool,
     /// The data directories ([`Member::range`]) whose claims recorded this id as used here
     /// since the row was last written by a claim (`Table::record_used`).
@@ -115,10 +116,10 @@ impl<'a> Session<'a> {
         self.pending.as_mut().unwrap_or(&mut self.registry.rows)
     }
 
-    fn live(&mut self, node: u32, holder: Identity) -> Option<&mut RegRow> {
+    fn live(&mut self, node: u32, identity: Identity) -> Option<&mut RegRow> {
         self.rows()
             .get_mut(&node)
-            .filter(|r| !r.retired && r.holder == holder)
+            .filter(|r| !r.retired && r.identity == identity)
     }
 }
 
@@ -196,7 +197,7 @@ impl Table for Session<'_> {
         let (now, by) = (self.now, self.by);
         let until = request.used_until;
         let row = self.rows().entry(node).or_insert(RegRow {
-            holder: Identity {
+            identity: Identity {
                 token: 0,
                 generation: 0,
             },
@@ -265,7 +266,7 @@ impl Table for Session<'_> {
         rows.insert(
             node,
             RegRow {
-                holder: identity,
+                identity,
                 high_water: high_water.max(mark),
                 lease_until: now + request.lease_ms,
                 retired: false,
@@ -283,19 +284,19 @@ impl Table for Session<'_> {
         Ok(())
     }
 
-    fn renew(
+    fn heartbeat_row(
         &mut self,
         node: u32,
         identity: Identity,
-        renewal: &RenewRequest,
+        request: &HeartbeatRequest,
     ) -> Result<Option<i64>, Failed> {
         let now = self.now;
         Ok(self.live(node, identity).map(|r| {
             let before = r.high_water;
-            r.lease_until = now + renewal.lease_ms;
+            r.lease_until = now + request.lease_ms;
             r.last_seen = now;
-            r.high_water = r.high_water.max(renewal.high_water);
-            r.boot = Some(renewal.boot);
+            r.high_water = r.high_water.max(request.high_water);
+            r.boot = Some(request.boot);
             r.released = false;
             before
         }))
@@ -342,7 +343,7 @@ impl Table for Session<'_> {
 pub(super) fn row_of(node: u32, r: &RegRow) -> Row {
     Row {
         node,
-        holder: r.holder,
+        identity: r.identity,
         retired: r.retired,
         high_water: r.high_water,
         lease_until: r.lease_until,

@@ -40,8 +40,8 @@ fn scopes() -> Vec<Scope> {
             fenced,
             lease: LEASE,
             acts: vec![
-                Turn { s: 0, commit: DONE },
-                Turn { s: 2, commit: DONE },
+                Round { s: 0, commit: DONE },
+                Round { s: 2, commit: DONE },
                 Call { s: 0, want: 1 },
                 Wait { ms: LEASE / 3 },
                 Release {
@@ -62,8 +62,8 @@ fn scopes() -> Vec<Scope> {
             fenced,
             lease: LEASE,
             acts: vec![
-                Turn { s: 0, commit: DONE },
-                Turn { s: 2, commit: DONE },
+                Round { s: 0, commit: DONE },
+                Round { s: 2, commit: DONE },
                 Call { s: 0, want: 1 },
                 Wait { ms: LEASE / 3 },
                 Release {
@@ -85,8 +85,8 @@ fn scopes() -> Vec<Scope> {
             fenced,
             lease: LEASE,
             acts: vec![
-                Turn { s: 0, commit: DONE },
-                Turn { s: 1, commit: DONE },
+                Round { s: 0, commit: DONE },
+                Round { s: 1, commit: DONE },
                 Call { s: 0, want: 1 },
                 Call { s: 1, want: 1 },
                 Wait { ms: LEASE / 3 },
@@ -104,8 +104,8 @@ fn scopes() -> Vec<Scope> {
             fenced,
             lease: LEASE,
             acts: vec![
-                Turn { s: 0, commit: DONE },
-                Turn { s: 2, commit: DONE },
+                Round { s: 0, commit: DONE },
+                Round { s: 2, commit: DONE },
                 Call { s: 0, want: 1 },
                 Wait { ms: LEASE / 3 },
                 // IDs a heartbeat interval ahead: reached after one wait.
@@ -128,8 +128,8 @@ fn scopes() -> Vec<Scope> {
         fenced: true,
         lease: 30_000,
         acts: vec![
-            Turn { s: 0, commit: DONE },
-            Turn { s: 1, commit: DONE },
+            Round { s: 0, commit: DONE },
+            Round { s: 1, commit: DONE },
             Wait { ms: 1_000 },
             Stall { s: 1, slow: true },
             Release {

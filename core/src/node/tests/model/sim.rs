@@ -64,7 +64,7 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         .collect();
     let mut fenced = rng.chance(2);
     let lease = if rng.chance(4) { SHIPPED_LEASE } else { LEASE };
-    // The swarm: calls, turns and waits always; every other kind on in two seeds of three,
+    // The swarm: calls, rounds and waits always; every other kind on in two seeds of three,
     // with a weight of its own.
     let mut weights = [0u64; KINDS];
     for (kind, weight) in weights.iter_mut().enumerate() {
@@ -83,15 +83,15 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         rng.1 = 2;
         fenced = true;
         configured.iter_mut().for_each(|c| *c = None);
-        //         wait call turn crash release link registry notice retire stray clock copy foreign
-        //         failover registry-failover mode stall join
+        //         wait call round crash release link registry notice retire stray clock copy
+        //         foreign failover registry-failover mode stall join
         weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0, 0, 0];
         failing = 60;
     } else if rng.chance(8) {
-        // One seed in eight of the rest: joiners and clean stops among calls and turns, where
+        // One seed in eight of the rest: joiners and clean stops among calls and rounds, where
         // the mark a joiner's IDs raised meets a holder's release.
-        //         wait call turn crash release link registry notice retire stray clock copy foreign
-        //         failover registry-failover mode stall join
+        //         wait call round crash release link registry notice retire stray clock copy
+        //         foreign failover registry-failover mode stall join
         weights = [4, 6, 8, 0, 4, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3];
     }
     let total: u64 = weights.iter().sum();
@@ -143,7 +143,7 @@ fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
                 }
             }
         }
-        2 => Act::Turn {
+        2 => Act::Round {
             s,
             commit: commit(rng, failing),
         },

@@ -23,7 +23,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     // over to member 3 with a fresh id: node id 0 is given up while its lease runs.
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 2,
             commit: Commit::Done,
         },
@@ -39,7 +39,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     );
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 3,
             commit: Commit::Done,
         },
@@ -50,7 +50,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     act(&mut fleet, Notice);
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 0,
             commit: Commit::Done,
         },
@@ -58,7 +58,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     assert_eq!(fleet.registry.rows[&0].by, fleet.members[0].range);
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 3,
             commit: Commit::Done,
         },
@@ -69,7 +69,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     act(&mut fleet, Notice);
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 3,
             commit: Commit::Done,
         },
@@ -77,7 +77,7 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     act(&mut fleet, Wait { ms: LEASE });
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 3,
             commit: Commit::Done,
         },
@@ -91,14 +91,14 @@ fn a_given_up_node_id_claimed_again_is_never_retired_under_its_new_holder() {
     act(&mut fleet, Link { s: 0, up: true });
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 0,
             commit: Commit::Done,
         },
     );
     act(
         &mut fleet,
-        Turn {
+        Round {
             s: 0,
             commit: Commit::Done,
         },
@@ -123,16 +123,16 @@ fn a_heartbeat_behind_a_stalled_claim_never_waits_past_its_deadline() {
             &[Some(0), Some(1)],
             fenced,
             &[
-                Turn { s: 0, commit: done },
-                Turn { s: 1, commit: done },
+                Round { s: 0, commit: done },
+                Round { s: 1, commit: done },
                 Stall { s: 1, slow: true },
                 Release {
                     s: 1,
                     restart: false,
                 },
-                Turn { s: 1, commit: done },
+                Round { s: 1, commit: done },
                 Wait { ms: 1_000 },
-                Turn { s: 0, commit: done },
+                Round { s: 0, commit: done },
             ],
         );
         assert_eq!(fleet.registry.locked.len(), 1, "the claim did not stall");
@@ -158,15 +158,15 @@ fn claims_whose_answers_are_lost_in_a_row_leave_the_ids_where_they_were() {
             &[Some(0)],
             fenced,
             &[
-                Turn { s: 0, commit: lost },
-                Turn { s: 0, commit: lost },
-                Turn { s: 0, commit: lost },
-                Turn { s: 0, commit: lost },
-                Turn {
+                Round { s: 0, commit: lost },
+                Round { s: 0, commit: lost },
+                Round { s: 0, commit: lost },
+                Round { s: 0, commit: lost },
+                Round {
                     s: 0,
                     commit: Commit::Done,
                 },
-                Turn {
+                Round {
                     s: 0,
                     commit: Commit::Done,
                 },
@@ -193,16 +193,16 @@ fn a_stray_row_under_a_pinned_id_sends_an_assigned_server_to_a_fresh_one() {
         &[None, None, None, None],
         true,
         &[
-            Turn {
+            Round {
                 s: 3,
                 commit: Commit::Done,
             },
-            Turn {
+            Round {
                 s: 2,
                 commit: Commit::Failed,
             },
             Stray { node: 1 },
-            Turn {
+            Round {
                 s: 2,
                 commit: Commit::Done,
             },

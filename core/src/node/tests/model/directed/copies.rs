@@ -15,29 +15,29 @@ fn a_same_label_copy_never_wins_its_origins_renewer_restart() {
     use Act::*;
     let done = Commit::Done;
     let mut acts = vec![
-        Turn { s: 0, commit: done },
-        Turn { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
         Call { s: 0, want: 10 },
         Copy {
             s: 1,
             from: 0,
             same_label: true,
         },
-        Turn { s: 1, commit: done },
+        Round { s: 1, commit: done },
         Release {
             s: 0,
             restart: false,
         },
-        Turn { s: 1, commit: done },
-        Turn { s: 0, commit: done },
-        Turn { s: 0, commit: done },
-        Turn { s: 1, commit: done },
+        Round { s: 1, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 1, commit: done },
     ];
     for _ in 0..8 {
         acts.extend([
             Wait { ms: LEASE / 2 },
-            Turn { s: 1, commit: done },
-            Turn { s: 0, commit: done },
+            Round { s: 1, commit: done },
+            Round { s: 0, commit: done },
             Call { s: 0, want: 10 },
             Call { s: 1, want: 10 },
         ]);
@@ -64,8 +64,8 @@ fn a_server_without_a_node_id_whose_copy_took_its_id_takes_a_fresh_one_at_once()
     use Act::*;
     let done = Commit::Done;
     let acts = [
-        Turn { s: 0, commit: done },
-        Turn { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
         Call { s: 0, want: 10 },
         Crash { s: 0 },
         Copy {
@@ -76,11 +76,11 @@ fn a_server_without_a_node_id_whose_copy_took_its_id_takes_a_fresh_one_at_once()
         Wait { ms: LEASE + 1 },
         Notice,
         Wait { ms: LEASE },
-        Turn { s: 1, commit: done },
-        Turn { s: 1, commit: done },
+        Round { s: 1, commit: done },
+        Round { s: 1, commit: done },
         Call { s: 1, want: 10 },
-        Turn { s: 0, commit: done },
-        Turn { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
         Call { s: 0, want: 10 },
     ];
     for fenced in [true, false] {
@@ -109,8 +109,8 @@ fn a_clone_started_during_a_registry_restart_never_takes_its_origins_id() {
     use Act::*;
     let done = Commit::Done;
     let mut acts = vec![
-        Turn { s: 0, commit: done },
-        Turn { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
         Call { s: 0, want: 10 },
         Registry { up: false },
         Copy {
@@ -120,17 +120,17 @@ fn a_clone_started_during_a_registry_restart_never_takes_its_origins_id() {
         },
         Wait { ms: LEASE / 4 },
         Registry { up: true },
-        Turn { s: 1, commit: done },
-        Turn { s: 1, commit: done },
-        Turn { s: 0, commit: done },
-        Turn { s: 1, commit: done },
-        Turn { s: 1, commit: done },
+        Round { s: 1, commit: done },
+        Round { s: 1, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 1, commit: done },
+        Round { s: 1, commit: done },
     ];
     for _ in 0..8 {
         acts.extend([
             Wait { ms: LEASE / 3 },
-            Turn { s: 0, commit: done },
-            Turn { s: 1, commit: done },
+            Round { s: 0, commit: done },
+            Round { s: 1, commit: done },
             Call { s: 0, want: 10 },
             Call { s: 1, want: 10 },
         ]);

@@ -25,8 +25,8 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
     let mut fleet = Fleet::new(&[Some(0), Some(0), None, None], true);
     let done = Commit::Done;
     for a in [
-        Turn { s: 0, commit: done },
-        Turn { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
         Call { s: 0, want: 10 },
         // Member 1 stays out of reach until member 0 is gone.
         Link { s: 1, up: false },
@@ -43,8 +43,8 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
     };
     fleet.step(join);
     for a in [
-        Turn { s: 2, commit: done },
-        Turn { s: 2, commit: done },
+        Round { s: 2, commit: done },
+        Round { s: 2, commit: done },
         // Member 0 stops cleanly (its renewer's exit releases the claim) and stays down.
         Release {
             s: 0,
@@ -55,8 +55,8 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
         Wait { ms: LEASE + 1 },
         Notice,
         Link { s: 1, up: true },
-        Turn { s: 1, commit: done },
-        Turn { s: 1, commit: done },
+        Round { s: 1, commit: done },
+        Round { s: 1, commit: done },
     ] {
         fleet.step(a);
     }
@@ -79,7 +79,7 @@ fn joiner_then_clean_stop(lead: i64, offset: i64) {
     );
     while fleet.now + offset + 1_000 < target {
         fleet.step(Wait { ms: 1_000 });
-        fleet.step(Turn { s: 1, commit: done });
+        fleet.step(Round { s: 1, commit: done });
     }
     let ms = target - fleet.now - offset;
     fleet.step(Wait { ms });
@@ -108,10 +108,10 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
             offset: -MARGIN / 2,
         },
         Link { s: 1, up: false },
-        Turn { s: 0, commit: done },
-        Turn { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
         Call { s: 0, want: 10 },
-        Turn { s: 0, commit: done },
+        Round { s: 0, commit: done },
         Link { s: 0, up: false },
         Mode { s: 0, fenced: true },
     ] {
@@ -121,7 +121,7 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
     // Member 0 is asked for IDs throughout its lease, each millisecond a few hundred apart.
     for _ in 0..(LEASE / 250) {
         fleet.step(Wait { ms: 250 });
-        fleet.step(Turn { s: 0, commit: done });
+        fleet.step(Round { s: 0, commit: done });
         fleet.step(Call { s: 0, want: 10 });
     }
     assert!(
@@ -131,8 +131,8 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
     for a in [
         Notice,
         Link { s: 1, up: true },
-        Turn { s: 1, commit: done },
-        Turn { s: 1, commit: done },
+        Round { s: 1, commit: done },
+        Round { s: 1, commit: done },
     ] {
         fleet.step(a);
     }
@@ -152,7 +152,7 @@ fn a_switch_to_fenced_while_cut_off_makes_no_id_past_the_mark() {
         fleet.step(Call { s: 1, want: 10 });
         fleet.step(Wait { ms: 1 });
         if fleet.now % 500 == 0 {
-            fleet.step(Turn { s: 1, commit: done });
+            fleet.step(Round { s: 1, commit: done });
         }
     }
 }
@@ -180,10 +180,10 @@ fn a_server_running_ahead_of_its_clock_makes_ids_below_the_mark_after_an_idle_sp
                     lead: 40_000,
                     span: 6,
                 },
-                Turn { s: 2, commit: done },
+                Round { s: 2, commit: done },
                 Call { s: 2, want: 1 },
                 Wait { ms: 5_000 },
-                Turn { s: 2, commit: done },
+                Round { s: 2, commit: done },
             ],
         );
         let before = fleet.members[2].issuer.generator().stats().issued;

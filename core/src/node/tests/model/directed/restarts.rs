@@ -15,8 +15,8 @@ fn a_claim_whose_intent_cannot_be_written_leaves_the_server_as_it_was() {
     let done = Commit::Done;
     for fenced in [true, false] {
         let start = [
-            Turn { s: 0, commit: done },
-            Turn { s: 0, commit: done },
+            Round { s: 0, commit: done },
+            Round { s: 0, commit: done },
             Call { s: 0, want: 10 },
             Release {
                 s: 0,
@@ -26,19 +26,19 @@ fn a_claim_whose_intent_cannot_be_written_leaves_the_server_as_it_was() {
         let mut fleet = directed(&[Some(0), None], fenced, &start);
         let before = *fleet.members[0].issuer.node();
         fleet.members[0].unwritable = true;
-        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
+        fleet.act(Round { s: 0, commit: done }).expect("a claim");
         let after = fleet.members[0].issuer.node();
         assert_eq!(
             (
                 after.id,
-                after.claim,
+                after.identity,
                 after.history,
                 after.mark,
                 after.ceiling
             ),
             (
                 before.id,
-                before.claim,
+                before.identity,
                 before.history,
                 before.mark,
                 before.ceiling
@@ -46,8 +46,8 @@ fn a_claim_whose_intent_cannot_be_written_leaves_the_server_as_it_was() {
             "fenced {fenced}: the failed intent changed the server"
         );
         fleet.members[0].unwritable = false;
-        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
-        fleet.act(Turn { s: 0, commit: done }).expect("the pin");
+        fleet.act(Round { s: 0, commit: done }).expect("a claim");
+        fleet.act(Round { s: 0, commit: done }).expect("the pin");
         let node = fleet.members[0].issuer.node();
         assert!(
             fleet.members[0].issuer.issuing() && node.id == 0,
@@ -69,19 +69,19 @@ fn a_clean_restart_takes_its_released_claim_at_once_a_crash_waits() {
     let done = Commit::Done;
     for fenced in [true, false] {
         let start = [
-            Turn { s: 0, commit: done },
-            Turn { s: 0, commit: done },
+            Round { s: 0, commit: done },
+            Round { s: 0, commit: done },
             Call { s: 0, want: 10 },
         ];
         let mut fleet = directed(&[Some(0), None, None, None], fenced, &start);
-        let token = fleet.members[0].issuer.node().claim.map(|c| c.token);
+        let token = fleet.members[0].issuer.node().identity.map(|c| c.token);
         for act in [
             Release {
                 s: 0,
                 restart: true,
             },
-            Turn { s: 0, commit: done },
-            Turn { s: 0, commit: done },
+            Round { s: 0, commit: done },
+            Round { s: 0, commit: done },
         ] {
             fleet.act(act).expect("the act");
         }
@@ -92,7 +92,7 @@ fn a_clean_restart_takes_its_released_claim_at_once_a_crash_waits() {
             node.refusing
         );
         assert_ne!(
-            node.claim.map(|c| c.token),
+            node.identity.map(|c| c.token),
             token,
             "under a token of its own"
         );
@@ -100,7 +100,7 @@ fn a_clean_restart_takes_its_released_claim_at_once_a_crash_waits() {
         // A crash: refused until the old run has been silent long enough.
         fleet.act(Crash { s: 0 }).expect("the crash");
         fleet.act(Notice).expect("the registry notices");
-        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
+        fleet.act(Round { s: 0, commit: done }).expect("a claim");
         assert_eq!(
             fleet.members[0].issuer.node().refusing,
             Refusing::ClaimRefused,
@@ -111,8 +111,8 @@ fn a_clean_restart_takes_its_released_claim_at_once_a_crash_waits() {
                 ms: crate::registry::holder_may_return_ms(LEASE, MARGIN),
             })
             .expect("time");
-        fleet.act(Turn { s: 0, commit: done }).expect("a claim");
-        fleet.act(Turn { s: 0, commit: done }).expect("the pin");
+        fleet.act(Round { s: 0, commit: done }).expect("a claim");
+        fleet.act(Round { s: 0, commit: done }).expect("the pin");
         let node = fleet.members[0].issuer.node();
         assert!(
             fleet.members[0].issuer.issuing() && node.id == 0,
@@ -137,22 +137,22 @@ fn a_clean_restart_after_a_renewer_restart_starts_where_the_ids_are() {
             &[Some(0)],
             fenced,
             &[
-                Turn { s: 0, commit: done },
-                Turn { s: 0, commit: done },
+                Round { s: 0, commit: done },
+                Round { s: 0, commit: done },
                 Call { s: 0, want: 10 },
                 Release {
                     s: 0,
                     restart: false,
                 },
-                Turn { s: 0, commit: done },
-                Turn { s: 0, commit: done },
+                Round { s: 0, commit: done },
+                Round { s: 0, commit: done },
                 Call { s: 0, want: 10 },
                 Release {
                     s: 0,
                     restart: true,
                 },
-                Turn { s: 0, commit: done },
-                Turn { s: 0, commit: done },
+                Round { s: 0, commit: done },
+                Round { s: 0, commit: done },
             ],
         );
         let now = fleet.now;
