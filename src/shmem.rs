@@ -58,7 +58,7 @@ struct Region {
 
 const NEVER_SEEN: i64 = i64::MIN;
 
-/// A renewer silent for this long (its loop turns at least once a second when idle) is taken
+/// A renewer silent for this long (it runs a round at least once a second when idle) is taken
 /// to be gone: callers then write their reservations themselves.
 const RENEWER_SILENCE_MS: i64 = 3_000;
 

@@ -29,7 +29,7 @@ use snowflake_core::retry::LogThrottle;
 const UNREACHABLE_LOG_INTERVAL_MS: i64 = 10_000;
 
 /// The renewer's registry side: its connection, and the core's `Renewer` (what it knows of its
-/// claim and when its next contact is due, which the fleet model turns too).
+/// claim and when its next contact is due, whose rounds the fleet model runs too).
 pub struct Holder {
     link: Link,
     renewer: Renewer,

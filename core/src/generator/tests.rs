@@ -148,7 +148,7 @@ fn last_of(run: Run) -> i64 {
 }
 
 /// A renewer that takes `latency_ms` per write, run beside the callers as the server's renewer
-/// runs beside its backends: woken by a call, it claims the renewal and reports it done
+/// runs beside its backends: woken by a call, it starts the renewal and reports it done
 /// `latency_ms` later (in the callers' time).
 struct SlowRenewer {
     latency_ms: i64,

@@ -5,7 +5,7 @@ use super::*;
 use proptest::prelude::*;
 
 /// One step of the model below: the clock moves, a caller asks for IDs, and the renewer may
-/// act: claim a renewal, finish it, fail it, or the whole server crashes.
+/// act: start a renewal (the writer's turn), finish it, fail it, or the whole server crashes.
 #[derive(Clone, Debug)]
 enum Step {
     Call {
@@ -13,7 +13,7 @@ enum Step {
         want: u64,
     },
     StartRenewal,
-    /// The claimed renewal is reported done, as written in `took_ms`.
+    /// The started renewal is reported done, as written in `took_ms`.
     Finish {
         took_ms: i64,
     },
@@ -32,44 +32,44 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// The renewer and the disk of the models below: a claimed renewal, and the furthest
+/// The renewer and the disk of the models below: a started renewal, and the furthest
 /// reservation that reached the disk.
 struct Renewer {
-    claimed: Option<i64>,
+    started: Option<i64>,
     on_disk: i64,
 }
 
 impl Renewer {
     const fn new() -> Self {
         Renewer {
-            claimed: None,
+            started: None,
             on_disk: i64::MIN,
         }
     }
 
-    /// A step other than a call: claim a renewal, finish it (written in `took_ms`), fail it, or
+    /// A step other than a call: start a renewal, finish it (written in `took_ms`), fail it, or
     /// crash the whole server (a write may have reached the disk without being reported).
     fn act(&mut self, g: &mut Generator, step: Step) {
         match step {
             Step::Call { .. } => unreachable!("calls are the model's"),
             Step::StartRenewal => {
-                if self.claimed.is_none() {
-                    self.claimed = g.start_renewal(true);
+                if self.started.is_none() {
+                    self.started = g.start_renewal(true);
                 }
             }
             Step::Finish { took_ms } => {
-                if let Some(until) = self.claimed.take() {
+                if let Some(until) = self.started.take() {
                     self.on_disk = self.on_disk.max(until);
                     g.renewal_done(until, took_ms);
                 }
             }
             Step::Fail => {
-                if self.claimed.take().is_some() {
+                if self.started.take().is_some() {
                     g.renewal_failed();
                 }
             }
             Step::Crash => {
-                if let Some(until) = self.claimed.take() {
+                if let Some(until) = self.started.take() {
                     self.on_disk = self.on_disk.max(until);
                 }
                 *g = Generator::resume(self.on_disk);
@@ -292,8 +292,8 @@ proptest! {
                         for id in run.ids(layout, node) {
                             issued.check(id, g.reserved_until()).map_err(TestCaseError::fail)?;
                         }
-                        if wake_renewer && renewer.claimed.is_none() {
-                            renewer.claimed = g.start_renewal(true);
+                        if wake_renewer && renewer.started.is_none() {
+                            renewer.started = g.start_renewal(true);
                         }
                     }
                 }
@@ -369,7 +369,7 @@ fn the_fast_path_answers_the_common_case_and_declines_the_rest() {
 enum Traffic {
     /// A call `jump` ms after the previous step.
     Call { jump: i64 },
-    /// No call for `ms`; the renewer turns as it does.
+    /// No call for `ms`; the renewer runs its rounds as it does.
     Quiet { ms: i64 },
     /// The server crashes (a write under way reached the disk or not: `landed`) and restarts
     /// with its clock set back `back` ms.
@@ -448,7 +448,7 @@ proptest! {
                 }
                 Traffic::Quiet { ms } => {
                     write(&mut g, &mut on_disk);
-                    // The renewer turns every 250 ms (at most every second in the extension);
+                    // A renewer's round every 250 ms (at most a second apart in the extension);
                     // sampled once a minute once the keep-ahead minute is long over.
                     let end = now + ms;
                     while now < end {

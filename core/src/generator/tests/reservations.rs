@@ -367,21 +367,21 @@ fn an_abandoned_renewal_is_taken_up_by_the_next_renewer() {
         .unwrap();
     let until = g.start_renewal(true).unwrap();
     assert!(g.renewing());
-    // The renewer exits before reporting; its successor releases the claim and takes it up.
+    // The renewer exits before reporting; its successor ends that turn and takes it up anew.
     g.renewer_started();
     assert!(!g.renewing());
     assert_eq!(g.start_renewal(true), Some(until));
 }
 
 #[test]
-fn a_renewer_that_starts_leaves_a_backends_claim_to_that_backend() {
+fn a_renewer_that_starts_leaves_a_backends_turn_to_that_backend() {
     let mut g = Generator::new();
     g.allocate(&L, NODE, &mut Clocks::at(T0), &LIMITS, 1)
         .unwrap();
-    // No renewer runs: a backend claims the renewal and writes it. A renewer starts meanwhile.
+    // No renewer runs: a backend takes the turn and writes the renewal. A renewer starts meanwhile.
     let until = g.start_renewal(false).unwrap();
     g.renewer_started();
-    assert!(g.renewing(), "the backend's claim was released under it");
+    assert!(g.renewing(), "the backend's turn was ended under it");
     assert_eq!(
         g.start_renewal(true),
         None,
@@ -397,9 +397,9 @@ fn a_rewrite_waits_for_a_running_renewal_and_raises_nothing() {
     // A stand-in is writing a renewal: no rewrite meanwhile.
     let wanted = g.keep_ahead(&L, &LIMITS, &mut Clocks::at(T0 + 900), T0);
     assert!(wanted);
-    let claimed = g.start_renewal(false).expect("a due renewal");
+    let started = g.start_renewal(false).expect("a due renewal");
     assert_eq!(g.start_rewrite(), None);
-    g.renewal_done(claimed, 3);
+    g.renewal_done(started, 3);
     // Then the renewer may rewrite the reservation as it is; nobody else may write meanwhile.
     let durable = g.reserved_until();
     assert_eq!(g.start_rewrite(), Some(durable));
