@@ -4,7 +4,7 @@
 //! the clock check its reading feeds, then the pin of a new claim and the publication of what IDs
 //! may be made — in that order, so that no ID is made under a claim before it is pinned and none
 //! under a mode the renewer has not yet published. The extension's `registry/holder.rs` runs it
-//! over SQL and shared memory, and the fleet model (`node/tests/model.rs`) over its in-memory
+//! over SQL and shared memory, and the fleet model (`node/tests/model/fleet.rs`) over its in-memory
 //! registry, so the model runs the round that ships.
 
 use crate::node::contact::Settings;

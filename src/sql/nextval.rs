@@ -29,8 +29,8 @@ use snowflake_core::generator::{self, Run};
 //   a wait; a renewal to start; a warning; an error; an ID the core leaves to `allocate`) goes to
 //   `snowflake_nextval_guarded`, the path all IDs took before, under pgrx's guard, from the
 //   start: the fast path changed nothing when it returns `None`.
-// `tests/model.rs` in the core checks `next_one` against `allocate` on every state its model
-// reaches; `bench/instructions` counts what this saves.
+// `generator/tests/model.rs` in the core checks `next_one` against `allocate` on every state its
+// model reaches; `bench/instructions` counts what this saves.
 
 /// A new ID from this server's generator: `snowflake_nextval()`'s C symbol (see above).
 ///

@@ -3,7 +3,7 @@
 //! id [`Node::claimant`] wants, with the claim's intent written before the registry commits,
 //! and each answer handed to [`HolderState`] and [`Node`]. The extension's
 //! `src/registry/holder.rs` runs it over SQL (`client::Sql`) and shared memory; the fleet
-//! model (`tests/model.rs`) over its in-memory table and members, so the model runs the
+//! model (`tests/model/fleet.rs`) over its in-memory table and members, so the model runs the
 //! contact that ships. What the extension then says (logs, the registry status it shows) it
 //! reads from the [`Contact`] returned.
 

@@ -2,7 +2,7 @@
 //! lease, pinned or not), whether its last claim was refused or its claim was found lost, and
 //! whether its registry session still has to take the id's advisory lock. One contact
 //! ([`contact`](super::contact)) calls one method per outcome, in the extension's
-//! `registry/holder.rs` and in the fleet model (`tests/model.rs`) alike, so that what the
+//! `registry/holder.rs` and in the fleet model (`tests/model/fleet.rs`) alike, so that what the
 //! renewer remembers between contacts is the one the model checks. What a claim does to the
 //! server's identity is [`Node`](super::Node)'s; this says what the renewer tells
 //! [`Node::publish`](super::Node::publish) ([`HolderState::holding`]).

@@ -2,9 +2,9 @@
 //! each the order of the steps over the registry's table ([`Table`]) and the rules of the parent
 //! module that decide at each step ([`decide`], [`is_free`], [`vouched`], [`beat`],
 //! [`may_retire`]). The extension's `src/registry/client.rs` implements [`Table`] in SQL against
-//! the registry database; the fleet model (`node/tests/model.rs`) implements it in memory, with
-//! commits that fail or lose their answer. Both run these functions: the model runs the
-//! procedure that ships.
+//! the registry database; the fleet model (`node/tests/model/registry.rs`) implements it in
+//! memory, with commits that fail or lose their answer. Both run these functions: the model runs
+//! the procedure that ships.
 
 use super::{
     beat, check_layout, decide, exchange_deadline_ms, is_free, may_retire, vouched, Beat, Bounds,
