@@ -6,7 +6,8 @@
 
 # The stages, in the order they run, one a line: what run_stage prints | which majors | where it
 # runs | the command (@major: the major, @pairs: the pg_upgrade pairs, scripts/...: in this
-# checkout) | what is said instead where a major is left out (else nothing); a line ending in a
+# checkout, @newest: the newest released major tested, which runs the tests pgrx-tests/plan.tsv
+# runs once) | what is said instead where a major is left out (else nothing); a line ending in a
 # backslash goes on on the next. run_tests reads it.
 # Which majors:
 #   once          once, before the majors (the major printed: all)
@@ -30,9 +31,8 @@ the sid root's refusals: no archive, a full disk (scripts/test-sid-root) | sid |
     | scripts/test-sid-root
 clippy (in the sid root) | sid | home | stage_clippy @major
 #[pg_test]s in a server with the library preloaded | each | home | stage_pg_test @major
-golden SQL and multi-server tests (pgrx-tests/, side by side) | each | home | stage_servers @major
-the registry at scale, smoke run (bench/fleet-scale; errors only, never numbers) | each | home \
-    | stage_fleet_scale_smoke @major
+golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each | home \
+    | stage_servers @major @newest
 the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_partman @major
 README install section from the Debian package; apt remove | deb-readme | host \
     | scripts/test-install-section --deb
@@ -50,6 +50,8 @@ client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host
 extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
     | host | stage_image @major \
     | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
+the registry at scale, smoke run (bench/fleet-scale; errors only, never numbers) | last-host \
+    | host | stage_fleet_scale_smoke @major
 upgrading from 0.5.0's own build: a server, a standby, fleets (pgrx-tests/tests/from_release.rs) \
     | last-host:from-release | host | stage_from_release @major
 pg_upgrade and pg_dump across majors (@pairs) | across-host | host | stage_across_majors @pairs
@@ -125,6 +127,7 @@ run_table() {
             case "$word" in
             @major) words+=("$on") ;;
             @pairs) words+=("$on") ;;
+            @newest) words+=("$(newest_major)") ;;
             scripts/*) words+=("$ROOT/$word") ;;
             *) words+=("$word") ;;
             esac
@@ -213,9 +216,7 @@ stage_lint() {
     local rc=0 major scripts
     cargo fmt --all -- --check || rc=1
     cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
-    for major in "${TEST_MAJORS[@]}"; do
-        # The sid root's majors: a stage of their own (run_tests), after their builds ahead.
-        ! is_sid_tree "$major" || continue
+    for major in $(clippy_majors); do
         say "clippy, PostgreSQL $major"
         stage_clippy "$major" || rc=1
     done
@@ -232,7 +233,28 @@ stage_lint() {
     "$ROOT/scripts/check-labels" || rc=1
     say "the stages pgrx-tests/README.md tells (scripts/check-stages)"
     "$ROOT/scripts/check-stages" || rc=1
+    say "the test plan: every test file in a line, the README's table (scripts/plan check)"
+    "$ROOT/scripts/plan" check || rc=1
     return "$rc"
+}
+
+# The majors lint runs clippy on here: the lowest and the highest tested, but those of the sid
+# root, which have a stage of their own (clippy in the sid root). The code differs between majors
+# only in src/pg.rs, whose every cfg says "this major or later": the lowest compiles each site's
+# older side and the highest its newer side, so the majors between reach no line they do not.
+clippy_majors() {
+    local major
+    for major in "${TEST_MAJORS[0]}" "${TEST_MAJORS[-1]}"; do
+        is_sid_tree "$major" || echo "$major"
+    done | sort -u
+}
+
+# The newest released major tested, which runs the tests pgrx-tests/plan.tsv runs once: the
+# highest outside the sid root, or the highest when all are inside it.
+newest_major() {
+    local newest
+    newest=$(highest_host_major "${TEST_MAJORS[@]}")
+    echo "${newest:-${TEST_MAJORS[-1]}}"
 }
 
 # The extension built for major $1, under clippy (a step of stage_lint, run where $1 lives).
@@ -277,21 +299,18 @@ stage_pg_test() {
     return "$rc"
 }
 
-# The test binaries of pgrx-tests/ whose #[ignore]d tests a stage of their own runs, with
-# --include-ignored: they need what only that stage has (two majors, pg_partman, PostgreSQL 18 and
-# two release builds).
-STAGED_BINARIES=(across_majors partman image from_release)
-
-# Every test of pgrx-tests/ that is not #[ignore]d, side by side, a process each
-# (scripts/side-by-side); then fails if a test is ignored in a binary no stage runs with
-# --include-ignored (it would run nowhere).
+# The tests of pgrx-tests/ that are not #[ignore]d and that pgrx-tests/plan.tsv runs on major
+# $1 when $2 is the newest released major tested, side by side, a process each
+# (scripts/side-by-side); then fails if a test is ignored in a binary that no stage runs with
+# --include-ignored (the plan's stage: lines): it would run nowhere.
 stage_servers() {
-    local major=$1 rc=0 binary test stray=()
+    local major=$1 newest=$2 rc=0 binary test stray=() staged
     install_extension "$major"
     cd "$ROOT"
-    "$ROOT/scripts/side-by-side" || rc=1
+    "$ROOT/scripts/side-by-side" --plan "$major" "$newest" || rc=1
+    staged=$("$ROOT/scripts/plan" staged)
     while read -r binary test; do
-        case " ${STAGED_BINARIES[*]} " in
+        case " $staged " in
         *" $binary "*) ;;
         *) stray+=("$binary: $test") ;;
         esac
@@ -299,7 +318,7 @@ stage_servers() {
         /Running / { b = ($2 == "unittests") ? $3 : $2; sub(/^.*\//, "", b); sub(/\.rs$/, "", b) }
         /: test$/ { sub(/: test$/, ""); print b, $0 }')
     if [ ${#stray[@]} -gt 0 ]; then
-        printf 'ignored, and run by no stage (STAGED_BINARIES in scripts/stages.sh): %s\n' "${stray[@]}" >&2
+        printf 'ignored, and run by no stage (a stage: line of pgrx-tests/plan.tsv): %s\n' "${stray[@]}" >&2
         rc=1
     fi
     return "$rc"
