@@ -2,7 +2,7 @@
 # of pg_snowflake, for PGXN's client and anyone used to `make && make install`.
 # pgxnclient (commands/install.py) runs, with PG_CONFIG set to the PostgreSQL it installs into:
 #
-#   make all           builds with cargo pgrx package (scripts/pgxn-make) into target/pgxn/pgN/,
+#   make all           builds with cargo pgrx package (scripts/package/pgxn-make) into target/pgxn/pgN/,
 #                      after checking for cargo, Rust 1.96 or later, cargo-pgrx of the pgrx
 #                      version Cargo.toml pins and that PostgreSQL's server headers; it installs
 #                      none of them, and names what is missing and how to get it
@@ -44,7 +44,7 @@ SOURCES = Cargo.toml Cargo.lock pg_snowflake.control core/Cargo.toml \
 all: $(BUILT)/pg_snowflake.so
 
 $(BUILT)/pg_snowflake.so: $(SOURCES)
-	./scripts/pgxn-make "$(PG_CONFIG)" "$(BUILT)"
+	./scripts/package/pgxn-make "$(PG_CONFIG)" "$(BUILT)"
 
 $(DATA_built): $(BUILT)/pg_snowflake.so ;
 

@@ -1,13 +1,13 @@
 # Shared by bench/run, bench/ids, bench/instructions, bench/latency, bench/flood and bench/idle
-# (sourced, not run), on top of scripts/lib.sh: the result rows, the meta rows about the machine
+# (sourced, not run), on top of scripts/lib/lib.sh: the result rows, the meta rows about the machine
 # and the run (record_machine_meta), throwaway servers and pgbench's per-transaction logs.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # say, die, as_root, as_postgres and where each PostgreSQL major lives.
-# shellcheck source=scripts/lib.sh
-. "$ROOT/scripts/lib.sh"
-PGSERVER="$ROOT/scripts/pgserver"
+# shellcheck source=scripts/lib/lib.sh
+. "$ROOT/scripts/lib/lib.sh"
+PGSERVER="$ROOT/scripts/serve/pgserver"
 export PG_CONFIG=${PG_CONFIG:-$(pg_config_of "$PGSF_DEFAULT_MAJOR")}
 PG_BIN=$("$PG_CONFIG" --bindir)
 SETTINGS=("shared_preload_libraries = 'pg_snowflake'" "pg_snowflake.node_id = 1")

@@ -7,7 +7,7 @@
 In an example, a snippet is the lines between a comment `snippet: NAME` and a comment
 `end snippet` (#, // or -- comments), dedented. In the Markdown file, the line
 `<!-- snippet: PATH NAME -->` (PATH from the top of the repository) is followed by a fenced
-code block holding that snippet. scripts/clients runs `check`; Python's standard library only.
+code block holding that snippet. scripts/test/clients runs `check`; Python's standard library only.
 """
 
 import re

@@ -1,7 +1,7 @@
 // pg_snowflake with pgx v4 (Debian's golang-github-jackc-pgx-v4-dev, built with Debian's Go in
 // GOPATH mode): the recipe of docs/CLIENTS.md#go-pgx, and its test.
 //
-// Run by scripts/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
+// Run by scripts/test/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
 // NODE_UNSET_URL (preloaded, no node id) and NOT_PRELOADED_URL (installed, not preloaded).
 // A failed check exits non-zero.
 package main
@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v4"
 )
 
-const nodeID = 7                // the test server's pg_snowflake.node_id (scripts/clients)
+const nodeID = 7                // the test server's pg_snowflake.node_id (scripts/test/clients)
 const largestID = math.MaxInt64 // the last ID of the layout: 19 digits
 
 var ctx = context.Background()

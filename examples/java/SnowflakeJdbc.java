@@ -1,7 +1,7 @@
 // pg_snowflake with JDBC (Debian's pgjdbc, libpostgresql-jdbc-java) and Jackson for JSON: the
 // recipe of docs/CLIENTS.md#java-jdbc, and its test.
 //
-// Run by scripts/clients (java SnowflakeJdbc.java, with Debian's jars on the class path) against
+// Run by scripts/test/clients (java SnowflakeJdbc.java, with Debian's jars on the class path) against
 // servers it starts: DATABASE_URL (preloaded, node id 7), NODE_UNSET_URL (preloaded, no node id)
 // and NOT_PRELOADED_URL (installed, not preloaded). A failed check throws: non-zero exit.
 import com.fasterxml.jackson.annotation.JsonFormat;
@@ -25,7 +25,7 @@ import java.util.Map;
 import org.postgresql.util.PSQLException;
 
 public class SnowflakeJdbc {
-    static final int NODE_ID = 7; // the test server's pg_snowflake.node_id (scripts/clients)
+    static final int NODE_ID = 7; // the test server's pg_snowflake.node_id (scripts/test/clients)
     static final long LARGEST = Long.MAX_VALUE; // the last ID of the layout: 19 digits
 
     // snippet: migrate

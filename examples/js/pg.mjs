@@ -1,12 +1,12 @@
 // pg_snowflake with node-postgres (pg): the recipe of docs/CLIENTS.md#node-postgres, and its test.
 //
-// Run by scripts/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
+// Run by scripts/test/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
 // NODE_UNSET_URL (preloaded, no node id) and NOT_PRELOADED_URL (installed, not preloaded).
 // Every check is an assert; a failed one exits non-zero.
 import assert from 'node:assert/strict';
 import pg from 'pg';
 
-const NODE_ID = 7; // the test server's pg_snowflake.node_id (scripts/clients)
+const NODE_ID = 7; // the test server's pg_snowflake.node_id (scripts/test/clients)
 const LARGEST = '9223372036854775807'; // the last ID of the layout: 19 digits, i64::MAX
 const MESSAGES = { // the errors of point 5, as the server words them
   F0000: 'pg_snowflake.node_id is not set',

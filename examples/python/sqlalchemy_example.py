@@ -1,7 +1,7 @@
 """pg_snowflake with the SQLAlchemy 2 ORM (psycopg 3 underneath): the recipe of
 docs/CLIENTS.md#sqlalchemy-2-orm, and its test.
 
-Run by scripts/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
+Run by scripts/test/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
 NODE_UNSET_URL (preloaded, no node id) and NOT_PRELOADED_URL (installed, not preloaded).
 Every check is an assert; a failed one exits non-zero.
 """
@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import DDL, BigInteger, create_engine, event, exc, func, select, text, true
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-NODE_ID = 7  # the test server's pg_snowflake.node_id (scripts/clients)
+NODE_ID = 7  # the test server's pg_snowflake.node_id (scripts/test/clients)
 LARGEST = 9223372036854775807  # the last ID of the layout: 19 digits, i64::MAX
 MESSAGES = {  # the errors of point 5, as the server words them
     "F0000": "pg_snowflake.node_id is not set",

@@ -1,13 +1,13 @@
 # pg_snowflake with ActiveRecord (Debian's ruby-activerecord and ruby-pg): the recipe of
 # docs/CLIENTS.md#ruby-activerecord, and its test.
 #
-# Run by scripts/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
+# Run by scripts/test/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
 # NODE_UNSET_URL (preloaded, no node id) and NOT_PRELOADED_URL (installed, not preloaded).
 # A failed check raises: non-zero exit.
 require "active_record"
 require "json"
 
-NODE_ID = 7 # the test server's pg_snowflake.node_id (scripts/clients)
+NODE_ID = 7 # the test server's pg_snowflake.node_id (scripts/test/clients)
 LARGEST = 9_223_372_036_854_775_807 # the last ID of the layout: 19 digits, i64::MAX
 MIGRATIONS = File.join(__dir__, "db", "migrate")
 

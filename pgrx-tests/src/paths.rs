@@ -1,4 +1,4 @@
-//! Where things are: the PostgreSQL under test (from the environment `scripts/lib.sh` exports),
+//! Where things are: the PostgreSQL under test (from the environment `scripts/lib/lib.sh` exports),
 //! its client programs, the repository and its Cargo.toml.
 
 use std::path::{Path, PathBuf};

@@ -44,7 +44,7 @@ fn take(number: u16) -> Option<PortLease> {
 }
 
 /// A block of consecutive ports, all leased, for a script that picks its servers' ports itself
-/// (`scripts/cluster`, `scripts/demo-fleet`: the first free port from a given one, upwards).
+/// (`scripts/serve/cluster`, `scripts/serve/demo-fleet`: the first free port from a given one, upwards).
 /// Started at [`PortBlock::first`], such a script finds each port of the block free and takes
 /// them in order, and no test process running beside it is handed one of them.
 pub struct PortBlock {

@@ -1,4 +1,4 @@
-//! [`Config`] and [`Server`]: a throwaway PostgreSQL server driven through `scripts/pgserver`.
+//! [`Config`] and [`Server`]: a throwaway PostgreSQL server driven through `scripts/serve/pgserver`.
 
 use crate::checks::{describe, one, wait_until};
 use crate::paths::{pg_config, repo_root};
@@ -9,11 +9,11 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 fn run_pgserver(args: &[&str], env: &[(&str, String)]) -> Output {
-    Command::new(repo_root().join("scripts/pgserver"))
+    Command::new(repo_root().join("scripts/serve/pgserver"))
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
-        .expect("scripts/pgserver runs")
+        .expect("scripts/serve/pgserver runs")
 }
 
 fn pgserver(args: &[&str]) -> Output {
@@ -24,7 +24,7 @@ fn pgserver_with(args: &[&str], env: &[(&str, String)]) -> Output {
     let output = run_pgserver(args, env);
     assert!(
         output.status.success(),
-        "scripts/pgserver {args:?} failed:\n{}{}",
+        "scripts/serve/pgserver {args:?} failed:\n{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
@@ -122,11 +122,11 @@ impl Config {
     }
 }
 
-/// libfaketime's library (`PGSF_LIBFAKETIME`, exported by `./dev test` from scripts/lib.sh).
+/// libfaketime's library (`PGSF_LIBFAKETIME`, exported by `./dev test` from scripts/lib/lib.sh).
 fn libfaketime() -> String {
     std::env::var("PGSF_LIBFAKETIME").expect(
         "PGSF_LIBFAKETIME is not set: run the tests through ./dev test, which sets it from \
-         scripts/lib.sh",
+         scripts/lib/lib.sh",
     )
 }
 
@@ -139,7 +139,7 @@ fn fsync_delay_shim() -> String {
             let dir = format!("/tmp/pgsf-fsync-delay-{}", std::process::id());
             std::fs::create_dir_all(&dir).expect("a directory for the shim");
             let library = format!("{dir}/fsync_delay.so");
-            let source = repo_root().join("scripts/fsync-delay.c");
+            let source = repo_root().join("scripts/test/fsync-delay.c");
             let status = Command::new("cc")
                 .args(["-shared", "-fPIC", "-O2", "-o", &library])
                 .arg(&source)

@@ -16,7 +16,7 @@
 //!
 //! Every test here is `#[ignore]`d: it needs two majors, which only `./dev test`'s across stage
 //! has. That stage selects this file by its test binary (`--test across_majors
-//! --include-ignored`), with `PGSF_UPGRADE_PAIRS` (the pairs of scripts/lib.sh whose majors are
+//! --include-ignored`), with `PGSF_UPGRADE_PAIRS` (the pairs of scripts/lib/trees.sh whose majors are
 //! both tested, e.g. "15-vanilla:18 16:17": old tree, new tree) and the pg_config of every tree
 //! in `PGSF_PG_CONFIG_<TREE>`; without them the tests fail, never pass.
 

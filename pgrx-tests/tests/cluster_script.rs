@@ -1,11 +1,11 @@
-//! scripts/cluster, the by-hand harness: `start N` gives N servers with node ids 1..N, each
+//! scripts/serve/cluster, the by-hand harness: `start N` gives N servers with node ids 1..N, each
 //! making IDs with its own node id and ready for logical replication; `stop` removes them all.
 
 use postgres::{Client, NoTls};
 use snowflake_it::{repo_root, PortBlock};
 use std::process::Command;
 
-/// Runs scripts/cluster with the cluster named `name`, its servers on the ports of `ports`;
+/// Runs scripts/serve/cluster with the cluster named `name`, its servers on the ports of `ports`;
 /// stops it when dropped.
 struct Cluster {
     name: String,
@@ -14,15 +14,15 @@ struct Cluster {
 
 impl Cluster {
     fn run(&self, args: &[&str]) -> String {
-        let output = Command::new(repo_root().join("scripts/cluster"))
+        let output = Command::new(repo_root().join("scripts/serve/cluster"))
             .args(args)
             .env("PGSF_CLUSTER", &self.name)
             .env("PGSF_CLUSTER_PORT", self.ports.first.to_string())
             .output()
-            .expect("scripts/cluster runs");
+            .expect("scripts/serve/cluster runs");
         assert!(
             output.status.success(),
-            "scripts/cluster {args:?} failed:\n{}",
+            "scripts/serve/cluster {args:?} failed:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
         String::from_utf8_lossy(&output.stdout).into_owned()

@@ -1,4 +1,4 @@
-//! scripts/demo-fleet, the fleet demo (`./dev demo --fleet`): three servers without node ids
+//! scripts/serve/demo-fleet, the fleet demo (`./dev demo --fleet`): three servers without node ids
 //! are assigned distinct ones, a server configured with a held id is refused, a clone promoted
 //! beside its origin is given a fresh id; `stop` removes them all.
 
@@ -7,16 +7,16 @@ use std::collections::HashSet;
 use std::process::Command;
 
 fn run(fleet: &str, port: &str, command: &str) -> String {
-    let output = Command::new(repo_root().join("scripts/demo-fleet"))
+    let output = Command::new(repo_root().join("scripts/serve/demo-fleet"))
         .arg(command)
         .env("PGSF_FLEET", fleet)
         .env("PGSF_FLEET_PORT", port)
         .output()
-        .expect("scripts/demo-fleet runs");
+        .expect("scripts/serve/demo-fleet runs");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
-        "scripts/demo-fleet {command} failed:\n{stdout}\n{}",
+        "scripts/serve/demo-fleet {command} failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     stdout

@@ -1,5 +1,5 @@
 //! Upgrading from 0.5.0 as its users run it: the build of the commit that made 0.5.0, with its
-//! own pgrx and SQL (`scripts/old-release`, which this binary's stage runs and names in
+//! own pgrx and SQL (`scripts/package/old-release`, which this binary's stage runs and names in
 //! `PGSF_RELEASE_0_5_0`), then this build in its place, on real servers, IDs made throughout.
 //!
 //! A server of PostgreSQL 18 sees 0.5.0 only through `extension_control_path` and
@@ -26,7 +26,7 @@ const OLD: &str = "0.5.0";
 /// 0.5.0's build: `lib/pg_snowflake.so` and `share/extension/`.
 fn old_build() -> PathBuf {
     let dir = std::env::var("PGSF_RELEASE_0_5_0").expect(
-        "PGSF_RELEASE_0_5_0 is not set: this binary's stage sets it (scripts/old-release 0.5.0 \
+        "PGSF_RELEASE_0_5_0 is not set: this binary's stage sets it (scripts/package/old-release 0.5.0 \
          PG_CONFIG prints the directory)",
     );
     let dir = PathBuf::from(dir);

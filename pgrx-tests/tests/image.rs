@@ -1,4 +1,4 @@
-//! The extension image for CloudNativePG (`./dev package --pg N --image`, scripts/package-image):
+//! The extension image for CloudNativePG (`./dev package --pg N --image`, scripts/package/image):
 //! built from scratch with buildah, unpacked with umoci as the kubelet would mount it, and served
 //! by a PostgreSQL 18 that finds the extension through nothing but `extension_control_path` and
 //! `dynamic_library_path` pointing into that folder, with the library preloaded from there. The
@@ -592,7 +592,7 @@ fn without_buildah_dev_package_image_names_the_debian_package() {
             }
         }
     }
-    let output = Command::new(repo_root().join("scripts/package-image"))
+    let output = Command::new(repo_root().join("scripts/package/image"))
         .args(["--pg", &pg_major().to_string()])
         .env("PATH", &farm)
         .env("PG_CONFIG", pg_config())

@@ -89,7 +89,7 @@ fn meta_json_describes_what_cargo_toml_builds() {
     assert_eq!(
         meta["x_build_tools"]["rustc"],
         format!(">= {}.0", lib_sh_value("PGSF_RUST_MIN")).as_str(),
-        "the Rust META.json names is scripts/lib.sh's PGSF_RUST_MIN"
+        "the Rust META.json names is scripts/lib/lib.sh's PGSF_RUST_MIN"
     );
     for key in ["file", "docfile"] {
         let path = meta["provides"]["pg_snowflake"][key]
@@ -109,12 +109,12 @@ fn cargo_dependency_version(name: &str) -> String {
         .to_string()
 }
 
-/// The value scripts/lib.sh assigns to `name` (`NAME=value`).
+/// The value scripts/lib/toolchain.sh assigns to `name` (`NAME=value`).
 fn lib_sh_value(name: &str) -> String {
-    read("scripts/lib.sh")
+    read("scripts/lib/toolchain.sh")
         .lines()
         .find_map(|line| line.strip_prefix(&format!("{name}=")))
-        .unwrap_or_else(|| panic!("scripts/lib.sh sets {name}"))
+        .unwrap_or_else(|| panic!("scripts/lib/toolchain.sh sets {name}"))
         .to_string()
 }
 
@@ -354,10 +354,10 @@ fn the_pgxn_rules_refuse_what_the_spec_refuses() {
 /// `./dev package --pgxn` writes pg_snowflake-<version>.zip as PGXN expects: one top folder
 /// pg_snowflake-<version>/, META.json at its top, and every file git tracks under what a user of
 /// the zip needs: the build (the extension, its core, the SQL), make's targets (the Makefile,
-/// scripts/pgxn-make, the regression test), the README's install recipe (dev and the scripts it
+/// scripts/package/pgxn-make, the regression test), the README's install recipe (dev and the scripts it
 /// runs) and the docs the README links to, with the licence; nothing else (the README's install
 /// from the zip is a stage of ./dev test, so a file left out fails there). The list is written
-/// out here, apart from scripts/package-pgxn's, on purpose.
+/// out here, apart from scripts/package/pgxn's, on purpose.
 #[test]
 fn dev_package_pgxn_zips_every_tracked_file_a_user_needs_under_one_top_folder() {
     let root = repo_root();
@@ -398,12 +398,12 @@ fn dev_package_pgxn_zips_every_tracked_file_a_user_needs_under_one_top_folder() 
         "pgrx-tests/Cargo.toml",
         "pgrx-tests/src/",
         "dev",
-        "scripts/lib.sh",
-        "scripts/setup.sh",
-        "scripts/stages.sh",
-        "scripts/pgxn-make",
-        "scripts/test-install-section",
-        "scripts/pgserver",
+        "scripts/lib/",
+        "scripts/setup/setup.sh",
+        "scripts/test/stages.sh",
+        "scripts/package/pgxn-make",
+        "scripts/test/install-section",
+        "scripts/serve/pgserver",
     ];
     let tracked: BTreeSet<String> = run("git", &["-C", root.to_str().unwrap(), "ls-files"])
         .lines()
@@ -451,7 +451,7 @@ fn the_top_level_has_the_names_the_design_card_gives() {
 
 /// Debian's layout for an extension of PostgreSQL `major` (the postgresql-N packages of Debian
 /// and apt.postgresql.org): library directory and extension directory, relative to `/`.
-/// Written out here apart from scripts/lib.sh, which builds the packages, on purpose: the test's
+/// Written out here apart from scripts/lib/lib.sh, which builds the packages, on purpose: the test's
 /// expectation must not come from the code under test.
 fn debian_layout(major: u32) -> (String, String) {
     (

@@ -1,6 +1,6 @@
 """pg_snowflake with Django: the recipe of docs/CLIENTS.md#django, and its test.
 
-Run by scripts/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
+Run by scripts/test/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
 NODE_UNSET_URL (preloaded, no node id) and NOT_PRELOADED_URL (installed, not preloaded), the
 databases "default", "node_unset" and "not_preloaded" of settings.py. Every check is an assert;
 a failed one exits non-zero.
@@ -25,7 +25,7 @@ from django.db.models.functions import Now  # noqa: E402
 
 from orders.models import Order  # noqa: E402
 
-NODE_ID = 7  # the test server's pg_snowflake.node_id (scripts/clients)
+NODE_ID = 7  # the test server's pg_snowflake.node_id (scripts/test/clients)
 LARGEST = 9223372036854775807  # the last ID of the layout: 19 digits, i64::MAX
 MESSAGES = {  # the errors of point 5, as the server words them
     "F0000": "pg_snowflake.node_id is not set",

@@ -1,4 +1,4 @@
-"""Settings of the Django example: its three databases come from the URLs scripts/clients gives."""
+"""Settings of the Django example: its three databases come from the URLs scripts/test/clients gives."""
 
 import os
 from urllib.parse import urlsplit

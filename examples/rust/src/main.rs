@@ -1,7 +1,7 @@
 //! pg_snowflake with tokio-postgres: the recipe of docs/CLIENTS.md#rust-tokio-postgres, and its
 //! test.
 //!
-//! Run by scripts/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
+//! Run by scripts/test/clients against servers it starts: DATABASE_URL (preloaded, node id 7),
 //! NODE_UNSET_URL (preloaded, no node id) and NOT_PRELOADED_URL (installed, not preloaded).
 //! A failed check panics: non-zero exit.
 use std::collections::{HashMap, HashSet};
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls};
 
-/// The test server's pg_snowflake.node_id (scripts/clients).
+/// The test server's pg_snowflake.node_id (scripts/test/clients).
 const NODE_ID: i32 = 7;
 /// The last ID of the layout: 19 digits.
 const LARGEST: i64 = i64::MAX;

@@ -1,13 +1,13 @@
 # shellcheck shell=bash disable=SC2034,SC2153 # INSTALLED_BUILD is for run_suite, PG_CONFIG use_pg's
 # What dev's verbs share to set a machine up and to build and install the extension, sourced by
-# dev after scripts/lib.sh: setup (the Debian packages, Rust, cargo-pgrx, the PyPI trees, the sid
+# dev after scripts/lib/lib.sh: setup (the Debian packages, Rust, cargo-pgrx, the PyPI trees, the sid
 # root, pgrx pointed at every major), install_extension (a tree of ours, under its install lock)
 # and install_into (./dev install, into a PostgreSQL of the reader's), with timed steps. They use
 # dev's ROOT and PGRX_VERSION.
 
 # Installs what the trees $@ (default: every major outside the sid root, and PyPI's 15) need to
 # build the extension, only what is missing (with --for-tests first: what the tests need too);
-# for the sid root's trees (when asked for), the root (scripts/sid-root make), and pgrx pointed at
+# for the sid root's trees (when asked for), the root (scripts/setup/sid-root make), and pgrx pointed at
 # them inside it. Inside the root, whose packages its recipe installs, only the latter. Each step
 # is timed (timed, print_timings).
 setup() {
@@ -45,8 +45,8 @@ setup() {
     done
     pgrx_init
     if [ ${#sid[@]} -gt 0 ]; then
-        timed "the sid root" "$ROOT/scripts/sid-root" make
-        "$ROOT/scripts/sid-root" run "$ROOT/dev" setup
+        timed "the sid root" "$ROOT/scripts/setup/sid-root" make
+        "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" setup
     fi
 }
 
@@ -73,7 +73,7 @@ setup_rust() {
     command -v rustfmt >/dev/null || die "rustfmt not found (pgrx formats its bindings with it):" \
         "install it with rustup, or Debian's rustfmt-web"
     if ! cargo pgrx --version 2>/dev/null | grep -qF "$PGRX_VERSION"; then
-        say "Installing cargo-pgrx $PGRX_VERSION (the longest step: about 8 minutes on 2 cores)"
+        say "Installing cargo-pgrx $PGRX_VERSION (the longest step of a first set-up)"
         timed "cargo-pgrx $PGRX_VERSION" cargo install cargo-pgrx --version "=$PGRX_VERSION" --locked
     fi
 }
@@ -188,7 +188,7 @@ install_into() {
         fi
         wanted+=("postgresql-server-dev-$major")
     fi
-    # The sid root's recipe installs its packages (scripts/sid-root).
+    # The sid root's recipe installs its packages (scripts/setup/sid-root).
     if ! in_sid_root; then
         setup_rust_packages
         timed "Debian packages" apt_install "to build for $version" "${wanted[@]}"

@@ -7,7 +7,7 @@
  * wait. The sleep resumes after signals, as a process blocked on a stalled disk does not wake up
  * for them. Each user builds it with cc into a temporary directory:
  *
- *   cc -shared -fPIC -O2 -o fsync-delay.so scripts/fsync-delay.c -ldl
+ *   cc -shared -fPIC -O2 -o fsync-delay.so scripts/test/fsync-delay.c -ldl
  *
  * Only calls through the C library's symbols are delayed (PostgreSQL's WAL and data file
  * flushes, Rust's File::sync_all): a raw syscall would pass, and nothing here makes one.

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The stages of `./dev test`, sourced by dev, whose run_tests runs them in the order of
 # STAGE_TABLE (what each runs: pgrx-tests/README.md#what-dev-test-runs). They use install_extension
-# (scripts/setup.sh) and scripts/lib.sh; each runs in a subshell of its own through run_stage.
+# (scripts/setup/setup.sh) and scripts/lib/lib.sh; each runs in a subshell of its own through run_stage.
 # run_suite, the benchmarks' runner, is ./dev bench's too.
 
 # The stages, in the order they run, one a line: what run_stage prints | which majors | where it
@@ -13,10 +13,9 @@
 #   once          once, before the majors (the major printed: all)
 #   each          every major tested; sid: those of the sid root
 #   TEST          the majors whose line of PGSF_TREE_TABLE has the test TEST (deb-readme, partman)
-#   ends          the lowest and the highest major tested: they get the release build (fat LTO,
-#                 one codegen unit: about 5 minutes on 2 cores), to keep the whole run within an
-#                 hour; first-host: the lowest if outside the sid root; ends-else: the ends but
-#                 that one
+#   first         the lowest major tested, which gets the release build (fat LTO, one codegen
+#                 unit: minutes on 2 cores, so one major's only); first-host, first-sid: the
+#                 lowest if it is outside, or inside, the sid root
 #   last-host     after the majors, on the highest tested outside the sid root (the newest
 #                 released is what a new application starts on); last-host:TEST: the same, if
 #                 its line has TEST
@@ -24,26 +23,26 @@
 # Where it runs: host (here), home (where the major lives: inside the sid root for its trees),
 # root (inside the sid root).
 read -r -d '' STAGE_TABLE <<'EOF' || true
-lint: format, clippy, shellcheck, the four checks of scripts/check-* | once | host | stage_lint
+lint: format, clippy, shellcheck, scripts/check-*, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
 mutants: each named mutation of the registry's rules caught by a seed | once | host | stage_mutants
-the sid root's refusals: no archive, a full disk (scripts/test-sid-root) | sid | host \
-    | scripts/test-sid-root
+pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-install) | once | host \
+    | scripts/test/pgxn-install
+the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals) | sid | host \
+    | scripts/test/sid-root-refusals
 clippy (in the sid root) | sid | home | stage_clippy @major
 #[pg_test]s in a server with the library preloaded | each | home | stage_pg_test @major
 golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each | home \
     | stage_servers @major @newest
 the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_partman @major
 README install section from the Debian package; apt remove | deb-readme | host \
-    | scripts/test-install-section --deb
+    | scripts/test/install-section --deb
 README install section from source, in the PGXN zip (./dev package --pgxn) | first-host | host \
     | stage_readme @major --pgxn
-pgxn install of the PGXN zip (scripts/test-pgxn-install) | first-host | host \
-    | stage_pgxn_install @major
-README install section from source (release build) | ends-else | home | stage_readme @major
-benchmark smoke run (release build; fails on errors, never on numbers) | ends | home \
+README install section from source (release build) | first-sid | home | stage_readme @major
+benchmark smoke run (release build; fails on errors, never on numbers) | first | home \
     | stage_bench_smoke @major \
-    | [@major] README install from source and bench smoke: on @first and @last only (./dev test --pg @major runs them)
+    | [@major] README install from source and bench smoke: on @first only (./dev test --pg @major runs them)
 client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host \
     | stage_clients @major \
     | client recipes: on a major outside the sid root only (./dev test --pg @default)
@@ -68,15 +67,12 @@ table_majors() {
     major:each) echo "$major" ;;
     major:sid) if is_sid_tree "$major"; then echo "$major"; fi ;;
     major:deb-readme | major:partman) if tree_tests "$which" "$major"; then echo "$major"; fi ;;
-    major:ends | major:first-host | major:ends-else)
-        local first=${TEST_MAJORS[0]} end=
-        [ "$major" != "$first" ] && [ "$major" != "${TEST_MAJORS[-1]}" ] || end=1
-        local first_host=
-        if [ "$major" = "$first" ] && ! is_sid_tree "$major"; then first_host=1; fi
+    major:first*)
+        [ "$major" = "${TEST_MAJORS[0]}" ] || return 0
         case "$which" in
-        ends) [ -z "$end" ] || echo "$major" ;;
-        first-host) [ -z "$first_host" ] || echo "$major" ;;
-        ends-else) [ -z "$end" ] || [ -n "$first_host" ] || echo "$major" ;;
+        first-host) is_sid_tree "$major" || echo "$major" ;;
+        first-sid) ! is_sid_tree "$major" || echo "$major" ;;
+        *) echo "$major" ;;
         esac
         ;;
     after:last-host*)
@@ -138,14 +134,11 @@ run_table() {
     done <<<"$STAGE_TABLE"
 }
 
-# Text $1 with @major (the major $2), @first and @last (the lowest and the highest tested) and
-# @default (the lowest supported) put in.
+# Text $1 with @major (the major $2), @first (the lowest tested) and @default (the lowest
+# supported) put in.
 table_words() {
     local text=${1//@major/$2}
-    if [[ $text == *@first* || $text == *@last* ]]; then
-        text=${text//@first/${TEST_MAJORS[0]}}
-        text=${text//@last/${TEST_MAJORS[-1]}}
-    fi
+    text=${text//@first/${TEST_MAJORS[0]}}
     echo "${text//@default/${PGSF_MAJORS[0]}}"
 }
 
@@ -166,7 +159,7 @@ at_home() {
 
 # Runs stage $1 (with the other arguments) inside the sid root: `./dev _stage` there.
 in_root() {
-    "$ROOT/scripts/sid-root" run "$ROOT/dev" _stage "$@"
+    "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"
 }
 
 # run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
@@ -207,7 +200,7 @@ stage_core() {
 # Each named mutation of the registry's rules caught by a seed of the fault simulation, on a
 # copy of the core under target/mutants/.
 stage_mutants() {
-    "$ROOT/scripts/mutants"
+    "$ROOT/scripts/test/mutants"
 }
 
 # Every check runs, whatever the one before it found; the stage fails if any did.
@@ -225,16 +218,14 @@ stage_lint() {
         dev scripts bench .ci --exclude-dir=target | sort)
     say "shellcheck ${scripts[*]}"
     shellcheck --external-sources "${scripts[@]}" || rc=1
-    say "links of the Markdown files (scripts/check-links)"
-    "$ROOT/scripts/check-links" || rc=1
-    say "code names of the Markdown files (scripts/check-names)"
-    "$ROOT/scripts/check-names" || rc=1
-    say "no finding labels in code, tests or docs (scripts/check-labels)"
-    "$ROOT/scripts/check-labels" || rc=1
-    say "the stages pgrx-tests/README.md tells (scripts/check-stages)"
-    "$ROOT/scripts/check-stages" || rc=1
-    say "the test plan: every test file in a line, the README's table (scripts/plan check)"
-    "$ROOT/scripts/plan" check || rc=1
+    say "links of the Markdown files (scripts/check/links)"
+    "$ROOT/scripts/check/links" || rc=1
+    say "code names of the Markdown files (scripts/check/names)"
+    "$ROOT/scripts/check/names" || rc=1
+    say "no finding labels in code, tests or docs (scripts/check/labels)"
+    "$ROOT/scripts/check/labels" || rc=1
+    say "the test plan: every test file in a line; pgrx-tests/README.md's stages, plan and times (scripts/test/plan check)"
+    "$ROOT/scripts/test/plan" check || rc=1
     return "$rc"
 }
 
@@ -263,20 +254,22 @@ stage_clippy() {
     cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
 }
 
-# Builds, in the sid root, what the stages of its majors $@ build there: clippy's check, the
-# tests' binaries, the debug and the release build of each major, the debug build of the old
-# side of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
+# Builds, in the sid root, what the stages of its majors $2... build there: clippy's check, the
+# tests' binaries, the debug build of each major (and the release build of $1, the lowest major
+# tested, which the README's install and the bench smoke take), the debug build of the old side
+# of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
 # idle) beside the other majors' tests; a build that fails here fails again in its stage.
 stage_sid_builds() {
     cd "$ROOT"
-    local major rc=0 pair
+    local lowest=$1 major rc=0 pair
+    shift
     cargo test -p snowflake-it --no-run || rc=1
     for major in "$@"; do
         use_pg "$major"
         cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
             rc=1
         cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
-        cargo pgrx package --pg-config "$PG_CONFIG" || rc=1
+        [ "$major" != "$lowest" ] || cargo pgrx package --pg-config "$PG_CONFIG" || rc=1
         for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
             [ "${pair##*:}" = "$major" ] || continue
             use_pg "${pair%%:*}"
@@ -301,14 +294,14 @@ stage_pg_test() {
 
 # The tests of pgrx-tests/ that are not #[ignore]d and that pgrx-tests/plan.tsv runs on major
 # $1 when $2 is the newest released major tested, side by side, a process each
-# (scripts/side-by-side); then fails if a test is ignored in a binary that no stage runs with
+# (scripts/test/side-by-side); then fails if a test is ignored in a binary that no stage runs with
 # --include-ignored (the plan's stage: lines): it would run nowhere.
 stage_servers() {
     local major=$1 newest=$2 rc=0 binary test stray=() staged
     install_extension "$major"
     cd "$ROOT"
-    "$ROOT/scripts/side-by-side" --plan "$major" "$newest" || rc=1
-    staged=$("$ROOT/scripts/plan" staged)
+    "$ROOT/scripts/test/side-by-side" --plan "$major" "$newest" || rc=1
+    staged=$("$ROOT/scripts/test/plan" staged)
     while read -r binary test; do
         case " $staged " in
         *" $binary "*) ;;
@@ -346,31 +339,23 @@ stage_partman() {
 stage_readme() {
     use_pg "$1"
     if [ "${2:-}" != --pgxn ]; then
-        "$ROOT/scripts/test-install-section"
+        "$ROOT/scripts/test/install-section"
         return
     fi
     local dir version
     version=$(cargo_version)
     dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
-    "$ROOT/scripts/package-pgxn"
+    "$ROOT/scripts/package/pgxn"
     unzip -q "${CARGO_TARGET_DIR:-$ROOT/target}/pg_snowflake-$version.zip" -d "$dir"
     say "The README's install section in the unpacked zip, $dir/pg_snowflake-$version"
     local rc=0
     CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target} \
-        "$dir/pg_snowflake-$version/scripts/test-install-section" || rc=$?
+        "$dir/pg_snowflake-$version/scripts/test/install-section" || rc=$?
     rm -rf "$dir"
     return "$rc"
 }
 
-# PGXN's client installing, checking and removing the zip (the Makefile, scripts/pgxn-make) in
-# a clean Debian 12 root with its own PostgreSQL 15, never in the host's trees: run on 15 only.
-stage_pgxn_install() {
-    tree_tests pgxn-install "$1-bookworm" ||
-        die "the PGXN test's root has PostgreSQL 15 only, not $1"
-    "$ROOT/scripts/test-pgxn-install"
-}
-
-# The extension image (scripts/package-image) of major $1 (18 or later), and debug images of 17
+# The extension image (scripts/package/image) of major $1 (18 or later), and debug images of 17
 # and 15, built, unpacked with umoci and served by a server of major $1 that sees only the image
 # (pgrx-tests/tests/image.rs).
 stage_image() {
@@ -379,14 +364,14 @@ stage_image() {
 }
 
 # Upgrading from each of PGSF_OLD_RELEASES (0.5.0) as built from its own commit
-# (scripts/old-release: once, kept in $PGSF_PG_CACHE/releases) on major $1 (18 or later: the
+# (scripts/package/old-release: once, kept in $PGSF_PG_CACHE/releases) on major $1 (18 or later: the
 # servers load the old build through extension_control_path), into the build installed there
 # (pgrx-tests/tests/from_release.rs).
 stage_from_release() {
     use_pg "$1"
     local release build
     for release in "${PGSF_OLD_RELEASES[@]}"; do
-        build=$("$ROOT/scripts/old-release" "$release" "$PG_CONFIG")
+        build=$("$ROOT/scripts/package/old-release" "$release" "$PG_CONFIG")
         export "PGSF_RELEASE_${release//./_}=$build" # PGSF_RELEASE_0_5_0, which the tests read
     done
     staged_tests from_release
@@ -461,9 +446,9 @@ stage_across_majors() {
         --include-ignored --test-threads=1 --nocapture
 }
 
-# The client recipes (scripts/clients: installs the stacks' toolchains and packages when missing,
+# The client recipes (scripts/test/clients: installs the stacks' toolchains and packages when missing,
 # starts its own servers) on major $1, with the build installed there first.
 stage_clients() {
     install_extension "$1"
-    "$ROOT/scripts/clients" --pg "$1"
+    "$ROOT/scripts/test/clients" --pg "$1"
 }

