@@ -1,6 +1,10 @@
 //! The few things of the server that pgrx does not give us as we need them: functions called
 //! without pgrx's per-call guard, Postgres' own signal handlers, and the calls whose signature
 //! differs between PostgreSQL majors. One place, so that a new major is one file to check.
+//!
+//! Each `cfg` names the majors before a change, from the floor (15) up: `any(..)` for the old
+//! form, `not(any(..))` for the form from the next major on. Those lists never grow, so a newer
+//! major (its Cargo feature `pgN`) compiles unchanged, with the newest forms.
 
 use pgrx::pg_sys;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
@@ -24,7 +28,7 @@ pub mod unguarded {
 
     // Postgres' own signal handlers. Their parameters are `SIGNAL_ARGS`: `int` up to 18,
     // `(int, const pg_signal_info *)` from 19 on.
-    #[cfg(not(feature = "pg19"))]
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
     unsafe extern "C-unwind" {
         /// Postgres' SIGTERM handler for backends: sets ProcDiePending and the latch.
         pub fn die(postgres_signal_arg: c_int);
@@ -32,7 +36,7 @@ pub mod unguarded {
         /// latch.
         pub fn SignalHandlerForConfigReload(postgres_signal_arg: c_int);
     }
-    #[cfg(feature = "pg19")]
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
     unsafe extern "C-unwind" {
         /// Postgres' SIGTERM handler for backends: sets ProcDiePending and the latch.
         pub fn die(postgres_signal_arg: c_int, pg_siginfo: *const pgrx::pg_sys::pg_signal_info);
@@ -47,9 +51,9 @@ pub mod unguarded {
 
 /// A Postgres signal handler (`pqsigfunc`): `SIGNAL_ARGS` is `int` up to 18,
 /// `(int, const pg_signal_info *)` from 19 on.
-#[cfg(not(feature = "pg19"))]
+#[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18"))]
 pub type SignalHandler = unsafe extern "C-unwind" fn(c_int);
-#[cfg(feature = "pg19")]
+#[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17", feature = "pg18")))]
 pub type SignalHandler = unsafe extern "C-unwind" fn(c_int, *const pg_sys::pg_signal_info);
 
 /// Installs `handler` for `signal`; `pqsignal` is named `pqsignal_be` in the server from
@@ -57,28 +61,28 @@ pub type SignalHandler = unsafe extern "C-unwind" fn(c_int, *const pg_sys::pg_si
 pub fn set_signal_handler(signal: u32, handler: SignalHandler) {
     // SAFETY: a valid signal number and handler, installed before signals are unblocked.
     unsafe {
-        #[cfg(not(any(feature = "pg18", feature = "pg19")))]
+        #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
         pg_sys::pqsignal(signal as c_int, Some(handler));
-        #[cfg(any(feature = "pg18", feature = "pg19"))]
+        #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
         pg_sys::pqsignal_be(signal as c_int, Some(handler));
     }
 }
 
 /// Hands `payload` to the WAL insertion in progress. `XLogRegisterData` takes `(char *, int)`
-/// in 15, `(char *, uint32)` in 16 and 17, `(const void *, uint32)` in 18 and 19.
+/// in 15, `(char *, uint32)` in 16 and 17, `(const void *, uint32)` from 18 on.
 ///
 /// # Safety
 /// Between `XLogBeginInsert` and `XLogInsert`; `payload` outlives the `XLogInsert`.
 pub unsafe fn xlog_register_data(payload: &mut [u8]) {
     // `as _`: the length's type is the major's, int or uint32; a record's length fits either.
-    #[cfg(not(any(feature = "pg18", feature = "pg19")))]
+    #[cfg(any(feature = "pg15", feature = "pg16", feature = "pg17"))]
     unsafe {
         pg_sys::XLogRegisterData(
             payload.as_mut_ptr().cast::<std::ffi::c_char>(),
             payload.len() as _,
         )
     };
-    #[cfg(any(feature = "pg18", feature = "pg19"))]
+    #[cfg(not(any(feature = "pg15", feature = "pg16", feature = "pg17")))]
     unsafe {
         pg_sys::XLogRegisterData(payload.as_ptr().cast(), payload.len() as u32)
     };

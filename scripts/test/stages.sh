@@ -224,6 +224,8 @@ stage_lint() {
     "$ROOT/scripts/check/names" || rc=1
     say "no finding labels in code, tests or docs (scripts/check/labels)"
     "$ROOT/scripts/check/labels" || rc=1
+    say "the majors each file names are PGSF_TREE_TABLE's (scripts/check/majors)"
+    "$ROOT/scripts/check/majors" || rc=1
     say "the test plan: every test file in a line; pgrx-tests/README.md's stages, plan and times (scripts/test/plan check)"
     "$ROOT/scripts/test/plan" check || rc=1
     return "$rc"
