@@ -401,6 +401,8 @@ fn dev_package_pgxn_zips_every_tracked_file_a_user_needs_under_one_top_folder() 
         "scripts/lib/",
         "scripts/setup/setup.sh",
         "scripts/test/stages.sh",
+        "scripts/test/steps.sh",
+        "bench/suite.sh",
         "scripts/package/pgxn-make",
         "scripts/test/install-section",
         "scripts/serve/pgserver",

@@ -1,8 +1,7 @@
 # shellcheck shell=bash
-# The stages of `./dev test`, sourced by dev, whose run_tests runs them in the order of
-# STAGE_TABLE (what each runs: pgrx-tests/README.md#what-dev-test-runs). They use install_extension
-# (scripts/setup/setup.sh) and scripts/lib/lib.sh; each runs in a subshell of its own through run_stage.
-# run_suite, the benchmarks' runner, is ./dev bench's too.
+# The plan of `./dev test`, sourced by dev: STAGE_TABLE, the stages in the order run_tests runs
+# them (what each runs: pgrx-tests/README.md#what-dev-test-runs), and what reads it. The stages'
+# bodies are scripts/test/steps.sh; each runs in a subshell of its own through run_stage.
 
 # The stages, in the order they run, one a line: what run_stage prints | which majors | where it
 # runs | the command (@major: the major, @pairs: the pg_upgrade pairs, scripts/...: in this
@@ -190,58 +189,6 @@ run_stage() {
     fi
 }
 
-# The pure core needs no PostgreSQL: once for every major.
-# --show-output: the seeded fuzz of the parsers says how many inputs it tried.
-stage_core() {
-    cd "$ROOT"
-    cargo test -p snowflake-core -- --show-output
-}
-
-# Each named mutation of the registry's rules caught by a seed of the fault simulation, on a
-# copy of the core under target/mutants/.
-stage_mutants() {
-    "$ROOT/scripts/test/mutants"
-}
-
-# Every check runs, whatever the one before it found; the stage fails if any did.
-stage_lint() {
-    cd "$ROOT"
-    local rc=0 major scripts
-    cargo fmt --all -- --check || rc=1
-    cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
-    for major in $(clippy_majors); do
-        say "clippy, PostgreSQL $major"
-        stage_clippy "$major" || rc=1
-    done
-    cargo clippy -p snowflake-it --all-targets -- -D warnings || rc=1
-    mapfile -t scripts < <(grep -rlE '^#!/usr/bin/env (ba)?sh|^# shellcheck shell=' \
-        dev scripts bench .ci --exclude-dir=target | sort)
-    say "shellcheck ${scripts[*]}"
-    shellcheck --external-sources "${scripts[@]}" || rc=1
-    say "links of the Markdown files (scripts/check/links)"
-    "$ROOT/scripts/check/links" || rc=1
-    say "code names of the Markdown files (scripts/check/names)"
-    "$ROOT/scripts/check/names" || rc=1
-    say "no finding labels in code, tests or docs (scripts/check/labels)"
-    "$ROOT/scripts/check/labels" || rc=1
-    say "the majors each file names are PGSF_TREE_TABLE's (scripts/check/majors)"
-    "$ROOT/scripts/check/majors" || rc=1
-    say "the test plan: every test file in a line; pgrx-tests/README.md's stages, plan and times (scripts/test/plan check)"
-    "$ROOT/scripts/test/plan" check || rc=1
-    return "$rc"
-}
-
-# The majors lint runs clippy on here: the lowest and the highest tested, but those of the sid
-# root, which have a stage of their own (clippy in the sid root). The code differs between majors
-# only in src/pg.rs, whose every cfg says "this major or later": the lowest compiles each site's
-# older side and the highest its newer side, so the majors between reach no line they do not.
-clippy_majors() {
-    local major
-    for major in "${TEST_MAJORS[0]}" "${TEST_MAJORS[-1]}"; do
-        is_sid_tree "$major" || echo "$major"
-    done | sort -u
-}
-
 # The newest released major tested, which runs the tests pgrx-tests/plan.tsv runs once: the
 # highest outside the sid root, or the highest when all are inside it.
 newest_major() {
@@ -250,207 +197,131 @@ newest_major() {
     echo "${newest:-${TEST_MAJORS[-1]}}"
 }
 
-# The extension built for major $1, under clippy (a step of stage_lint, run where $1 lives).
-stage_clippy() {
-    cd "$ROOT"
-    cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
-}
-
-# Builds, in the sid root, what the stages of its majors $2... build there: clippy's check, the
-# tests' binaries, the debug build of each major (and the release build of $1, the lowest major
-# tested, which the README's install and the bench smoke take), the debug build of the old side
-# of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
-# idle) beside the other majors' tests; a build that fails here fails again in its stage.
-stage_sid_builds() {
-    cd "$ROOT"
-    local lowest=$1 major rc=0 pair
-    shift
-    cargo test -p snowflake-it --no-run || rc=1
-    for major in "$@"; do
-        use_pg "$major"
-        cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
-            rc=1
-        cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
-        [ "$major" != "$lowest" ] || cargo pgrx package --pg-config "$PG_CONFIG" || rc=1
-        for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
-            [ "${pair##*:}" = "$major" ] || continue
-            use_pg "${pair%%:*}"
-            cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
-        done
+run_tests() {
+    parse_majors "$@"
+    LIST=
+    case "${ARGS[*]}" in
+    "") ;;
+    --list) LIST=1 ;;
+    *) die "usage: ./dev test [--list] [--pg N]..." ;;
+    esac
+    TEST_MAJORS=("${MAJORS[@]}")
+    [ ${#TEST_MAJORS[@]} -gt 0 ] || TEST_MAJORS=("${PGSF_MAJORS[@]}")
+    mapfile -t TEST_MAJORS < <(printf '%s\n' "${TEST_MAJORS[@]}" | sort -nu)
+    local pairs
+    pairs=$(upgrade_pairs "${TEST_MAJORS[@]}")
+    # The majors, and the old side of each pair (15-vanilla is a tree of its own).
+    local trees=() sid_trees=() tree
+    # shellcheck disable=SC2086 # the pairs are words
+    for tree in $(printf '%s\n' "${TEST_MAJORS[@]}" ${pairs//:/ } | sort -u); do
+        if is_sid_tree "$tree"; then sid_trees+=("$tree"); else trees+=("$tree"); fi
     done
-    return "$rc"
-}
-
-# cargo pgrx test needs a data directory the postgres user owns and the caller can enter: pgrx
-# starts initdb with the working directory set to it, as the caller.
-stage_pg_test() {
-    local major=$1 pgdata
-    pgdata=$(mktemp -d /tmp/pgsf-test.XXXXXX)
-    as_root chown postgres "$pgdata"
-    as_root chmod 711 "$pgdata"
-    local rc=0
-    (cd "$ROOT" && cargo pgrx test "pg$major" --runas postgres --pgdata "$pgdata") || rc=$?
-    as_root rm -rf "$pgdata"
-    return "$rc"
-}
-
-# The tests of pgrx-tests/ that are not #[ignore]d and that pgrx-tests/plan.tsv runs on major
-# $1 when $2 is the newest released major tested, side by side, a process each
-# (scripts/test/side-by-side); then fails if a test is ignored in a binary that no stage runs with
-# --include-ignored (the plan's stage: lines): it would run nowhere.
-stage_servers() {
-    local major=$1 newest=$2 rc=0 binary test stray=() staged
-    install_extension "$major"
-    cd "$ROOT"
-    "$ROOT/scripts/test/side-by-side" --plan "$major" "$newest" || rc=1
-    staged=$("$ROOT/scripts/test/plan" staged)
-    while read -r binary test; do
-        case " $staged " in
-        *" $binary "*) ;;
-        *) stray+=("$binary: $test") ;;
-        esac
-    done < <(cargo test -p snowflake-it -- --list --ignored --format terse 2>&1 | awk '
-        /Running / { b = ($2 == "unittests") ? $3 : $2; sub(/^.*\//, "", b); sub(/\.rs$/, "", b) }
-        /: test$/ { sub(/: test$/, ""); print b, $0 }')
-    if [ ${#stray[@]} -gt 0 ]; then
-        printf 'ignored, and run by no stage (a stage: line of pgrx-tests/plan.tsv): %s\n' "${stray[@]}" >&2
-        rc=1
-    fi
-    return "$rc"
-}
-
-# The #[ignore]d tests of the test binary $1 (one of STAGED_BINARIES) with the others, one at a
-# time, their output shown.
-staged_tests() {
-    cd "$ROOT"
-    cargo test -p snowflake-it --no-fail-fast --test "$1" -- --include-ignored --test-threads=1 \
-        --nocapture
-}
-
-# After stage_servers, which installed the build (each stage runs in a shell of its own: the
-# major is chosen again here).
-stage_partman() {
-    use_pg "$1"
-    staged_tests partman
-}
-
-# The README's install section from source, run in this checkout; with --pgxn, in the PGXN
-# release (./dev package --pgxn) unpacked elsewhere, so that what the zip leaves out fails here.
-# The zip's build shares this checkout's target directory (the dependencies built once; the
-# extension itself is built again from the zip's sources).
-stage_readme() {
-    use_pg "$1"
-    if [ "${2:-}" != --pgxn ]; then
-        "$ROOT/scripts/test/install-section"
+    local started major
+    started=$(date +%s)
+    if [ -n "$LIST" ]; then
+        list_tests "${sid_trees[@]}"
         return
     fi
-    local dir version
-    version=$(cargo_version)
-    dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
-    "$ROOT/scripts/package/pgxn"
-    unzip -q "${CARGO_TARGET_DIR:-$ROOT/target}/pg_snowflake-$version.zip" -d "$dir"
-    say "The README's install section in the unpacked zip, $dir/pg_snowflake-$version"
-    local rc=0
-    CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target} \
-        "$dir/pg_snowflake-$version/scripts/test/install-section" || rc=$?
-    rm -rf "$dir"
-    return "$rc"
-}
-
-# The extension image (scripts/package/image) of major $1 (18 or later), and debug images of 17
-# and 15, built, unpacked with umoci and served by a server of major $1 that sees only the image
-# (pgrx-tests/tests/image.rs).
-stage_image() {
-    use_pg "$1"
-    staged_tests image
-}
-
-# Upgrading from each of PGSF_OLD_RELEASES (0.5.0) as built from its own commit
-# (scripts/package/old-release: once, kept in $PGSF_PG_CACHE/releases) on major $1 (18 or later: the
-# servers load the old build through extension_control_path), into the build installed there
-# (pgrx-tests/tests/from_release.rs).
-stage_from_release() {
-    use_pg "$1"
-    local release build
-    for release in "${PGSF_OLD_RELEASES[@]}"; do
-        build=$("$ROOT/scripts/package/old-release" "$release" "$PG_CONFIG")
-        export "PGSF_RELEASE_${release//./_}=$build" # PGSF_RELEASE_0_5_0, which the tests read
-    done
-    staged_tests from_release
-}
-
-# The benchmark suite (bench/run, which also runs the core's bench and records what machine and
-# build it ran on: ./dev bench) or the ID-type benchmark (bench/ids: ./dev bench-ids) on the build
-# installed now in the current tree (the caller holds its install lock), then its report.
-# --smoke / --quick: brief, into a temporary directory, docs/ untouched. --large (bench-ids): the
-# sizes below unless the BENCH_IDS_* variables say otherwise, into the large run's TSV and plot.
-# The command recorded names the BENCH_IDS_* variables the run was given.
-run_suite() {
-    local verb=$1 flag=${2:-} dir=$ROOT/docs run=$1 script=run pass=() command=() var env=() reports
-    case "$flag" in --smoke | --quick) pass=("$flag") dir=$(mktemp -d) ;; esac
-    if [ "$verb" = bench-ids ]; then
-        script=ids
-        [ ${#pass[@]} -gt 0 ] || for var in "${!BENCH_IDS_@}"; do command+=("$var=${!var}"); done
-    fi
-    if [ "$flag" = --large ]; then
-        run=bench-ids-large
-        env=(BENCH_IDS_ROWS="${BENCH_IDS_ROWS:-5000000}" BENCH_IDS_BULK_ROWS="${BENCH_IDS_BULK_ROWS:-0}"
-            BENCH_IDS_SHARED_BUFFERS="${BENCH_IDS_SHARED_BUFFERS:-16MB}")
-    fi
-    command+=(./dev "$verb" --pg "$PG_MAJOR" ${flag:+"$flag"})
-    say "bench/$script on PostgreSQL $PG_MAJOR${flag:+, $flag}"
-    env "${env[@]}" BENCH_BUILD="${INSTALLED_BUILD:-unknown}" BENCH_COMMAND="${command[*]}" \
-        "$ROOT/bench/$script" "${pass[@]}" "$dir/$run-results.tsv"
-    if [ "$verb" = bench ]; then
-        reports=("$ROOT/bench/report" "$dir/bench-results.tsv" "$dir/BENCHMARKS.md"
-            "$dir/bench-throughput.svg")
-    else
-        reports=("$ROOT/bench/report-ids" "$dir/bench-ids-results.tsv" "$dir/BENCHMARK-IDS.md"
-            "$dir/bench-ids-tps.svg")
-        [ ! -f "$dir/bench-ids-large-results.tsv" ] ||
-            reports+=("$dir/bench-ids-large-results.tsv" "$dir/bench-ids-large-tps.svg")
-    fi
-    if [ -f "${reports[1]}" ]; then
-        "${reports[@]}"
-        say "Rows: $dir/$run-results.tsv; report: ${reports[*]:2}"
-    else
-        say "Rows: $dir/$run-results.tsv; no ${reports[1]} (./dev bench-ids), so no report"
-    fi
-    [ ${#pass[@]} -eq 0 ] || rm -rf "$dir"
-}
-
-# The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
-# sum to the whole) and the ID-type benchmark's quick run (on a major without uuidv7(), 15, with
-# the three other keys).
-stage_bench_smoke() {
-    use_pg "$1"
-    INSTALLED_BUILD=release run_suite bench --smoke
-    "$ROOT/bench/report" --self-check
-    INSTALLED_BUILD=release run_suite bench-ids --quick
-}
-
-# Three servers claiming node ids from one registry, which is then restarted under them: fails
-# on a server that does not claim or make IDs, a duplicate or changed node id, a crash; never on
-# a figure. Any build installed in the major will do (stage_servers installed one).
-stage_fleet_scale_smoke() {
-    use_pg "$1"
-    "$ROOT/bench/fleet-scale" --smoke
-}
-
-stage_across_majors() {
-    local pairs=$1 tree
-    for tree in $(tr ' :' '\n' <<<"$pairs" | sort -u); do
-        install_extension "$tree"
-    done
+    setup --for-tests "${trees[@]}"
     export_test_env
-    cd "$ROOT"
-    PGSF_UPGRADE_PAIRS=$pairs cargo test -p snowflake-it --no-fail-fast --test across_majors -- \
-        --include-ignored --test-threads=1 --nocapture
+    # The sid root's majors: set up as a stage, so that a machine that cannot make the root
+    # (no Debian archive, a full disk) fails them with its reason and tests the others.
+    local warm=
+    if [ ${#sid_trees[@]} -gt 0 ]; then
+        run_stage "set up the sid root (scripts/setup/sid-root)" "${sid_trees[*]}" setup "${sid_trees[@]}"
+        if [ "${STAGES[-1]##*$'\t'}" != 0 ]; then
+            mapfile -t TEST_MAJORS < <(for major in "${TEST_MAJORS[@]}"; do
+                is_sid_tree "$major" || echo "$major"
+            done)
+            # shellcheck disable=SC2086 # the pairs are words
+            pairs=$(pairs_with --host $pairs)
+        else
+            # What their stages build, built beside the other majors' tests at the lowest
+            # priority: the stages then find it built.
+            warm=$(mktemp)
+            nice -n 19 ionice -c 3 "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage \
+                stage_sid_builds "${TEST_MAJORS[0]}" "${sid_trees[@]}" >"$warm" 2>&1 &
+            WARM_PID=$!
+        fi
+    fi
+
+    # STAGE_TABLE's stages (scripts/test/stages.sh): those run once, then each major's, then those
+    # after the majors.
+    run_table once
+    local remaining=("${TEST_MAJORS[@]}") next left
+    while [ ${#remaining[@]} -gt 0 ]; do
+        # Each major's stages hold its install lock: the tests install into its directories.
+        # A major another checkout is installing into waits until the free ones are done.
+        major=
+        for next in "${remaining[@]}"; do
+            if take_install_lock --try "$next"; then
+                major=$next
+                break
+            fi
+        done
+        if [ -z "$major" ]; then
+            major=${remaining[0]}
+            take_install_lock "$major"
+        fi
+        left=()
+        for next in "${remaining[@]}"; do
+            [ "$next" = "$major" ] || left+=("$next")
+        done
+        remaining=("${left[@]}")
+        if is_sid_tree "$major" && [ -n "$warm" ] && ! wait "$WARM_PID"; then
+            say "[$major] building ahead in the sid root failed (the stages build again):"
+            tail -n 20 "$warm"
+        fi
+        run_table major "$major"
+        release_install_lock "$major"
+    done
+    PAIRS=$pairs
+    run_table after
+
+    say "Stage times"
+    local line total_passed=0 total_failed=0 passed failed
+    printf '%-6s %-75s %6s %6s %6s\n' major stage seconds passed failed
+    for line in "${STAGES[@]}"; do
+        IFS=$'\t' read -r major name seconds passed failed <<<"$line"
+        printf '%-6s %-75s %6s %6s %6s\n' "$major" "$name" "$seconds" "$passed" "$failed"
+        total_passed=$((total_passed + passed)) total_failed=$((total_failed + failed))
+    done
+    local whole=$(($(date +%s) - started)) times
+    printf 'whole run: %d s on PostgreSQL %s\n' "$whole" "${TEST_MAJORS[*]}"
+    # The run's figures, for pgrx-tests/README.md's durations (scripts/test/plan durations): copy the
+    # file over pgrx-tests/stage-times.tsv after a measured run, and commit it with a row of
+    # pgrx-tests/runs.tsv.
+    times=${CARGO_TARGET_DIR:-$ROOT/target}/stage-times.tsv
+    mkdir -p "$(dirname "$times")"
+    {
+        printf '# ./dev test on PostgreSQL %s at %s: %d s, %d passed, %d failed\n' \
+            "${TEST_MAJORS[*]}" "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo -)" \
+            "$whole" "$total_passed" "$total_failed"
+        printf 'major\tstage\tseconds\tpassed\tfailed\n'
+        printf '%s\n' "${STAGES[@]}"
+    } >"$times"
+    echo "$total_passed passed, $total_failed failed"
+    [ "$total_failed" -eq 0 ]
 }
 
-# The client recipes (scripts/test/clients: installs the stacks' toolchains and packages when missing,
-# starts its own servers) on major $1, with the build installed there first.
-stage_clients() {
-    install_extension "$1"
-    "$ROOT/scripts/test/clients" --pg "$1"
+# ./dev test --list: the stages run_tests would run on TEST_MAJORS (the sid root's trees $@ set
+# up first), each with its majors, and the servers stage's test files (pgrx-tests/plan.tsv);
+# nothing is set up, built or run.
+list_tests() {
+    [ $# -eq 0 ] || say "[$*] set up the sid root (scripts/setup/sid-root)"
+    run_stage() {
+        local name=$1 major=$2 word
+        say "[$major] $name"
+        shift 2
+        for word in "$@"; do
+            [ "$word" = stage_servers ] || continue
+            "$ROOT/scripts/test/plan" files "$major" "$(newest_major)" | tr '\n' ' ' |
+                fold -s -w 94 | sed 's/^/      /'
+            echo
+        done
+    }
+    run_table once
+    for major in "${TEST_MAJORS[@]}"; do run_table major "$major"; done
+    PAIRS=$(upgrade_pairs "${TEST_MAJORS[@]}")
+    run_table after
 }

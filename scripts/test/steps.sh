@@ -1,0 +1,221 @@
+# shellcheck shell=bash disable=SC2164 # each stage runs under set -e (run_stage)
+# The bodies of the stages of ./dev test (STAGE_TABLE in scripts/test/stages.sh names them),
+# sourced by dev; each runs in a subshell of its own through run_stage, with scripts/lib/lib.sh,
+# install_extension (scripts/setup/setup.sh) and run_suite (bench/suite.sh).
+
+# The pure core needs no PostgreSQL: once for every major.
+# --show-output: the seeded fuzz of the parsers says how many inputs it tried.
+stage_core() {
+    cd "$ROOT"
+    cargo test -p snowflake-core -- --show-output
+}
+
+# Each named mutation of the registry's rules caught by a seed of the fault simulation, on a
+# copy of the core under target/mutants/.
+stage_mutants() {
+    "$ROOT/scripts/test/mutants"
+}
+
+# Every check runs, whatever the one before it found; the stage fails if any did.
+stage_lint() {
+    cd "$ROOT"
+    local rc=0 major scripts
+    cargo fmt --all -- --check || rc=1
+    cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
+    for major in $(clippy_majors); do
+        say "clippy, PostgreSQL $major"
+        stage_clippy "$major" || rc=1
+    done
+    cargo clippy -p snowflake-it --all-targets -- -D warnings || rc=1
+    mapfile -t scripts < <(grep -rlE '^#!/usr/bin/env (ba)?sh|^# shellcheck shell=' \
+        dev scripts bench .ci --exclude-dir=target | sort)
+    say "shellcheck ${scripts[*]}"
+    shellcheck --external-sources "${scripts[@]}" || rc=1
+    say "links of the Markdown files (scripts/check/links)"
+    "$ROOT/scripts/check/links" || rc=1
+    say "code names of the Markdown files (scripts/check/names)"
+    "$ROOT/scripts/check/names" || rc=1
+    say "no finding labels in code, tests or docs (scripts/check/labels)"
+    "$ROOT/scripts/check/labels" || rc=1
+    say "the majors each file names are PGSF_TREE_TABLE's (scripts/check/majors)"
+    "$ROOT/scripts/check/majors" || rc=1
+    say "the test plan: every test file in a line; pgrx-tests/README.md's stages, plan and times (scripts/test/plan check)"
+    "$ROOT/scripts/test/plan" check || rc=1
+    return "$rc"
+}
+
+# The majors lint runs clippy on here: the lowest and the highest tested, but those of the sid
+# root, which have a stage of their own (clippy in the sid root). The code differs between majors
+# only in src/pg.rs, whose every cfg says "this major or later": the lowest compiles each site's
+# older side and the highest its newer side, so the majors between reach no line they do not.
+clippy_majors() {
+    local major
+    for major in "${TEST_MAJORS[0]}" "${TEST_MAJORS[-1]}"; do
+        is_sid_tree "$major" || echo "$major"
+    done | sort -u
+}
+
+# The extension built for major $1, under clippy (a step of stage_lint, run where $1 lives).
+stage_clippy() {
+    cd "$ROOT"
+    cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
+}
+
+# Builds, in the sid root, what the stages of its majors $2... build there: clippy's check, the
+# tests' binaries, the debug build of each major (and the release build of $1, the lowest major
+# tested, which the README's install and the bench smoke take), the debug build of the old side
+# of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
+# idle) beside the other majors' tests; a build that fails here fails again in its stage.
+stage_sid_builds() {
+    cd "$ROOT"
+    local lowest=$1 major rc=0 pair
+    shift
+    cargo test -p snowflake-it --no-run || rc=1
+    for major in "$@"; do
+        use_pg "$major"
+        cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
+            rc=1
+        cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
+        [ "$major" != "$lowest" ] || cargo pgrx package --pg-config "$PG_CONFIG" || rc=1
+        for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
+            [ "${pair##*:}" = "$major" ] || continue
+            use_pg "${pair%%:*}"
+            cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
+        done
+    done
+    return "$rc"
+}
+
+# cargo pgrx test needs a data directory the postgres user owns and the caller can enter: pgrx
+# starts initdb with the working directory set to it, as the caller.
+stage_pg_test() {
+    local major=$1 pgdata
+    pgdata=$(mktemp -d /tmp/pgsf-test.XXXXXX)
+    as_root chown postgres "$pgdata"
+    as_root chmod 711 "$pgdata"
+    local rc=0
+    (cd "$ROOT" && cargo pgrx test "pg$major" --runas postgres --pgdata "$pgdata") || rc=$?
+    as_root rm -rf "$pgdata"
+    return "$rc"
+}
+
+# The tests of pgrx-tests/ that are not #[ignore]d and that pgrx-tests/plan.tsv runs on major
+# $1 when $2 is the newest released major tested, side by side, a process each
+# (scripts/test/side-by-side); then fails if a test is ignored in a binary that no stage runs with
+# --include-ignored (the plan's stage: lines): it would run nowhere.
+stage_servers() {
+    local major=$1 newest=$2 rc=0 binary test stray=() staged
+    install_extension "$major"
+    cd "$ROOT"
+    "$ROOT/scripts/test/side-by-side" --plan "$major" "$newest" || rc=1
+    staged=$("$ROOT/scripts/test/plan" staged)
+    while read -r binary test; do
+        case " $staged " in
+        *" $binary "*) ;;
+        *) stray+=("$binary: $test") ;;
+        esac
+    done < <(cargo test -p snowflake-it -- --list --ignored --format terse 2>&1 | awk '
+        /Running / { b = ($2 == "unittests") ? $3 : $2; sub(/^.*\//, "", b); sub(/\.rs$/, "", b) }
+        /: test$/ { sub(/: test$/, ""); print b, $0 }')
+    if [ ${#stray[@]} -gt 0 ]; then
+        printf 'ignored, and run by no stage (a stage: line of pgrx-tests/plan.tsv): %s\n' "${stray[@]}" >&2
+        rc=1
+    fi
+    return "$rc"
+}
+
+# The #[ignore]d tests of the test binary $1 (one of STAGED_BINARIES) with the others, one at a
+# time, their output shown.
+staged_tests() {
+    cd "$ROOT"
+    cargo test -p snowflake-it --no-fail-fast --test "$1" -- --include-ignored --test-threads=1 \
+        --nocapture
+}
+
+# After stage_servers, which installed the build (each stage runs in a shell of its own: the
+# major is chosen again here).
+stage_partman() {
+    use_pg "$1"
+    staged_tests partman
+}
+
+# The README's install section from source, run in this checkout; with --pgxn, in the PGXN
+# release (./dev package --pgxn) unpacked elsewhere, so that what the zip leaves out fails here.
+# The zip's build shares this checkout's target directory (the dependencies built once; the
+# extension itself is built again from the zip's sources).
+stage_readme() {
+    use_pg "$1"
+    if [ "${2:-}" != --pgxn ]; then
+        "$ROOT/scripts/test/install-section"
+        return
+    fi
+    local dir version
+    version=$(cargo_version)
+    dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
+    "$ROOT/scripts/package/pgxn"
+    unzip -q "${CARGO_TARGET_DIR:-$ROOT/target}/pg_snowflake-$version.zip" -d "$dir"
+    say "The README's install section in the unpacked zip, $dir/pg_snowflake-$version"
+    local rc=0
+    CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target} \
+        "$dir/pg_snowflake-$version/scripts/test/install-section" || rc=$?
+    rm -rf "$dir"
+    return "$rc"
+}
+
+# The extension image (scripts/package/image) of major $1 (18 or later), and debug images of 17
+# and 15, built, unpacked with umoci and served by a server of major $1 that sees only the image
+# (pgrx-tests/tests/image.rs).
+stage_image() {
+    use_pg "$1"
+    staged_tests image
+}
+
+# Upgrading from each of PGSF_OLD_RELEASES (0.5.0) as built from its own commit
+# (scripts/package/old-release: once, kept in $PGSF_PG_CACHE/releases) on major $1 (18 or later: the
+# servers load the old build through extension_control_path), into the build installed there
+# (pgrx-tests/tests/from_release.rs).
+stage_from_release() {
+    use_pg "$1"
+    local release build
+    for release in "${PGSF_OLD_RELEASES[@]}"; do
+        build=$("$ROOT/scripts/package/old-release" "$release" "$PG_CONFIG")
+        export "PGSF_RELEASE_${release//./_}=$build" # PGSF_RELEASE_0_5_0, which the tests read
+    done
+    staged_tests from_release
+}
+
+# The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
+# sum to the whole) and the ID-type benchmark's quick run (on a major without uuidv7(), 15, with
+# the three other keys).
+stage_bench_smoke() {
+    use_pg "$1"
+    INSTALLED_BUILD=release run_suite bench --smoke
+    "$ROOT/bench/report" --self-check
+    INSTALLED_BUILD=release run_suite bench-ids --quick
+}
+
+# Three servers claiming node ids from one registry, which is then restarted under them: fails
+# on a server that does not claim or make IDs, a duplicate or changed node id, a crash; never on
+# a figure. Any build installed in the major will do (stage_servers installed one).
+stage_fleet_scale_smoke() {
+    use_pg "$1"
+    "$ROOT/bench/fleet-scale" --smoke
+}
+
+stage_across_majors() {
+    local pairs=$1 tree
+    for tree in $(tr ' :' '\n' <<<"$pairs" | sort -u); do
+        install_extension "$tree"
+    done
+    export_test_env
+    cd "$ROOT"
+    PGSF_UPGRADE_PAIRS=$pairs cargo test -p snowflake-it --no-fail-fast --test across_majors -- \
+        --include-ignored --test-threads=1 --nocapture
+}
+
+# The client recipes (scripts/test/clients: installs the stacks' toolchains and packages when missing,
+# starts its own servers) on major $1, with the build installed there first.
+stage_clients() {
+    install_extension "$1"
+    "$ROOT/scripts/test/clients" --pg "$1"
+}
