@@ -1,28 +1,22 @@
 # shellcheck shell=bash
-# The plan of `./dev test`, sourced by dev: STAGE_TABLE, the stages in the order run_tests runs
-# them (what each runs: pgrx-tests/README.md#what-dev-test-runs), and what reads it. The stages'
-# bodies are scripts/test/steps.sh; each runs in a subshell of its own through run_stage.
+# The plan of `./dev test`, sourced by dev: STAGE_TABLE and run_tests, which runs it (what each
+# stage runs: pgrx-tests/README.md#what-dev-test-runs; their bodies: scripts/test/steps.sh).
 
-# The stages, in the order they run, one a line: what run_stage prints | which majors | where it
-# runs | the command (@major: the major, @pairs: the pg_upgrade pairs, scripts/...: in this
-# checkout, @newest: the newest released major tested, which runs the tests pgrx-tests/plan.tsv
-# runs once) | what is said instead where a major is left out (else nothing); a line ending in a
-# backslash goes on on the next. run_tests reads it.
-# Which majors:
+# A line a stage, in the order they run (a trailing backslash goes on on the next): what
+# run_stage prints | which majors | where | the command (@major, @pairs: the pg_upgrade pairs,
+# @newest: the newest released major tested; scripts/...: in this checkout) | what is said
+# where a major is left out. Which majors:
 #   once          once, before the majors (the major printed: all)
 #   each          every major tested; sid: those of the sid root
 #   TEST          the majors whose line of PGSF_TREE_TABLE has the test TEST (deb-readme, partman)
-#   first         the lowest major tested, which gets the release build (fat LTO, one codegen
-#                 unit: minutes on 2 cores, so one major's only); first-host, first-sid: the
-#                 lowest if it is outside, or inside, the sid root
-#   last-host     after the majors, on the highest tested outside the sid root (the newest
-#                 released is what a new application starts on); last-host:TEST: the same, if
-#                 its line has TEST
+#   first         the lowest major tested, the one that gets the release build (fat LTO, one
+#                 codegen unit: minutes on 2 cores); first-host, first-sid: the same, if it is
+#                 outside, or inside, the sid root
+#   last-host     after the majors, on the newest released; last-host:TEST: if its line has TEST
 #   across-host, across-sid   after the majors, the pg_upgrade pairs without or with a sid tree
-# Where it runs: host (here), home (where the major lives: inside the sid root for its trees),
-# root (inside the sid root).
+# Where: host (here), home (where the major lives), root (inside the sid root).
 read -r -d '' STAGE_TABLE <<'EOF' || true
-lint: format, clippy, shellcheck, scripts/check-*, scripts/test/plan check | once | host | stage_lint
+lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
 mutants: each named mutation of the registry's rules caught by a seed | once | host | stage_mutants
 pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-install) | once | host \
@@ -141,25 +135,16 @@ table_words() {
     echo "${text//@default/${PGSF_MAJORS[0]}}"
 }
 
-# Every stage runs whatever happened before it. A stage's tests are counted from cargo's
-# "test result:" lines; a stage without them (lint, a script) counts as one test; a stage that
-# fails without a failed test (a build error) counts one failure.
+# Every stage runs whatever happened before it. Its tests are cargo's "test result:" counts; one
+# without them counts as one test, one that fails without a failed test as one failure.
 STAGES=()
 
 # Runs stage $1 (with the other arguments) where major $2 lives: inside the sid root for its trees
-# (in_root), here for the others.
+# (in_root: `./dev _stage` there), here for the others.
 at_home() {
-    if is_sid_tree "$2" && ! in_sid_root; then
-        in_root "$@"
-    else
-        "$@"
-    fi
+    if is_sid_tree "$2" && ! in_sid_root; then in_root "$@"; else "$@"; fi
 }
-
-# Runs stage $1 (with the other arguments) inside the sid root: `./dev _stage` there.
-in_root() {
-    "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"
-}
+in_root() { "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"; }
 
 # run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
 run_stage() {
@@ -184,9 +169,7 @@ run_stage() {
     fi
     rm -f "$out"
     STAGES+=("$major	$name	$(($(date +%s) - started))	$passed	$failed")
-    if [ "$failed" -gt 0 ]; then
-        say "[$major] $name: FAILED ($failed failed, $passed passed)"
-    fi
+    [ "$failed" -eq 0 ] || say "[$major] $name: FAILED ($failed failed, $passed passed)"
 }
 
 # The newest released major tested, which runs the tests pgrx-tests/plan.tsv runs once: the
@@ -248,26 +231,16 @@ run_tests() {
     # STAGE_TABLE's stages (scripts/test/stages.sh): those run once, then each major's, then those
     # after the majors.
     run_table once
-    local remaining=("${TEST_MAJORS[@]}") next left
+    local remaining=("${TEST_MAJORS[@]}") next
     while [ ${#remaining[@]} -gt 0 ]; do
         # Each major's stages hold its install lock: the tests install into its directories.
         # A major another checkout is installing into waits until the free ones are done.
         major=
         for next in "${remaining[@]}"; do
-            if take_install_lock --try "$next"; then
-                major=$next
-                break
-            fi
+            ! take_install_lock --try "$next" || { major=$next && break; }
         done
-        if [ -z "$major" ]; then
-            major=${remaining[0]}
-            take_install_lock "$major"
-        fi
-        left=()
-        for next in "${remaining[@]}"; do
-            [ "$next" = "$major" ] || left+=("$next")
-        done
-        remaining=("${left[@]}")
+        [ -n "$major" ] || { major=${remaining[0]} && take_install_lock "$major"; }
+        mapfile -t remaining < <(printf '%s\n' "${remaining[@]}" | grep -vx "$major")
         if is_sid_tree "$major" && [ -n "$warm" ] && ! wait "$WARM_PID"; then
             say "[$major] building ahead in the sid root failed (the stages build again):"
             tail -n 20 "$warm"
@@ -288,9 +261,8 @@ run_tests() {
     done
     local whole=$(($(date +%s) - started)) times
     printf 'whole run: %d s on PostgreSQL %s\n' "$whole" "${TEST_MAJORS[*]}"
-    # The run's figures, for pgrx-tests/README.md's durations (scripts/test/plan durations): copy the
-    # file over pgrx-tests/stage-times.tsv after a measured run, and commit it with a row of
-    # pgrx-tests/runs.tsv.
+    # The run's figures: copied over pgrx-tests/stage-times.tsv after a measured run (the durations
+    # of pgrx-tests/README.md, scripts/test/plan readme), with a row of pgrx-tests/runs.tsv.
     times=${CARGO_TARGET_DIR:-$ROOT/target}/stage-times.tsv
     mkdir -p "$(dirname "$times")"
     {
