@@ -12,7 +12,18 @@ pub const LEASE_MS: i64 = 3_000;
 
 /// The registry: a plain server, whose table a member makes with `snowflake_registry_create()`.
 pub fn registry_server(name: &str) -> Server {
-    Server::start(name, Config::default())
+    Server::start(name, registry_config())
+}
+
+/// A registry server's configuration: a plain server of the major under test, or of the one
+/// `PGSF_REGISTRY_PG_CONFIG` names. The servers stage names the oldest major tested there when it
+/// runs the registry's tests once, on the newest: the registry's SQL, sent over libpq by members
+/// of the newest major, then runs against the oldest major's server too.
+pub fn registry_config() -> Config {
+    match std::env::var_os("PGSF_REGISTRY_PG_CONFIG") {
+        Some(pg_config) => Config::default().postgres(pg_config.into()),
+        None => Config::default(),
+    }
 }
 
 /// A member reaching the registry through `conninfo` (the registry's own, or a proxy's), with

@@ -4,7 +4,7 @@
 //! absence of overlap; clones, crashes, clock offsets, a stopped registry, retiring and
 //! recycling are done for real (pg_basebackup, kill -9, libfaketime, pg_ctl).
 
-use snowflake_it::registry::next_id;
+use snowflake_it::registry::{next_id, registry_config, registry_server};
 use snowflake_it::{assert_error, count, describe, take_ids, wait_until, Config, Server};
 use std::collections::HashSet;
 use std::thread;
@@ -14,7 +14,7 @@ const LEASE_MS: i64 = 3_000;
 
 /// The registry: a plain server, with the table made by a member's snowflake_registry_create().
 fn registry() -> Server {
-    Server::start("registry", Config::default())
+    registry_server("registry")
 }
 
 /// A member of the fleet using `registry`, with node id `node` (None: assigned).
@@ -341,7 +341,7 @@ fn a_damaged_state_file_new_to_the_registry_is_refused_not_given_back_the_id_it_
 fn a_clock_an_hour_ahead_of_the_registrys_is_refused_until_it_is_back() {
     // The registry's clock an hour behind (libfaketime; each of its backends reads the offset
     // when it starts): every member's clock is an hour ahead of it.
-    let registry = Server::start("registry", Config::default().fake_clock("-1h"));
+    let registry = Server::start("registry", registry_config().fake_clock("-1h"));
     let ahead = member("skew", &registry, Some(2));
     create_table(&ahead);
     wait_until(Duration::from_secs(20), "the clock check", || {

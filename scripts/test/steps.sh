@@ -102,11 +102,17 @@ stage_pg_test() {
 # The tests of pgrx-tests/ that are not #[ignore]d and that pgrx-tests/plan.tsv runs on major
 # $1 when $2 is the newest released major tested, side by side, a process each
 # (scripts/test/side-by-side); then fails if a test is ignored in a binary that no stage runs with
-# --include-ignored (the plan's stage: lines): it would run nowhere.
+# --include-ignored (the plan's stage: lines): it would run nowhere. On the newest, the tests run
+# once put their registries on the lowest major set up here (PGSF_REGISTRY_PG_CONFIG, read by
+# pgrx-tests/src/registry.rs): the registry's SQL then meets the oldest server it may run on.
 stage_servers() {
-    local major=$1 newest=$2 rc=0 binary test stray=() staged
+    local major=$1 newest=$2 rc=0 binary test stray=() staged lowest
     install_extension "$major"
     cd "$ROOT"
+    lowest=$(pg_config_of "${PGSF_MAJORS[0]}")
+    if [ "$major" = "$newest" ] && runs_here "${PGSF_MAJORS[0]}" && [ -x "$lowest" ]; then
+        export PGSF_REGISTRY_PG_CONFIG=$lowest
+    fi
     "$ROOT/scripts/test/side-by-side" --plan "$major" "$newest" || rc=1
     staged=$("$ROOT/scripts/test/plan" staged)
     while read -r binary test; do
