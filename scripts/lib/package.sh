@@ -3,10 +3,10 @@
 
 # Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql), which
 # CREATE EXTENSION ... VERSION '0.1.0' needs and pgrx does not copy, into the extension directory
-# $1, through as_root when $1 is not writable.
+# $1 (through as_root where it is not writable), from the sources in $2 (default: this checkout).
 copy_base_scripts() {
     local dest=$1 script name scripts=() sudo=()
-    for script in "$PGSF_ROOT"/sql/pg_snowflake--*.sql; do
+    for script in "${2:-$PGSF_ROOT}"/sql/pg_snowflake--*.sql; do
         name=${script##*/}
         case "${name#pg_snowflake--}" in
         *--*) ;; # an upgrade script: pgrx copies those

@@ -116,22 +116,26 @@ pgrx_init() {
     cargo pgrx init "${args[@]}"
 }
 
-# Installs the extension into tree $1 (sudo only where its directories need it); the other
-# arguments go to cargo pgrx install (e.g. --release).
+# Installs the extension into tree $1 under its install lock (the other arguments: --release...).
 install_extension() {
     local tree=$1
     shift
     take_install_lock "$tree"
     use_pg "$tree"
-    local sudo_flag=()
-    [ -w "$("$PG_CONFIG" --pkglibdir)" ] || sudo_flag=(--sudo)
-    (cd "$ROOT" && cargo pgrx install "${sudo_flag[@]}" --pg-config "$PG_CONFIG" "$@")
+    pgrx_install "$PG_CONFIG" "$@"
     INSTALLED_BUILD=debug
     [ "${1:-}" != --release ] || INSTALLED_BUILD=release
-    copy_base_scripts "$("$PG_CONFIG" --sharedir)/extension"
 }
 
-in_checkout() { (cd "$ROOT" && "$@"); }
+# cargo pgrx install into the PostgreSQL of pg_config $1 (sudo only where its directories need
+# it), the other arguments cargo pgrx install's, then the base scripts.
+pgrx_install() {
+    local pg_config=$1 sudo_flag=()
+    shift
+    [ -w "$("$pg_config" --pkglibdir)" ] || sudo_flag=(--sudo)
+    (cd "$ROOT" && cargo pgrx install "${sudo_flag[@]}" --pg-config "$pg_config" "$@")
+    copy_base_scripts "$("$pg_config" --sharedir)/extension"
+}
 
 # ./dev install --pg-config PATH [--debug]: the README's install from source. Installs what a
 # build needs and is missing (no tree of ours: the headers of PATH's server, when PATH is a
@@ -184,12 +188,8 @@ install_into() {
     # cargo pgrx reads its config file even when given --pg-config: an empty one will do.
     local pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
     [ -f "$pgrx_home/config.toml" ] || { mkdir -p "$pgrx_home" && : >"$pgrx_home/config.toml"; }
-    local sudo_flag=()
-    [ -w "$("$pg_config" --pkglibdir)" ] || sudo_flag=(--sudo)
     say "Building and installing pg_snowflake ${profile[*]:-(debug)} into $version ($pg_config)"
-    timed "build and install" in_checkout cargo pgrx install "${profile[@]}" "${sudo_flag[@]}" \
-        --pg-config "$pg_config"
-    copy_base_scripts "$("$pg_config" --sharedir)/extension"
+    timed "build and install" pgrx_install "$pg_config" "${profile[@]}"
     print_timings
     say "Installed. Next: shared_preload_libraries and pg_snowflake.node_id in postgresql.conf" \
         "(README: Installing into an existing PostgreSQL)"
