@@ -5,14 +5,6 @@
 # holds it until release_install_lock TREE or the end of this shell; children inherit it through
 # PGSF_INSTALL_LOCKS_HELD, so they do not wait for themselves. 15's lock keeps the name it had
 # before the other majors got locks, which checkouts of older commits take.
-install_lock_file() {
-    if [ "$1" = 15 ]; then
-        echo /tmp/pg_snowflake.install.lock
-    else
-        echo "/tmp/pg_snowflake.install.pg$1.lock"
-    fi
-}
-
 declare -A PGSF_LOCK_FDS=()
 
 take_install_lock() {
@@ -25,7 +17,8 @@ take_install_lock() {
         case " ${PGSF_INSTALL_LOCKS_HELD:-} " in
         *" $tree "*) continue ;;
         esac
-        lock=$(install_lock_file "$tree")
+        lock=/tmp/pg_snowflake.install.pg$tree.lock
+        [ "$tree" != 15 ] || lock=/tmp/pg_snowflake.install.lock
         [ -e "$lock" ] || (umask 000 && : >>"$lock")
         # Opened for reading: no O_CREAT on a file another user may own in sticky /tmp.
         exec {fd}<"$lock"
