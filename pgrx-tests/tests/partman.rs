@@ -3,7 +3,7 @@
 //! start is snowflake_from_timestamp of a UTC midnight, so every partition holds exactly one UTC
 //! day; maintenance makes partitions ahead of the newest ID and drops those past retention.
 //!
-//! `#[ignore]`d: pg_partman is packaged only for Debian's 15 (scripts/lib/trees.sh, PGSF_PARTMAN_TREES);
+//! `#[ignore]`d: pg_partman is packaged only for Debian's 15 (PGSF_TREE_TABLE, scripts/lib/trees.sh);
 //! `./dev test` runs this file there by its test binary (`--test partman --include-ignored`).
 
 use postgres::Client;

@@ -1,16 +1,8 @@
 # shellcheck shell=bash
-# The shell library every script of the repository sources (dev, scripts/*/, bench/*), in rooms
-# by what each serves:
-#   lib.sh        this file: the output and privilege helpers (say, die, usage, as_root,
-#                 as_postgres), then the others
-#   trees.sh      the one place that knows where each PostgreSQL lives (PGSF_TREE_TABLE); no
-#                 other file names a PostgreSQL directory
-#   toolchain.sh  Debian's packages (apt_install) and a Rust recent enough for pgrx (use_rust)
-#   locks.sh      the install lock of each tree's shared directories
-#   package.sh    what the package scripts share (package_tree, parse_package_args)
+# The shell library every script sources (dev, scripts/*/, bench/*): say, die, usage, as_root,
+# as_postgres, then the rest of scripts/lib/ (scripts/README.md says what each holds).
 #
-#   . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"   (from scripts/*/; dev and bench/ give
-#                                                        their path)
+#   . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"   (from scripts/*/)
 
 PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PGSF_LIB=$PGSF_ROOT/scripts/lib

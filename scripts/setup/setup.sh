@@ -1,15 +1,11 @@
 # shellcheck shell=bash disable=SC2034,SC2153 # INSTALLED_BUILD is for run_suite, PG_CONFIG use_pg's
 # What dev's verbs share to set a machine up and to build and install the extension, sourced by
-# dev after scripts/lib/lib.sh: setup (the Debian packages, Rust, cargo-pgrx, the PyPI trees, the sid
-# root, pgrx pointed at every major), install_extension (a tree of ours, under its install lock)
-# and install_into (./dev install, into a PostgreSQL of the reader's), with timed steps. They use
-# dev's ROOT and PGRX_VERSION.
+# dev after scripts/lib/lib.sh; they use dev's ROOT and PGRX_VERSION.
 
-# Installs what the trees $@ (default: every major outside the sid root, and PyPI's 15) need to
-# build the extension, only what is missing (with --for-tests first: what the tests need too);
-# for the sid root's trees (when asked for), the root (scripts/setup/sid-root make), and pgrx pointed at
-# them inside it. Inside the root, whose packages its recipe installs, only the latter. Each step
-# is timed (timed, print_timings).
+# Installs what the trees $@ (default: every major outside the sid root, and 15-vanilla) need to
+# build, only what is missing (--for-tests: what the tests need too); for the sid root's trees,
+# the root and, inside it, pgrx pointed at them. Inside the root (its recipe installs its
+# packages), only the latter. Each step is timed.
 setup() {
     local kit=build
     if [ "${1:-}" = --for-tests ]; then
@@ -50,8 +46,8 @@ setup() {
     fi
 }
 
-# Adds Debian's Rust to `wanted` (setup's list of packages) when the machine has no Rust recent
-# enough for pgrx, or uses Debian's already.
+# Adds Debian's Rust to the caller's `wanted` when the machine's own is too old, or Debian's is in
+# use already.
 setup_rust_packages() {
     if ! rust_recent_enough; then
         apt-cache show "${PGSF_RUST_WEB_PACKAGES[0]}" >/dev/null 2>&1 ||
@@ -78,8 +74,7 @@ setup_rust() {
     fi
 }
 
-# timed LABEL COMMAND...: runs COMMAND, says how long it took, and keeps the figure for
-# print_timings.
+# timed LABEL COMMAND...: runs COMMAND and keeps how long it took for print_timings.
 TIMINGS=()
 timed() {
     local label=$1 started rc=0
@@ -90,16 +85,15 @@ timed() {
     [ "$rc" -eq 0 ] || return "$rc"
 }
 
-# The steps timed so far, one a line.
 print_timings() {
     [ ${#TIMINGS[@]} -gt 0 ] || return 0
     say "How long each step took"
     printf '    %s\n' "${TIMINGS[@]}"
 }
 
-# Points pgrx at every major that is set up. `cargo pgrx init` rewrites the whole of
-# config.toml, so it is run once with every major (and any other entry the file has, kept as it
-# was), and only when an entry is missing or points elsewhere.
+# Points pgrx at every major set up. `cargo pgrx init` rewrites the whole of config.toml, so it is
+# run with every major (and the file's other entries, kept), only when an entry is missing or
+# points elsewhere.
 pgrx_init() {
     local config="${PGRX_HOME:-$HOME/.pgrx}/config.toml" major pg_config args=() stale=()
     for major in "${PGSF_MAJORS[@]}"; do
@@ -122,33 +116,30 @@ pgrx_init() {
     cargo pgrx init "${args[@]}"
 }
 
-# Installs the extension into tree $1 (sudo only where its directories need it); the other
-# arguments go to cargo pgrx install (e.g. --release).
+# Installs the extension into tree $1 under its install lock (the other arguments: --release...).
 install_extension() {
     local tree=$1
     shift
     take_install_lock "$tree"
     use_pg "$tree"
-    local sudo_flag=()
-    [ -w "$("$PG_CONFIG" --pkglibdir)" ] || sudo_flag=(--sudo)
-    (cd "$ROOT" && cargo pgrx install "${sudo_flag[@]}" --pg-config "$PG_CONFIG" "$@")
+    pgrx_install "$PG_CONFIG" "$@"
     INSTALLED_BUILD=debug
     [ "${1:-}" != --release ] || INSTALLED_BUILD=release
-    local extdir
-    extdir="$("$PG_CONFIG" --sharedir)/extension"
-    if [ -w "$extdir" ]; then
-        copy_base_scripts "$extdir"
-    else
-        copy_base_scripts "$extdir" as_root
-    fi
 }
 
-in_checkout() { (cd "$ROOT" && "$@"); }
+# cargo pgrx install into the PostgreSQL of pg_config $1 (sudo only where its directories need
+# it), the other arguments cargo pgrx install's, then the base scripts.
+pgrx_install() {
+    local pg_config=$1 sudo_flag=()
+    shift
+    [ -w "$("$pg_config" --pkglibdir)" ] || sudo_flag=(--sudo)
+    (cd "$ROOT" && cargo pgrx install "${sudo_flag[@]}" --pg-config "$pg_config" "$@")
+    copy_base_scripts "$("$pg_config" --sharedir)/extension"
+}
 
 # ./dev install --pg-config PATH [--debug]: the README's install from source. Installs what a
-# build needs and is missing (as setup does, but no PostgreSQL tree of ours: the headers of the
-# server PATH belongs to, Debian's or apt.postgresql.org's package when PATH is theirs), with a
-# Rust recent enough for pgrx first on PATH whatever the shell's is, then builds and installs the
+# build needs and is missing (no tree of ours: the headers of PATH's server, when PATH is a
+# Debian package's), puts a Rust recent enough first on PATH, then builds and installs the
 # release build (--debug: the debug build) into that PostgreSQL, with the base scripts.
 install_into() {
     local pg_config="" profile=(--release) arg
@@ -194,18 +185,11 @@ install_into() {
         timed "Debian packages" apt_install "to build for $version" "${wanted[@]}"
     fi
     setup_rust
-    # cargo pgrx reads its config file even when given --pg-config: an empty one will do, and
-    # one that is there already is left as it is.
+    # cargo pgrx reads its config file even when given --pg-config: an empty one will do.
     local pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
     [ -f "$pgrx_home/config.toml" ] || { mkdir -p "$pgrx_home" && : >"$pgrx_home/config.toml"; }
-    local sudo_flag=()
-    [ -w "$("$pg_config" --pkglibdir)" ] || sudo_flag=(--sudo)
     say "Building and installing pg_snowflake ${profile[*]:-(debug)} into $version ($pg_config)"
-    timed "build and install" in_checkout cargo pgrx install "${profile[@]}" "${sudo_flag[@]}" \
-        --pg-config "$pg_config"
-    local extdir
-    extdir="$("$pg_config" --sharedir)/extension"
-    if [ -w "$extdir" ]; then copy_base_scripts "$extdir"; else copy_base_scripts "$extdir" as_root; fi
+    timed "build and install" pgrx_install "$pg_config" "${profile[@]}"
     print_timings
     say "Installed. Next: shared_preload_libraries and pg_snowflake.node_id in postgresql.conf" \
         "(README: Installing into an existing PostgreSQL)"

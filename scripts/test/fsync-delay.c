@@ -1,16 +1,11 @@
 /*
- * A slow disk, for the tests (pgrx-tests/src/lib.rs) and the latency benchmark (bench/latency):
- * preloaded into a server (LD_PRELOAD), it makes every fsync and fdatasync sleep first, for as
- * many milliseconds as the file named by FSYNC_DELAY_FILE holds (read at each call, so a test
- * can change it while the server runs), or else as FSYNC_DELAY_MS says, then makes the real
- * call. A busy cloud disk behaves like this: writes land in the page cache at once, flushes
- * wait. The sleep resumes after signals, as a process blocked on a stalled disk does not wake up
- * for them. Each user builds it with cc into a temporary directory:
+ * A slow disk, for the tests (pgrx-tests/src/lib.rs) and bench/latency: preloaded into a server
+ * (LD_PRELOAD), it makes every fsync and fdatasync first sleep as many milliseconds as the file
+ * named by FSYNC_DELAY_FILE holds (read at each call, so a test can change it), or else as
+ * FSYNC_DELAY_MS says: a busy cloud disk's flushes. The sleep resumes after signals, as a process
+ * blocked on a stalled disk does not wake for them. Only calls through the C library are delayed.
  *
  *   cc -shared -fPIC -O2 -o fsync-delay.so scripts/test/fsync-delay.c -ldl
- *
- * Only calls through the C library's symbols are delayed (PostgreSQL's WAL and data file
- * flushes, Rust's File::sync_all): a raw syscall would pass, and nothing here makes one.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -50,22 +45,17 @@ static void stall(void)
     errno = saved;
 }
 
-int fsync(int fd)
-{
-    static int (*real)(int);
+/* The C library's function NAME, called after the stall. */
+#define DELAYED(name)                                               \
+    int name(int fd)                                                \
+    {                                                               \
+        static int (*real)(int);                                    \
+                                                                    \
+        if (real == NULL)                                           \
+            real = (int (*)(int)) dlsym(RTLD_NEXT, #name);          \
+        stall();                                                    \
+        return real(fd);                                            \
+    }
 
-    if (real == NULL)
-        real = (int (*)(int)) dlsym(RTLD_NEXT, "fsync");
-    stall();
-    return real(fd);
-}
-
-int fdatasync(int fd)
-{
-    static int (*real)(int);
-
-    if (real == NULL)
-        real = (int (*)(int)) dlsym(RTLD_NEXT, "fdatasync");
-    stall();
-    return real(fd);
-}
+DELAYED(fsync)
+DELAYED(fdatasync)
