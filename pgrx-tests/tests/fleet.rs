@@ -1123,15 +1123,17 @@ fn a_standby_told_to_take_a_fresh_id_on_promotion_does_and_retires_its_primarys(
     assert_eq!(claimed_node(&standby), fresh);
 }
 
-/// A standby promoted with `fresh_node_id_on_promotion` takes a fresh id and
-/// leaves its primary's to retire once the primary's lease has run out (20 s here); its
-/// renewer restarts before that. The id is retired all the same: the pending retirement is
-/// kept in shared memory, where the restarted renewer finds it. Before the fix the new renewer
-/// had forgotten it, and the primary's id stayed `lost` until an operator retired it.
+/// A standby promoted with `fresh_node_id_on_promotion` takes a fresh id and leaves its
+/// primary's to retire once the primary's lease has run out (10 s here: at least 6.7 s after
+/// the crash, heartbeats being a third of a lease apart; the restart is checked about 1.7 s
+/// after it); its renewer restarts before that. The id is retired all the same: the pending
+/// retirement is kept in shared memory, where the restarted renewer finds it. Before the fix
+/// the new renewer had forgotten it, and the primary's id stayed `lost` until an operator
+/// retired it.
 #[test]
 fn a_promoted_standbys_renewer_restarted_before_its_primarys_lease_ran_out_still_retires_it() {
     let registry = registry();
-    let lease = "pg_snowflake.registry_lease_ms = 20000";
+    let lease = "pg_snowflake.registry_lease_ms = 10000";
     let primary = Server::start("primary_ra", member_config(&registry, None).setting(lease));
     create_table(&primary);
     let node = claimed_node(&primary);

@@ -81,9 +81,29 @@ fn a_standby_promoted_under_its_primarys_new_node_id_makes_none_of_that_ids_ids_
         "node 6 kept the lead: the remedy did not apply"
     );
 
-    // An idle minute: keep-ahead stops, no node-6 reservation follows. Then a checkpoint on
-    // the primary and a restartpoint on the standby, past the last node-6 record.
-    std::thread::sleep(Duration::from_secs(65));
+    // An idle minute: keep-ahead stops, no node-6 reservation follows. The minute (the core's
+    // `KEEP_AHEAD_MS`) is slept, then the primary's last reservation is waited for to run out,
+    // to a tenth of a second. Then a checkpoint on the primary and a restartpoint on the
+    // standby, past the last node-6 record.
+    std::thread::sleep(Duration::from_secs(60));
+    let mut watcher = primary.connect();
+    let ran_out = watcher
+        .prepare(
+            "SELECT coalesce(reserved_until < clock_timestamp(), false) FROM snowflake_stats()",
+        )
+        .unwrap();
+    let idle = Instant::now();
+    while !watcher.query_one(&ran_out, &[]).unwrap().get::<_, bool>(0) {
+        assert!(
+            idle.elapsed() < Duration::from_secs(90),
+            "the primary's reservation never ran out"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "the primary's reservation ran out {:.1} s after the idle minute",
+        idle.elapsed().as_secs_f64()
+    );
     primary.execute("CHECKPOINT");
     caught_up(&primary, &standby);
     standby.execute("CHECKPOINT");

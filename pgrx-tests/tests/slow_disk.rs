@@ -134,14 +134,16 @@ fn on_a_disk_slower_than_half_the_reservation_reservations_reach_further_ahead()
 
 #[test]
 fn between_calls_the_reservation_stays_ahead_of_the_clock() {
-    // 5 s reservations: without calls to ask for renewals, the reservation would fall behind
-    // the clock 5 s after the last call, and the first call after the pause would wait for a
-    // write (here: three fsyncs of +100 ms).
+    // 2 s reservations: without calls to ask for renewals, the reservation would fall behind
+    // the clock 2 s after the last call, and the first call after the pause would wait for a
+    // write (here: three fsyncs of +100 ms). The pause lasts three reservations: a disk slow
+    // enough to stretch them (a write of more than 500 ms) would have to take 1.5 s a write to
+    // hide a reservation that stops being renewed.
     let server = Server::start(
         "pause",
         Config::node(5)
             .slow_disk()
-            .setting("pg_snowflake.reservation_ms = 5000"),
+            .setting("pg_snowflake.reservation_ms = 2000"),
     );
     server.set_fsync_delay_ms(100);
     let mut client = server.connect();
@@ -154,12 +156,12 @@ fn between_calls_the_reservation_stays_ahead_of_the_clock() {
         .unwrap();
     let mut leads = vec![];
     for _ in 0..12 {
-        std::thread::sleep(Duration::from_secs(1));
+        std::thread::sleep(Duration::from_millis(500));
         leads.push(client.query_one(&lead, &[]).unwrap().get::<_, f64>(0));
     }
     ids.extend(take_ids(&mut client, 1_000, 1_000));
     println!(
-        "12 s without a call, 5 s reservations: the reservation led the clock by {:.0} ms at \
+        "6 s without a call, 2 s reservations: the reservation led the clock by {:.0} ms at \
          least",
         leads.iter().cloned().fold(f64::INFINITY, f64::min)
     );

@@ -9,7 +9,7 @@
 //! clock moves, so that it surely passes through all of the wake's (a 4096-wide field is filled
 //! at about the clock's own pace, and a millisecond the clock overtakes is left half made).
 
-use snowflake_it::{strictly_increasing, take_ids, Config, Server};
+use snowflake_it::{strictly_increasing, take_ids, wait_until, Config, Server};
 use std::time::{Duration, Instant};
 
 /// Every fsync and fdatasync while the wake's reservation is written: the write takes three.
@@ -31,14 +31,14 @@ fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_thei
             .slow_disk()
             .fake_clock("+0")
             .setting(&format!("pg_snowflake.sequence_bits = {SEQUENCE_BITS}"))
-            .setting("pg_snowflake.reservation_ms = 10000")
             .setting("pg_snowflake.max_borrow_ms = 10000"),
     );
     let mut client = server.connect();
     let before = take_ids(&mut client, 1_000, 1_000);
 
     // The renewer keeps the reservation ahead for a minute after the last call, then lets it
-    // run out: wait for that, to a few milliseconds.
+    // run out: wait for that, to a few milliseconds. Its reservations are the default 1 s ones
+    // for that minute, so the last runs out a second after it rather than up to ten.
     let ran_out = client
         .prepare("SELECT reserved_until < clock_timestamp() FROM snowflake_stats()")
         .unwrap();
@@ -51,6 +51,27 @@ fn the_first_calls_after_a_quiet_minute_wait_for_no_disk_and_a_crash_before_thei
         std::thread::sleep(Duration::from_millis(5));
     }
     let quiet_s = quiet.elapsed().as_secs_f64();
+    // The wake's reservation and the restart's batch below need 10 s reservations: set, and
+    // read back on the connection that makes the wake's calls, before any call and before the
+    // disk slows down. Past the minute, the reload has the renewer write nothing.
+    client
+        .batch_execute("ALTER SYSTEM SET pg_snowflake.reservation_ms = 10000")
+        .unwrap();
+    client.batch_execute("SELECT pg_reload_conf()").unwrap();
+    wait_until(Duration::from_secs(10), "the 10 s reservations", || {
+        client
+            .query_one(
+                "SELECT setting FROM pg_settings WHERE name = 'pg_snowflake.reservation_ms'",
+                &[],
+            )
+            .unwrap()
+            .get::<_, String>(0)
+            == "10000"
+    });
+    assert!(
+        client.query_one(&ran_out, &[]).unwrap().get::<_, bool>(0),
+        "the reload wrote a reservation"
+    );
 
     // Now every write takes seconds; the calls of the next 300 ms (at most WAKE_CALLS) must
     // not wait for one.
