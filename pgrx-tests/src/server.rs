@@ -156,8 +156,10 @@ fn fsync_delay_shim() -> String {
         .clone()
 }
 
-/// A server; stopped and deleted on drop.
+/// A server; stopped and deleted on drop. Dropped while its thread panics (a failed test), it
+/// first prints its log to stderr (the last `LOG_LINES_OF_A_FAILED_TEST` lines).
 pub struct Server {
+    name: String,
     dir: String,
     pub port: u16,
     _port_lease: PortLease,
@@ -225,6 +227,7 @@ impl Server {
         let dir = format!("/tmp/pgsf-{name}-{port}");
         pgserver(&["destroy", &dir]);
         Server {
+            name: name.to_string(),
             dir,
             port,
             _port_lease: lease,
@@ -325,7 +328,6 @@ impl Server {
         pgserver(&["stop", &self.dir]);
     }
 
-    /// SIGKILL to the postmaster and every process of the server at once.
     /// The postmaster's pid (read as the postgres user: the data directory is its own).
     fn postmaster_pid(&self) -> String {
         let pidfile =
@@ -354,6 +356,7 @@ impl Server {
             .collect()
     }
 
+    /// SIGKILL to the postmaster and every process of the server at once.
     pub fn crash(&self) {
         pgserver(&["crash", &self.dir]);
     }
@@ -477,8 +480,54 @@ impl Server {
     }
 }
 
+/// How much of each server's log a failed test prints: its last lines.
+const LOG_LINES_OF_A_FAILED_TEST: usize = 400;
+
+impl Server {
+    /// Prints the server's log (its last `LOG_LINES_OF_A_FAILED_TEST` lines) to stderr,
+    /// between lines naming the server, its port and its directory; never panics (it runs while
+    /// a failed test unwinds, where a second panic would abort the whole test process).
+    fn print_log_of_a_failed_test(&self) {
+        let (name, port, dir) = (&self.name, self.port, &self.dir);
+        let read = Command::new(repo_root().join("scripts/pgserver"))
+            .args(["log", dir])
+            .output();
+        let log = match read {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
+            Ok(out) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                eprintln!("==== server {name} (port {port}, {dir}): its log unreadable: {said}");
+                return;
+            }
+            Err(e) => {
+                eprintln!("==== server {name} (port {port}, {dir}): scripts/pgserver log: {e}");
+                return;
+            }
+        };
+        let lines: Vec<&str> = log.lines().collect();
+        let shown = &lines[lines.len().saturating_sub(LOG_LINES_OF_A_FAILED_TEST)..];
+        let whole = if shown.len() == lines.len() {
+            format!("its whole log, {} lines", lines.len())
+        } else {
+            format!(
+                "the last {} of its log's {} lines",
+                shown.len(),
+                lines.len()
+            )
+        };
+        eprintln!(
+            "==== the test failed: server {name} (port {port}, {dir}), {whole}:\n{}\n\
+             ==== end of the log of server {name} (port {port})",
+            shown.join("\n")
+        );
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.print_log_of_a_failed_test();
+        }
         let _ = run_pgserver(&["destroy", &self.dir], &[]);
     }
 }
