@@ -156,8 +156,10 @@ fn fsync_delay_shim() -> String {
         .clone()
 }
 
-/// A server; stopped and deleted on drop.
+/// A server; stopped and deleted on drop. Dropped while its thread panics (a failed test), it
+/// first prints its log to stderr (the last `LOG_LINES_OF_A_FAILED_TEST` lines).
 pub struct Server {
+    name: String,
     dir: String,
     pub port: u16,
     _port_lease: PortLease,
@@ -225,6 +227,7 @@ impl Server {
         let dir = format!("/tmp/pgsf-{name}-{port}");
         pgserver(&["destroy", &dir]);
         Server {
+            name: name.to_string(),
             dir,
             port,
             _port_lease: lease,
@@ -325,7 +328,6 @@ impl Server {
         pgserver(&["stop", &self.dir]);
     }
 
-    /// SIGKILL to the postmaster and every process of the server at once.
     /// The postmaster's pid (read as the postgres user: the data directory is its own).
     fn postmaster_pid(&self) -> String {
         let pidfile =
@@ -354,8 +356,25 @@ impl Server {
             .collect()
     }
 
+    /// SIGKILL to the postmaster and every process of the server at once, waited for as after a
+    /// power cut; then the dead postmaster's `postmaster.pid` is removed.
+    ///
+    /// That file names a pid which no process of this server holds any more, and pids come
+    /// round again within minutes (`kernel.pid_max` is 32768 on these machines, and tests side
+    /// by side start from a hundred to several hundred processes a second: a whole round of
+    /// pids in one to five minutes). Left in place, the next `pg_ctl stop` on this
+    /// directory — the immediate stop of `scripts/pgserver destroy` when the `Server` is
+    /// dropped, or [`Server::stop`] — sends its signal to whatever process holds that pid by
+    /// then: as the `postgres` user, any process of any other test's server. A backend that gets
+    /// that SIGQUIT exits, its postmaster resets, and every client of that server sees its
+    /// connection closed under it (`Broken pipe`). A restart could also be refused when the pid
+    /// has become a live postgres process ("lock file already exists"). After a real power cut
+    /// the machine reboots and its pids start over; removing the file is what that does to it.
+    /// Whether the next start recovers from a crash is read from `pg_control`, not from this
+    /// file.
     pub fn crash(&self) {
         pgserver(&["crash", &self.dir]);
+        self.as_postgres(&format!("rm -f {}", self.data_file("postmaster.pid")));
     }
 
     pub fn promote(&self) {
@@ -477,8 +496,54 @@ impl Server {
     }
 }
 
+/// How much of each server's log a failed test prints: its last lines.
+const LOG_LINES_OF_A_FAILED_TEST: usize = 400;
+
+impl Server {
+    /// Prints the server's log (its last `LOG_LINES_OF_A_FAILED_TEST` lines) to stderr,
+    /// between lines naming the server, its port and its directory; never panics (it runs while
+    /// a failed test unwinds, where a second panic would abort the whole test process).
+    fn print_log_of_a_failed_test(&self) {
+        let (name, port, dir) = (&self.name, self.port, &self.dir);
+        let read = Command::new(repo_root().join("scripts/pgserver"))
+            .args(["log", dir])
+            .output();
+        let log = match read {
+            Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).into_owned(),
+            Ok(out) => {
+                let said = String::from_utf8_lossy(&out.stderr);
+                eprintln!("==== server {name} (port {port}, {dir}): its log unreadable: {said}");
+                return;
+            }
+            Err(e) => {
+                eprintln!("==== server {name} (port {port}, {dir}): scripts/pgserver log: {e}");
+                return;
+            }
+        };
+        let lines: Vec<&str> = log.lines().collect();
+        let shown = &lines[lines.len().saturating_sub(LOG_LINES_OF_A_FAILED_TEST)..];
+        let whole = if shown.len() == lines.len() {
+            format!("its whole log, {} lines", lines.len())
+        } else {
+            format!(
+                "the last {} of its log's {} lines",
+                shown.len(),
+                lines.len()
+            )
+        };
+        eprintln!(
+            "==== the test failed: server {name} (port {port}, {dir}), {whole}:\n{}\n\
+             ==== end of the log of server {name} (port {port})",
+            shown.join("\n")
+        );
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.print_log_of_a_failed_test();
+        }
         let _ = run_pgserver(&["destroy", &self.dir], &[]);
     }
 }
@@ -500,4 +565,36 @@ pub fn start_cluster(name: &str, nodes: &[i32], settings: &[&str]) -> Vec<Server
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     })
+}
+
+#[cfg(test)]
+mod crash_tests {
+    use super::*;
+
+    /// After [`Server::crash`] the directory names no pid, so that no later `pg_ctl stop` (the
+    /// drop's `destroy`, [`Server::stop`]) can signal a process that took the dead postmaster's
+    /// pid; and the server still starts again, recovering from the crash.
+    #[test]
+    fn a_crashed_server_leaves_no_pid_behind_and_starts_again() {
+        let server = Server::start("crashpid", Config::default());
+        server.execute("CREATE TABLE t AS SELECT 1 AS one");
+        let pid_file = server.data_file("postmaster.pid");
+        let exists = |path: &str| {
+            Command::new("sudo")
+                .args(["-u", "postgres", "test", "-e", path])
+                .status()
+                .expect("sudo runs")
+                .success()
+        };
+        assert!(exists(&pid_file), "a running server has its {pid_file}");
+        server.crash();
+        assert!(!exists(&pid_file), "{pid_file} left after the crash");
+        server.start_again();
+        assert_eq!(server.query_one::<i32>("SELECT one FROM t"), 1);
+        assert!(
+            server.log().contains("was not properly shut down"),
+            "no crash recovery at the restart:\n{}",
+            server.log()
+        );
+    }
 }
