@@ -169,7 +169,8 @@ run_stage() {
     fi
     rm -f "$out"
     STAGES+=("$major	$name	$(($(date +%s) - started))	$passed	$failed")
-    [ "$failed" -eq 0 ] || say "[$major] $name: FAILED ($failed failed, $passed passed)"
+    say "[$major] $name: $(($(date +%s) - started)) s, $passed passed, $failed failed$(
+        [ "$failed" -eq 0 ] || echo ": FAILED")"
 }
 
 # The newest released major tested, which runs the tests pgrx-tests/plan.tsv runs once: the
