@@ -63,6 +63,8 @@ while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
     [ "$pgsf_runs" != sid ] || PGSF_SID_TREES+=("$pgsf_tree")
 done <<<"$PGSF_TREE_TABLE"
 unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
+# In order, wherever a row stands: the lowest first, the highest last.
+mapfile -t PGSF_MAJORS < <(printf '%s\n' "${PGSF_MAJORS[@]}" | sort -n)
 
 # The major of the bookworm root's PostgreSQL.
 bookworm_major() {
