@@ -6,7 +6,9 @@
 # run_stage prints | which majors | where | the command (@major, @pairs: the pg_upgrade pairs,
 # @newest: the newest released major tested; scripts/...: in this checkout) | what is said
 # where a major is left out. Which majors:
-#   once          once, before the majors (the major printed: all)
+#   once          once, before the majors (the major printed: all); beside: once, in the
+#                 background at the lowest priority while the majors' stages (mostly waiting
+#                 servers) run, its output shown and counted after them
 #   each          every major tested; sid: those of the sid root
 #   TEST          the majors whose line of PGSF_TREE_TABLE has the test TEST (deb-readme, partman)
 #   first         the lowest major tested, the one that gets the release build (fat LTO, one
@@ -18,7 +20,8 @@
 read -r -d '' STAGE_TABLE <<'EOF' || true
 lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
-mutants: each named mutation of the registry's rules caught by a seed | once | host | stage_mutants
+mutants: each named mutation of the registry's rules caught by a seed | beside | host \
+    | stage_mutants
 pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-install) | once | host \
     | scripts/test/pgxn-install
 the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals) | sid | host \
@@ -56,7 +59,7 @@ EOF
 table_majors() {
     local which=$1 phase=$2 major=${3:-} last
     case "$phase:$which" in
-    once:once) echo all ;;
+    once:once | beside:beside) echo all ;;
     major:each) echo "$major" ;;
     major:sid) if is_sid_tree "$major"; then echo "$major"; fi ;;
     major:deb-readme | major:partman) if tree_tests "$which" "$major"; then echo "$major"; fi ;;
@@ -85,7 +88,7 @@ table_majors() {
 # The phase of the majors line $1 of STAGE_TABLE: once, major or after.
 table_phase() {
     case "$1" in
-    once) echo once ;;
+    once | beside) echo "$1" ;;
     last-host* | across-*) echo after ;;
     *) echo major ;;
     esac
@@ -122,8 +125,16 @@ run_table() {
             esac
         done
         label=$on
-        case "$which" in once) label=all ;; across-*) label=across ;; esac
-        run_stage "$(table_words "${name//@pairs/$on}" "$major")" "$label" "${words[@]}"
+        case "$which" in once | beside) label=all ;; across-*) label=across ;; esac
+        name=$(table_words "${name//@pairs/$on}" "$major")
+        if [ "$phase" = beside ] && [ -z "${LIST:-}" ]; then
+            BESIDE+=("$(mktemp)")
+            ({ renice -n 19 -p "$BASHPID" && ionice -c 3 -p "$BASHPID"; } >/dev/null 2>&1 || true
+                run_stage "$name" "$label" "${words[@]}"
+                echo "${STAGES[-1]}" >"${BESIDE[-1]}.stage") >"${BESIDE[-1]}" 2>&1 &
+        else
+            run_stage "$name" "$label" "${words[@]}"
+        fi
     done <<<"$STAGE_TABLE"
 }
 
@@ -133,44 +144,6 @@ table_words() {
     local text=${1//@major/$2}
     text=${text//@first/${TEST_MAJORS[0]}}
     echo "${text//@default/${PGSF_MAJORS[0]}}"
-}
-
-# Every stage runs whatever happened before it. Its tests are cargo's "test result:" counts; one
-# without them counts as one test, one that fails without a failed test as one failure.
-STAGES=()
-
-# Runs stage $1 (with the other arguments) where major $2 lives: inside the sid root for its trees
-# (in_root: `./dev _stage` there), here for the others.
-at_home() {
-    if is_sid_tree "$2" && ! in_sid_root; then in_root "$@"; else "$@"; fi
-}
-in_root() { "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"; }
-
-# run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
-run_stage() {
-    local name=$1 major=$2
-    shift 2
-    say "[$major] $name"
-    local out started rc passed failed
-    out=$(mktemp)
-    started=$(date +%s)
-    set +e
-    (set -e; "$@") 2>&1 | tee "$out"
-    rc=${PIPESTATUS[0]}
-    set -e
-    read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$out")
-    if ! grep -q '^test result:' "$out"; then
-        if [ "$rc" -eq 0 ]; then passed=1; else failed=1; fi
-    elif [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
-        failed=1
-    elif [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then
-        say "[$major] $name ran no test (all filtered out or ignored)"
-        failed=1
-    fi
-    rm -f "$out"
-    STAGES+=("$major	$name	$(($(date +%s) - started))	$passed	$failed")
-    say "[$major] $name: $(($(date +%s) - started)) s, $passed passed, $failed failed$(
-        [ "$failed" -eq 0 ] || echo ": FAILED")"
 }
 
 # The newest released major tested, which runs the tests pgrx-tests/plan.tsv runs once: the
@@ -232,7 +205,9 @@ run_tests() {
     # STAGE_TABLE's stages (scripts/test/stages.sh): those run once, then each major's, then those
     # after the majors.
     run_table once
-    local remaining=("${TEST_MAJORS[@]}") next
+    BESIDE=()
+    run_table beside
+    local remaining=("${TEST_MAJORS[@]}") next out
     while [ ${#remaining[@]} -gt 0 ]; do
         # Each major's stages hold its install lock: the tests install into its directories.
         # A major another checkout is installing into waits until the free ones are done.
@@ -248,6 +223,12 @@ run_tests() {
         fi
         run_table major "$major"
         release_install_lock "$major"
+    done
+    for out in "${BESIDE[@]}"; do
+        wait
+        cat "$out"
+        STAGES+=("$(cat "$out.stage")")
+        rm -f "$out" "$out.stage"
     done
     PAIRS=$pairs
     run_table after
@@ -294,6 +275,7 @@ list_tests() {
         done
     }
     run_table once
+    run_table beside
     for major in "${TEST_MAJORS[@]}"; do run_table major "$major"; done
     PAIRS=$(upgrade_pairs "${TEST_MAJORS[@]}")
     run_table after

@@ -1,7 +1,45 @@
 # shellcheck shell=bash disable=SC2164 # each stage runs under set -e (run_stage)
-# The bodies of the stages of ./dev test (STAGE_TABLE in scripts/test/stages.sh names them),
-# sourced by dev; each runs in a subshell of its own through run_stage, with scripts/lib/lib.sh,
+# The bodies of the stages of ./dev test (STAGE_TABLE in scripts/test/stages.sh names them), and
+# run_stage, which runs each in a subshell of its own; sourced by dev. They use scripts/lib/lib.sh,
 # install_extension (scripts/setup/setup.sh) and run_suite (bench/suite.sh).
+
+# Every stage runs whatever happened before it. Its tests are cargo's "test result:" counts; one
+# without them counts as one test, one that fails without a failed test as one failure.
+STAGES=()
+
+# Runs stage $1 (with the other arguments) where major $2 lives: inside the sid root for its trees
+# (in_root: `./dev _stage` there), here for the others.
+at_home() {
+    if is_sid_tree "$2" && ! in_sid_root; then in_root "$@"; else "$@"; fi
+}
+in_root() { "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"; }
+
+# run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
+run_stage() {
+    local name=$1 major=$2
+    shift 2
+    say "[$major] $name"
+    local out started rc passed failed
+    out=$(mktemp)
+    started=$(date +%s)
+    set +e
+    (set -e; "$@") 2>&1 | tee "$out"
+    rc=${PIPESTATUS[0]}
+    set -e
+    read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$out")
+    if ! grep -q '^test result:' "$out"; then
+        if [ "$rc" -eq 0 ]; then passed=1; else failed=1; fi
+    elif [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+        failed=1
+    elif [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then
+        say "[$major] $name ran no test (all filtered out or ignored)"
+        failed=1
+    fi
+    rm -f "$out"
+    STAGES+=("$major	$name	$(($(date +%s) - started))	$passed	$failed")
+    say "[$major] $name: $(($(date +%s) - started)) s, $passed passed, $failed failed$(
+        [ "$failed" -eq 0 ] || echo ": FAILED")"
+}
 
 # The pure core needs no PostgreSQL: once for every major.
 # --show-output: the seeded fuzz of the parsers says how many inputs it tried.
