@@ -19,13 +19,6 @@ PGSF_TEST_PACKAGES=(postgresql-15-partman faketime shellcheck nftables prometheu
 PGSF_RUST_MIN=1.96
 PGSF_RUST_WEB_PACKAGES=(rustc-web cargo-web rust-web-clippy)
 PGSF_RUST_WEB_BIN=$PGSF_ROOT/target/debian-rust/bin
-# Cargo's intermediate artifacts (every dependency, for each major and profile: pgrx's bindings
-# take minutes each) outlive a checkout, so a fresh clone (CI's) builds only this project's own
-# crates; what a build makes for use (the library, the packages) stays in the checkout's target/.
-# Cargo keys each unit by its package, features and profile: checkouts share the dependencies and
-# keep their own crates apart. Safe to delete; cargo locks it while it builds.
-PGSF_BUILD_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/pg_snowflake/cargo-build
-export CARGO_BUILD_BUILD_DIR=${CARGO_BUILD_BUILD_DIR:-$PGSF_BUILD_CACHE}
 
 # The version of the rustc $1, or nothing.
 rust_version() { "$1" --version 2>/dev/null | awk '{ print $2 }'; }
