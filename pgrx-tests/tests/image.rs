@@ -603,7 +603,7 @@ fn without_buildah_dev_package_image_names_the_debian_package() {
     assert!(!output.status.success(), "built without buildah: {stderr}");
     assert_eq!(
         stderr.trim(),
-        "package-image: buildah is not installed: install the Debian package buildah \
+        "image: buildah is not installed: install the Debian package buildah \
          (sudo apt-get install buildah; ./dev package --image installs it)"
     );
 }
