@@ -168,7 +168,7 @@ stage_servers() {
     return "$rc"
 }
 
-# The #[ignore]d tests of the test binary $1 (one of STAGED_BINARIES) with the others, one at a
+# The #[ignore]d tests of the test binary $1 (a stage: line of the plan) with the others, one at a
 # time, their output shown.
 staged_tests() {
     cd "$ROOT"
