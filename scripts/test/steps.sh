@@ -169,9 +169,14 @@ stage_servers() {
 }
 
 # The #[ignore]d tests of the test binary $1 (a stage: line of the plan) with the others, one at a
-# time, their output shown.
+# time, their output shown; with $2, that many at once, a process each (scripts/test/side-by-side),
+# for binaries whose tests share nothing but the installed build.
 staged_tests() {
     cd "$ROOT"
+    if [ -n "${2:-}" ]; then
+        "$ROOT/scripts/test/side-by-side" -j "$2" --binary "$1"
+        return
+    fi
     cargo test -p snowflake-it --no-fail-fast --test "$1" -- --include-ignored --test-threads=1 \
         --nocapture
 }
@@ -225,7 +230,7 @@ stage_from_release() {
         build=$("$ROOT/scripts/package/old-release" "$release" "$PG_CONFIG")
         export "PGSF_RELEASE_${release//./_}=$build" # PGSF_RELEASE_0_5_0, which the tests read
     done
-    staged_tests from_release
+    staged_tests from_release 5
 }
 
 # The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
@@ -253,8 +258,7 @@ stage_across_majors() {
     done
     export_test_env
     cd "$ROOT"
-    PGSF_UPGRADE_PAIRS=$pairs cargo test -p snowflake-it --no-fail-fast --test across_majors -- \
-        --include-ignored --test-threads=1 --nocapture
+    PGSF_UPGRADE_PAIRS=$pairs staged_tests across_majors 4
 }
 
 # The client recipes (scripts/test/clients: installs the stacks' toolchains and packages when missing,
