@@ -27,7 +27,7 @@ setup() {
     [ "$kit" = build ] || wanted+=("${PGSF_TEST_PACKAGES[@]}")
     for tree in "${trees[@]}"; do
         if is_sid_tree "$tree"; then sid+=("$tree"); fi
-        if pypi_release "$tree" >/dev/null; then wanted+=("${PGSF_PYPI_PACKAGES[@]}"); fi
+        if pypi_release "$tree" >/dev/null; then wanted+=(python3-pip); fi
     done
     [ ${#sid[@]} -eq 0 ] || wanted+=(mmdebstrap)
     setup_rust_packages
