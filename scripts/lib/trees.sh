@@ -137,17 +137,16 @@ fetch_pypi_tree() {
     "$dest/bin/pg_config" --version >/dev/null || die "$dest/bin/pg_config does not run"
 }
 
-# Makes tree $1 the current one: exports PG_TREE, PG_MAJOR, PG_CONFIG and PG_BIN, which
+# Makes tree $1 the current one: exports PG_MAJOR, PG_CONFIG and PG_BIN, which
 # scripts/serve/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
 use_pg() {
     is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
-    PG_TREE=$1
     PG_MAJOR=$(major_of "$1")
     PG_CONFIG=$(pg_config_of "$1")
     [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
     runs_here "$1" || die "PostgreSQL $1 runs inside the sid root only (scripts/setup/sid-root run)"
     PG_BIN=$("$PG_CONFIG" --bindir)
-    export PG_TREE PG_MAJOR PG_CONFIG PG_BIN
+    export PG_MAJOR PG_CONFIG PG_BIN
 }
 
 # The environment variables (VAR=value words) a server of the PostgreSQL of pg_config $1 needs.
