@@ -17,24 +17,14 @@ say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
 as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo >/dev/null; then
-        sudo "$@"
-    else
+    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
         die "need root for: $* (install sudo, or run as root)"
     fi
 }
 
 # Servers run as the operating-system user postgres: Postgres refuses to run as root, and an
 # ordinary user with sudo must not own them either.
-as_postgres() {
-    if [ "$(id -un)" = postgres ]; then
-        "$@"
-    else
-        sudo -u postgres "$@"
-    fi
-}
+as_postgres() { if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres "$@"; fi; }
 
 # shellcheck source=scripts/lib/trees.sh
 . "$PGSF_LIB/trees.sh"

@@ -1,50 +1,37 @@
 # shellcheck shell=bash
 # The install lock, sourced by lib.sh. A tree's extension and library directories are shared by
 # every checkout on the machine: two runs would install over each other's build. take_install_lock
-# [--try] TREE... waits for each tree's lock (--try: returns 1 at once if the first is taken) and
-# holds it until release_install_lock TREE or the end of this shell; children inherit it through
+# [--try] TREE... waits for each tree's lock (--try: returns 1 at once if one is taken) and holds
+# it until release_install_lock TREE or the end of this shell; children inherit it through
 # PGSF_INSTALL_LOCKS_HELD, so they do not wait for themselves. 15's lock keeps the name it had
 # before the other majors got locks, which checkouts of older commits take.
 declare -A PGSF_LOCK_FDS=()
 
 take_install_lock() {
     local tree lock fd try=false
-    if [ "${1:-}" = --try ]; then
-        try=true
-        shift
-    fi
+    [ "${1:-}" != --try ] || { try=true && shift; }
     for tree in "$@"; do
-        case " ${PGSF_INSTALL_LOCKS_HELD:-} " in
-        *" $tree "*) continue ;;
-        esac
+        [[ " ${PGSF_INSTALL_LOCKS_HELD:-} " != *" $tree "* ]] || continue
         lock=/tmp/pg_snowflake.install.pg$tree.lock
         [ "$tree" != 15 ] || lock=/tmp/pg_snowflake.install.lock
         [ -e "$lock" ] || (umask 000 && : >>"$lock")
         # Opened for reading: no O_CREAT on a file another user may own in sticky /tmp.
         exec {fd}<"$lock"
         if ! flock -n "$fd"; then
-            if $try; then
-                exec {fd}<&-
-                return 1
-            fi
+            ! $try || { exec {fd}<&- && return 1; }
             say "Another pg_snowflake run is installing into PostgreSQL $tree; waiting for it"
             flock "$fd"
         fi
         PGSF_LOCK_FDS[$tree]=$fd
-        PGSF_INSTALL_LOCKS_HELD="${PGSF_INSTALL_LOCKS_HELD:-} $tree"
-        export PGSF_INSTALL_LOCKS_HELD
+        export PGSF_INSTALL_LOCKS_HELD="${PGSF_INSTALL_LOCKS_HELD:-} $tree"
     done
 }
 
 # Releases a lock this shell took (not one inherited from a parent).
 release_install_lock() {
-    local tree=$1 fd=${PGSF_LOCK_FDS[$1]:-}
+    local tree=$1 fd=${PGSF_LOCK_FDS[$1]:-} held=" ${PGSF_INSTALL_LOCKS_HELD:-} "
     [ -n "$fd" ] || return 0
     exec {fd}<&-
     unset "PGSF_LOCK_FDS[$tree]"
-    local held=() other
-    for other in ${PGSF_INSTALL_LOCKS_HELD:-}; do
-        [ "$other" = "$tree" ] || held+=("$other")
-    done
-    PGSF_INSTALL_LOCKS_HELD=${held[*]}
+    PGSF_INSTALL_LOCKS_HELD=${held// $tree / }
 }

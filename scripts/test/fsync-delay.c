@@ -18,17 +18,15 @@ static long delay_ms(void)
 {
     const char *file = getenv("FSYNC_DELAY_FILE");
     const char *fixed = getenv("FSYNC_DELAY_MS");
+    FILE *f;
     long ms = 0;
 
-    if (file != NULL) {
-        FILE *f = fopen(file, "r");
-        if (f != NULL) {
-            if (fscanf(f, "%ld", &ms) != 1)
-                ms = 0;
-            fclose(f);
-        }
-    } else if (fixed != NULL) {
-        ms = atol(fixed);
+    if (file == NULL)
+        return fixed != NULL ? atol(fixed) : 0;
+    if ((f = fopen(file, "r")) != NULL) {
+        if (fscanf(f, "%ld", &ms) != 1)
+            ms = 0;
+        fclose(f);
     }
     return ms;
 }
