@@ -181,6 +181,7 @@ run_tests() {
     fi
     setup --for-tests "${trees[@]}"
     export_test_env
+    use_compiler_cache
     # The sid root's majors: set up as a stage, so that a machine that cannot make the root
     # (no Debian archive, a full disk) fails them with its reason and tests the others.
     local warm=
@@ -254,6 +255,8 @@ run_tests() {
         printf 'major\tstage\tseconds\tpassed\tfailed\n'
         printf '%s\n' "${STAGES[@]}"
     } >"$times"
+    [ -z "${RUSTC_WRAPPER:-}" ] || sccache --show-stats | awk '/^Cache hits +[0-9]/ { h = $NF }
+        /^Cache misses +[0-9]/ { m = $NF } END { print "compiler cache (sccache): " h " hits, " m " misses" }'
     echo "$total_passed passed, $total_failed failed"
     [ "$total_failed" -eq 0 ]
 }
