@@ -190,8 +190,9 @@ stage_partman() {
 
 # The README's install section from source, run in this checkout; with --pgxn, in the PGXN
 # release (./dev package --pgxn) unpacked elsewhere, so that what the zip leaves out fails here.
-# The zip's build shares this checkout's target directory (the dependencies built once; the
-# extension itself is built again from the zip's sources).
+# The zip's build shares this checkout's target directory, where cargo finds the extension built
+# already (the same sources, and the zip's files older than that build): this checks the README's
+# steps in the zip's layout. The pgxn install stage compiles the zip's sources, in a clean root.
 stage_readme() {
     use_pg "$1"
     if [ "${2:-}" != --pgxn ]; then
