@@ -256,13 +256,19 @@ pub(super) fn first_failure(seeds: impl Iterator<Item = u64>) -> Option<(u64, St
     None
 }
 
-/// `acts` less every act the run still fails without (one at a time, until none can go).
+/// `acts` less every act the run still fails without (one at a time, until none can go); a
+/// panic (an assertion of the core) is a failure too.
 fn shrink(configured: &[Option<u32>], fenced: bool, lease: i64, mut acts: Vec<Act>) -> Vec<Act> {
+    let fails = |acts: Vec<Act>| {
+        let run =
+            std::panic::AssertUnwindSafe(|| run_fleet_leased(configured, fenced, lease, acts));
+        !matches!(std::panic::catch_unwind(run), Ok(Ok(())))
+    };
     let mut i = 0;
     while i < acts.len() {
         let mut fewer = acts.clone();
         fewer.remove(i);
-        if run_fleet_leased(configured, fenced, lease, fewer.clone()).is_err() {
+        if fails(fewer.clone()) {
             acts = fewer;
             i = 0;
         } else {
