@@ -411,6 +411,14 @@ impl Node {
         if self.refusing != Refusing::AwaitingOldStateFile {
             self.refusing = Refusing::AwaitingClaim;
         }
+        // The intent makes the claim's floor durable before the registry commits the claim: a
+        // restart in between resumes above it, never below IDs another holder made under the id.
+        assert!(
+            generator.reserved_until() >= claim.floor,
+            "the intent of a claim from {} would write the reservation {}",
+            claim.floor,
+            generator.reserved_until()
+        );
         Durable {
             until: generator.reserved_until(),
             node: Some(self.id),
@@ -441,7 +449,16 @@ impl Node {
     /// stays this claim's own only if `before` was (`registry::own_mark`).
     pub fn lease_extended(&mut self, lease: &Lease, fenced: bool, before: i64) {
         self.bound_by(lease, fenced);
-        self.mark = registry::own_mark(self.mark, before, lease.ceiling);
+        let mark = registry::own_mark(self.mark, before, lease.ceiling);
+        // A heartbeat only raises the mark: kept as this claim's own, it is at least the mark
+        // the heartbeat found and the one the claim wrote last, or a release would bring the
+        // registry's mark down below a raise it never saw.
+        assert!(
+            mark.is_none_or(|mark| mark >= before && self.mark.is_some_and(|own| mark >= own)),
+            "a heartbeat lowered its claim's own mark {:?} to {mark:?} (the registry's: {before})",
+            self.mark
+        );
+        self.mark = mark;
     }
 
     /// The lease's ceiling, which the registry recorded as the id's mark, bounds the
@@ -513,6 +530,18 @@ impl Node {
                 self.ceiling != i64::MAX && !generator.renewing() && mark != i64::MIN && mark < from
             })
             .map(|from| Lowering { from, mark });
+        // The one way down for a mark: this claim's own release, from the value the claim
+        // wrote last, down, and never below an ID made under it (the next holder starts there).
+        if let Some(lower) = lower {
+            assert!(
+                self.mark == Some(lower.from)
+                    && lower.mark < lower.from
+                    && lower.mark >= generator.issued_below(),
+                "a release lowers the mark {:?} to {lower:?}, IDs made below {}",
+                self.mark,
+                generator.issued_below()
+            );
+        }
         // Fenced mode makes no ID past the mark it leaves; available mode goes on under its
         // ceiling until the next claim (a renewer's restart takes a second), and counts what
         // it makes from now on as past the mark (`Issuer::release`).
@@ -568,6 +597,16 @@ impl Node {
         };
         if self.refusing == Refusing::AwaitingOldStateFile {
             return false;
+        }
+        // A fenced server makes IDs only below the ceiling its running lease granted: never
+        // under none, never under one above it.
+        if let Holding::Held { lease, .. } = holding {
+            assert!(
+                !fenced || refusing != Refusing::Nothing || self.ceiling <= lease.ceiling,
+                "a fenced server would make IDs up to {} under a lease that granted {}",
+                self.ceiling,
+                lease.ceiling
+            );
         }
         if self.refusing == refusing {
             return switched;

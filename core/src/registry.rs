@@ -22,6 +22,7 @@
 //! the registry recorded (written there before it is used), so the mark bounds every ID the old
 //! holder made, even one still running and cut off from the registry.
 
+mod cases;
 pub mod table;
 
 /// What a server wants to claim.
@@ -410,117 +411,11 @@ struct Taken {
 }
 
 /// Whether `claimant` may take `row`'s id: its floor, generation, whether it is a recycled
-/// one and whether the claimant is its running holder, or why not.
+/// one and whether the claimant is its running holder, or why not. Decided by the first case
+/// of the table ([`cases::CASES`]) whose guard holds on what the claim reads ([`cases::Facts`]).
 fn judge(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> {
-    let now = at.now;
-    let next = row.identity.generation.saturating_add(1);
-    let same_token = claimant
-        .identity
-        .is_some_and(|me| me.token == row.identity.token);
-    let own = claimant.identity.filter(|me| {
-        same_token && (me.generation == row.identity.generation || me.generation == next)
-    });
-    let own_reserved = own.map_or(i64::MIN, |_| claimant.reserved);
-    if row.high_water > at.mark_limit(own_reserved) {
-        return Err(Refusal::MarkAhead {
-            mark: row.high_water,
-            now,
-        });
-    }
-    if row.retired {
-        let until = row.high_water.saturating_add(at.margin_ms);
-        // Its old holder, whose id was retired under it (cut off past its lease), with the id
-        // the registry's to assign: given a fresh id, as after any loss, not the one the
-        // operator retired (taking it straight back would undo the retirement). A
-        // configured one takes it back once it is free, as it would another's.
-        if same_token && matches!(claimant.wanted, Want::Pinned(_)) {
-            return Err(Refusal::RetiredUntil { until });
-        }
-        return if now > until {
-            Ok(Taken {
-                floor: row.high_water,
-                generation: next,
-                recycled: true,
-                own: false,
-            })
-        } else {
-            Err(Refusal::RetiredUntil { until })
-        };
-    }
-    let proven = row.boot == Some(claimant.boot);
-    if row.connected {
-        return Err(match () {
-            // Its own session from before its renewer restarted, not yet ended: never a copy.
-            () if same_token && proven => Refusal::OpenSession,
-            () if same_token => Refusal::CopyOfLiveHolder,
-            () => Refusal::HeldByAnother { connected: true },
-        });
-    }
-    let taken = |own| {
-        Ok(Taken {
-            floor: row.high_water,
-            generation: next,
-            recycled: false,
-            own,
-        })
-    };
-    // When a running holder, last seen then, would be back by (Unix ms).
-    let may_return = row
-        .absent_since
-        .saturating_add(holder_may_return_ms(at.lease_ms, at.margin_ms));
-    match claimant.identity {
-        // The running holder itself, its renewer restarted (its shared memory, and so its boot
-        // value, is the row's): continues above everything the id reserved, under its token.
-        // Its state file may also name the generation after the row's: the claim's intent,
-        // written before the registry's commit (`node::Node::intend`), which did not commit; or
-        // did, unseen (a time-out), and then the row names it. Either way it claims the row's
-        // next generation, so that intents that keep failing never run ahead of the row.
-        //
-        // And when the row is still as its claim left it (the same claim, the mark it wrote),
-        // the claim is asked again, its answer lost: no other server's IDs lie above the floor
-        // it was granted, which its reservation reaches (`node::Node::intend`), so it takes the
-        // id again from there, not a lease past the mark the lost answer recorded (answers lost
-        // in a row each moved its IDs a lease ahead of the clock, until a claim found the mark
-        // too far ahead and refused it).
-        Some(me) if own.is_some() && proven => {
-            let unchanged = me == row.identity && claimant.mark == Some(row.high_water);
-            Ok(Taken {
-                floor: if unchanged {
-                    claimant.reserved
-                } else {
-                    row.high_water
-                },
-                generation: next,
-                recycled: false,
-                own: true,
-            })
-        }
-        Some(_) if same_token && own.is_none() => Err(Refusal::StaleCopy),
-        // The row's claim, from disk: the holder restarted, a copy of it, or a standby promoted
-        // in its place. Released by its holder (its renewer stopped), and this claimant
-        // started after a clean stop and never met a running holder of its token since: the
-        // holder's planned restart, taken at once. (A release is also its holder's renewer
-        // restarting while the server runs on: a copy of it does not start clean, and one that
-        // met it waits.) Else a running holder between sessions comes back within a heartbeat
-        // interval; past that, the claimant takes the id over above its mark, as any server
-        // would. Under a token of its own either way.
-        Some(_)
-            if same_token && row.released && claimant.after_clean_stop && !claimant.met_holder =>
-        {
-            taken(false)
-        }
-        Some(_) if same_token => {
-            if now < may_return {
-                Err(Refusal::HolderMayReturn { until: may_return })
-            } else {
-                taken(false)
-            }
-        }
-        // Another server's id, whose holder is gone: taken over once its lease has run out,
-        // and no sooner than a running holder would be back after a registry restart.
-        _ if now >= row.lease_until && now >= may_return => taken(false),
-        _ => Err(Refusal::HeldByAnother { connected: false }),
-    }
+    let facts = cases::Facts::of(claimant, row, at);
+    cases::deciding(&facts).outcome.ruling(claimant, row, at)
 }
 
 /// Why an id may not be retired.

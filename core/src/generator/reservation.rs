@@ -114,8 +114,21 @@ impl Reservation {
 
     /// A reservation made elsewhere (replayed from the WAL) is durable.
     pub(super) fn observe(&mut self, until: i64) {
-        self.durable_until = self.durable_until.max(until);
+        self.made_durable(until);
         self.wanted_until = self.wanted_until.max(until);
+    }
+
+    /// A reservation until `until` is durable: the durable reservation rises to it, if it is
+    /// higher. What is durable never falls: IDs may have been made below it, and a restart
+    /// resumes above it.
+    fn made_durable(&mut self, until: i64) {
+        let durable = self.durable_until.max(until);
+        assert!(
+            durable >= self.durable_until,
+            "the durable reservation would fall from {} to {durable}",
+            self.durable_until
+        );
+        self.durable_until = durable;
     }
 
     /// The first tick the durable reservation does not cover (ticks before it are covered).
@@ -197,7 +210,7 @@ impl Generator {
         let r = &mut self.reservation;
         r.renewing = false;
         r.renewal_took_ms = took_ms.max(0);
-        r.durable_until = r.durable_until.max(until);
+        r.made_durable(until);
         self.waking_until = i64::MIN;
         self.stats.reservations += 1;
     }

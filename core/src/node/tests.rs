@@ -465,6 +465,21 @@ fn publish_says_why_ids_are_refused_and_never_overrides_the_upgrade_marker() {
     assert_eq!(marked.refusing, Refusing::AwaitingOldStateFile);
 }
 
+/// A renewer that published a lease whose ceiling lies below the one the node reserves up to
+/// (a heartbeat's ceiling not taken into the node, say) would let a fenced server make IDs past
+/// its grant: the node refuses to publish it.
+#[test]
+#[should_panic(expected = "a fenced server would make IDs up to")]
+fn a_fenced_node_never_makes_ids_under_a_ceiling_above_its_lease() {
+    let mut node = Node::start(&Found::Nothing, ASSIGNED, false, BOOT).node;
+    node.lease_extended(&Lease::granted(1_000, T0 + 1, 3_000), true, i64::MIN);
+    let held = Holding::Held {
+        pinned: true,
+        lease: Lease::granted(1_000, T0, 3_000),
+    };
+    node.publish(held, false, true, 2_000);
+}
+
 #[test]
 fn registry_labels_are_cut_at_a_character_boundary() {
     let mut status = RegistryStatus::NONE;

@@ -382,7 +382,23 @@ fn wanted_id<T: Table>(
                 _ => "takeover",
             };
             let token = keep.map_or(request.new_token, |k| k.token);
-            WantedId::Decided(take(table, request, node, token, generation, floor, how)?)
+            // Every claim of an id held before starts above its mark, but the running holder's
+            // own: the IDs between its floor and the mark are its own.
+            assert!(
+                own || row.is_none_or(|r| floor >= r.high_water),
+                "a claim of node id {node} starts at {floor}, below its mark {:?}",
+                row.map(|r| r.high_water)
+            );
+            let identity = Identity { token, generation };
+            WantedId::Decided(take(
+                table,
+                request,
+                node,
+                row.as_ref(),
+                identity,
+                floor,
+                how,
+            )?)
         }
         Decision::Refuse { node, refusal } => {
             table.unlock(node)?;
@@ -424,19 +440,28 @@ fn lowest_free_id<T: Table>(
         match read_locked(table, node)?.map(|f| f.row) {
             Some(row) if row.connected || !is_free(Some(&row), at) => table.unlock(node)?,
             Some(row) => {
-                let generation = row.identity.generation + 1;
-                let token = request.new_token;
+                let identity = Identity {
+                    token: request.new_token,
+                    generation: row.identity.generation + 1,
+                };
+                let floor = row.high_water;
                 return take(
                     table,
                     request,
                     node,
-                    token,
-                    generation,
-                    row.high_water,
+                    Some(&row),
+                    identity,
+                    floor,
                     "recycled",
                 );
             }
-            None => return take(table, request, node, request.new_token, 1, i64::MIN, how),
+            None => {
+                let identity = Identity {
+                    token: request.new_token,
+                    generation: 1,
+                };
+                return take(table, request, node, None, identity, i64::MIN, how);
+            }
         }
     }
     Ok(ClaimOutcome::NoFreeId)
@@ -451,21 +476,29 @@ fn read_locked<T: Table>(table: &mut T, node: u32) -> Result<Option<RowRead>, T:
     }))
 }
 
-/// Takes `node` under `token` and `generation` above `floor`: the mark recorded reaches past
-/// the floor by `request.ahead_of_floor_ms` (fenced: a lease), and never below the server's own.
+/// Takes `node` (its row `before`, if it has one) under `identity` above `floor`: the mark
+/// recorded reaches past the floor by `request.ahead_of_floor_ms` (fenced: a lease), and never
+/// below the server's own.
 fn take<T: Table>(
     table: &mut T,
     request: &Request,
     node: u32,
-    token: u128,
-    generation: i64,
+    before: Option<&Row>,
+    identity: Identity,
     floor: i64,
     how: &'static str,
 ) -> Result<ClaimOutcome, T::Failure> {
+    // Every claim raises the id's generation: a server that still carries the claim before
+    // (a copy, the holder taken over) finds the id claimed since, never its own claim.
+    assert!(
+        before.is_none_or(|row| identity.generation > row.identity.generation),
+        "a claim of node id {node} at generation {}, its row's {:?}",
+        identity.generation,
+        before.map(|row| row.identity.generation)
+    );
     let mark = request
         .high_water
         .max(floor.saturating_add(request.ahead_of_floor_ms));
-    let identity = Identity { token, generation };
     table.write_claim(node, identity, mark, request)?;
     Ok(ClaimOutcome::Granted(Grant {
         node,

@@ -42,8 +42,102 @@ impl Rng {
     }
 }
 
-/// The kinds of act a seed may run, each with the weight the seed drew for it.
-const KINDS: usize = 18;
+/// The kinds of act a seed may run, each drawn by its own arm of [`act`]. The order is the
+/// seeds': a seed's swarm draws a weight for each kind in this order and picks its acts by the
+/// weights in this order. So a kind added (the swarm draws one more weight) or moved changes
+/// the acts of every seed: the catching seeds `scripts/test/mutants` prints move with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Wait,
+    Call,
+    Round,
+    Crash,
+    Release,
+    Link,
+    Registry,
+    Notice,
+    Retire,
+    Stray,
+    Clock,
+    Copy,
+    Foreign,
+    Failover,
+    RegistryFailover,
+    Mode,
+    Stall,
+    Join,
+}
+
+impl Kind {
+    /// Every kind, in the seed's order.
+    const ALL: [Kind; 18] = [
+        Kind::Wait,
+        Kind::Call,
+        Kind::Round,
+        Kind::Crash,
+        Kind::Release,
+        Kind::Link,
+        Kind::Registry,
+        Kind::Notice,
+        Kind::Retire,
+        Kind::Stray,
+        Kind::Clock,
+        Kind::Copy,
+        Kind::Foreign,
+        Kind::Failover,
+        Kind::RegistryFailover,
+        Kind::Mode,
+        Kind::Stall,
+        Kind::Join,
+    ];
+
+    /// Calls, rounds and waits are in every seed's swarm.
+    fn always(self) -> bool {
+        matches!(self, Kind::Wait | Kind::Call | Kind::Round)
+    }
+}
+
+/// How often a seed draws each kind of act, against the others.
+#[derive(Clone, Copy, Debug, Default)]
+struct Weights([u64; Kind::ALL.len()]);
+
+impl Weights {
+    /// These kinds with these weights, and no other kind.
+    fn only(weights: &[(Kind, u64)]) -> Weights {
+        let mut only = Weights::default();
+        for &(kind, weight) in weights {
+            only[kind] = weight;
+        }
+        only
+    }
+
+    /// A kind, drawn by weight.
+    fn draw(&self, rng: &mut Rng) -> Kind {
+        let mut pick = rng.below(self.0.iter().sum());
+        Kind::ALL
+            .into_iter()
+            .find(|&kind| {
+                let here = pick < self[kind];
+                pick = pick.saturating_sub(self[kind]);
+                here
+            })
+            .expect("a pick below the total weight")
+    }
+}
+
+impl std::ops::Index<Kind> for Weights {
+    type Output = u64;
+
+    fn index(&self, kind: Kind) -> &u64 {
+        &self.0[kind as usize]
+    }
+}
+
+impl std::ops::IndexMut<Kind> for Weights {
+    fn index_mut(&mut self, kind: Kind) -> &mut u64 {
+        &mut self.0[kind as usize]
+    }
+}
 
 /// The lease that ships (`pg_snowflake.registry_lease_ms`'s default), which one seed in four
 /// runs under: exchange deadlines and idle limits reach their caps only past 15 s.
@@ -66,9 +160,9 @@ pub(super) fn scenario(seed: u64) -> Scenario {
     let lease = if rng.chance(4) { SHIPPED_LEASE } else { LEASE };
     // The swarm: calls, rounds and waits always; every other kind on in two seeds of three,
     // with a weight of its own.
-    let mut weights = [0u64; KINDS];
-    for (kind, weight) in weights.iter_mut().enumerate() {
-        *weight = if kind < 3 || !rng.chance(3) {
+    let mut weights = Weights::default();
+    for kind in Kind::ALL {
+        weights[kind] = if kind.always() || !rng.chance(3) {
             1 + rng.below(8)
         } else {
             0
@@ -83,30 +177,37 @@ pub(super) fn scenario(seed: u64) -> Scenario {
         rng.1 = 2;
         fenced = true;
         configured.iter_mut().for_each(|c| *c = None);
-        //         wait call round crash release link registry notice retire stray clock copy
-        //         foreign failover registry-failover mode stall join
-        weights = [3, 4, 8, 1, 4, 1, 2, 2, 0, 0, 0, 3, 0, 2, 1, 0, 0, 0];
+        weights = Weights::only(&[
+            (Kind::Wait, 3),
+            (Kind::Call, 4),
+            (Kind::Round, 8),
+            (Kind::Crash, 1),
+            (Kind::Release, 4),
+            (Kind::Link, 1),
+            (Kind::Registry, 2),
+            (Kind::Notice, 2),
+            (Kind::Copy, 3),
+            (Kind::Failover, 2),
+            (Kind::RegistryFailover, 1),
+        ]);
         failing = 60;
     } else if rng.chance(8) {
         // One seed in eight of the rest: joiners and clean stops among calls and rounds, where
         // the mark a joiner's IDs raised meets a holder's release.
-        //         wait call round crash release link registry notice retire stray clock copy
-        //         foreign failover registry-failover mode stall join
-        weights = [4, 6, 8, 0, 4, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3];
+        weights = Weights::only(&[
+            (Kind::Wait, 4),
+            (Kind::Call, 6),
+            (Kind::Round, 8),
+            (Kind::Release, 4),
+            (Kind::Notice, 1),
+            (Kind::Clock, 1),
+            (Kind::Join, 3),
+        ]);
     }
-    let total: u64 = weights.iter().sum();
     let len = 1 + rng.below(200);
     let mut acts = Vec::with_capacity(len as usize);
     for _ in 0..len {
-        let mut pick = rng.below(total);
-        let kind = weights
-            .iter()
-            .position(|&w| {
-                let here = pick < w;
-                pick = pick.saturating_sub(w);
-                here
-            })
-            .expect("a kind");
+        let kind = weights.draw(&mut rng);
         acts.push(act(&mut rng, kind, failing, lease));
     }
     Scenario {
@@ -117,10 +218,11 @@ pub(super) fn scenario(seed: u64) -> Scenario {
     }
 }
 
-fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
+/// An act of `kind`, its server drawn first (whether it has one or not).
+fn act(rng: &mut Rng, kind: Kind, failing: u64, lease: i64) -> Act {
     let s = rng.server();
     match kind {
-        0 => Act::Wait {
+        Kind::Wait => Act::Wait {
             ms: match rng.below(6) {
                 // The same millisecond.
                 0 => 0,
@@ -132,7 +234,7 @@ fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
                 _ => rng.below(2_500) as i64,
             },
         },
-        1 => {
+        Kind::Call => {
             // Sometimes every member at once: the same millisecond on each.
             if rng.chance(4) {
                 Act::Call { s, want: 1 }
@@ -143,28 +245,28 @@ fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
                 }
             }
         }
-        2 => Act::Round {
+        Kind::Round => Act::Round {
             s,
             commit: commit(rng, failing),
         },
-        3 => Act::Crash { s },
-        4 => Act::Release {
+        Kind::Crash => Act::Crash { s },
+        Kind::Release => Act::Release {
             s,
             restart: rng.chance(2),
         },
-        5 => Act::Link {
+        Kind::Link => Act::Link {
             s,
             up: rng.chance(2),
         },
-        6 => Act::Registry { up: !rng.chance(3) },
-        7 => Act::Notice,
-        8 => Act::Retire {
+        Kind::Registry => Act::Registry { up: !rng.chance(3) },
+        Kind::Notice => Act::Notice,
+        Kind::Retire => Act::Retire {
             node: rng.below(u64::from(MAX_NODE) + 1) as u32,
         },
-        9 => Act::Stray {
+        Kind::Stray => Act::Stray {
             node: rng.below(u64::from(MAX_NODE) + 3) as u32,
         },
-        10 => Act::Clock {
+        Kind::Clock => Act::Clock {
             s,
             offset: match rng.below(6) {
                 0 => 0,
@@ -175,39 +277,39 @@ fn act(rng: &mut Rng, kind: usize, failing: u64, lease: i64) -> Act {
                 _ => rng.below(2 * MARGIN as u64) as i64 - MARGIN,
             },
         },
-        11 => Act::Copy {
+        Kind::Copy => Act::Copy {
             s,
             from: rng.server(),
             same_label: rng.chance(2),
         },
-        12 => Act::Foreign { s },
-        13 => Act::Failover {
+        Kind::Foreign => Act::Foreign { s },
+        Kind::Failover => Act::Failover {
             s,
             from: rng.server(),
             fresh: rng.chance(2),
         },
-        15 => Act::Mode {
-            s,
-            fenced: rng.chance(2),
-        },
-        16 => Act::Stall {
-            s,
-            slow: !rng.chance(3),
-        },
-        17 => Act::Join {
-            s,
-            node: rng.below(u64::from(MAX_NODE) + 1) as u32,
-            // Within the margin, past a lease and the margin, or far ahead.
-            lead: [MARGIN / 2, lease + 2 * MARGIN, 40_000][rng.below(3) as usize],
-            span: 1 + rng.below(20) as i64,
-        },
-        _ => Act::RegistryFailover {
+        Kind::RegistryFailover => Act::RegistryFailover {
             skew: match rng.below(4) {
                 0 => 0,
                 1 => MARGIN / 2,
                 2 => -MARGIN / 2,
                 _ => 3 * MARGIN,
             },
+        },
+        Kind::Mode => Act::Mode {
+            s,
+            fenced: rng.chance(2),
+        },
+        Kind::Stall => Act::Stall {
+            s,
+            slow: !rng.chance(3),
+        },
+        Kind::Join => Act::Join {
+            s,
+            node: rng.below(u64::from(MAX_NODE) + 1) as u32,
+            // Within the margin, past a lease and the margin, or far ahead.
+            lead: [MARGIN / 2, lease + 2 * MARGIN, 40_000][rng.below(3) as usize],
+            span: 1 + rng.below(20) as i64,
         },
     }
 }
@@ -256,13 +358,19 @@ pub(super) fn first_failure(seeds: impl Iterator<Item = u64>) -> Option<(u64, St
     None
 }
 
-/// `acts` less every act the run still fails without (one at a time, until none can go).
+/// `acts` less every act the run still fails without (one at a time, until none can go); a
+/// panic (an assertion of the core) is a failure too.
 fn shrink(configured: &[Option<u32>], fenced: bool, lease: i64, mut acts: Vec<Act>) -> Vec<Act> {
+    let fails = |acts: Vec<Act>| {
+        let run =
+            std::panic::AssertUnwindSafe(|| run_fleet_leased(configured, fenced, lease, acts));
+        !matches!(std::panic::catch_unwind(run), Ok(Ok(())))
+    };
     let mut i = 0;
     while i < acts.len() {
         let mut fewer = acts.clone();
         fewer.remove(i);
-        if run_fleet_leased(configured, fenced, lease, fewer.clone()).is_err() {
+        if fails(fewer.clone()) {
             acts = fewer;
             i = 0;
         } else {
@@ -306,5 +414,14 @@ fn seeded_fault_simulation() {
             "seed {seed} fails: {why}; replay it with \
              PGSF_SIM_FIRST={seed} PGSF_SIM_SEEDS=1 (its acts are printed)"
         );
+    }
+}
+
+/// The weights are kept in the kinds' order ([`Weights`] is indexed by `kind as usize`): every
+/// kind is listed once, in the order it is declared.
+#[test]
+fn every_kind_of_act_is_drawn_in_the_order_it_is_declared() {
+    for (place, kind) in Kind::ALL.into_iter().enumerate() {
+        assert_eq!(kind as usize, place, "{kind:?}");
     }
 }
