@@ -255,8 +255,7 @@ run_tests() {
         printf 'major\tstage\tseconds\tpassed\tfailed\n'
         printf '%s\n' "${STAGES[@]}"
     } >"$times"
-    [ -z "${RUSTC_WRAPPER:-}" ] || sccache --show-stats | awk '/^Cache hits +[0-9]/ { h = $NF }
-        /^Cache misses +[0-9]/ { m = $NF } END { print "compiler cache (sccache): " h " hits, " m " misses" }'
+    stop_compiler_cache
     echo "$total_passed passed, $total_failed failed"
     [ "$total_failed" -eq 0 ]
 }
