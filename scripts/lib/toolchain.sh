@@ -10,7 +10,7 @@ PGSF_BUILD_PACKAGES=(gcc libc6-dev libclang-dev clang libpq-dev sudo postgresql-
 # monitoring tests' postgres_exporter and promtool, buildah and umoci (the extension image),
 # unzip (the PGXN zip), pip, and mmdebstrap (the clean Debian 12 root of the PGXN test).
 PGSF_TEST_PACKAGES=(postgresql-15-partman faketime shellcheck nftables prometheus-postgres-exporter
-    prometheus buildah umoci unzip python3-pip mmdebstrap sccache)
+    prometheus buildah umoci unzip python3-pip mmdebstrap)
 # pgrx needs rustc 1.96 or later. Where the machine's own is older or missing, Debian 12's
 # rustc-web, cargo-web and rust-web-clippy are used: use_rust puts links to their five tools first
 # on PATH (not /usr/bin, which would shadow other tools). rustfmt stays the machine's.
@@ -45,38 +45,6 @@ use_rust() {
         [ ! -e "/usr/bin/$tool" ] || ln -sfn "/usr/bin/$tool" "$PGSF_RUST_WEB_BIN/$tool"
     done
     export PATH="$PGSF_RUST_WEB_BIN:$PATH"
-}
-
-# The dependencies compiled once a machine, not once a checkout (./dev test and ./dev lint):
-# sccache, in front of rustc. It keys a compilation by the compiler, its arguments and the
-# contents of every file it reads, never by a file's modification time (which is how a build
-# directory shared between checkouts took one checkout's build of our crates for another's), so
-# whatever changed is compiled again. Its cache is the user's (~/.cache/sccache).
-# Its server is started here, before any install lock is taken, and kept until stop_compiler_cache:
-# a server that a compilation starts (after the last one idled out) keeps the descriptors it was
-# given, among them the install lock of the stage that compiled, and would hold that lock until
-# it idles out in turn. PGSF_COMPILER_CACHE=0: none.
-use_compiler_cache() {
-    local held=${PGSF_INSTALL_LOCKS_HELD:-}
-    [ "${PGSF_COMPILER_CACHE:-1}" != 0 ] && [ -z "${held// /}" ] && command -v sccache >/dev/null ||
-        return 0
-    # sccache finds the compiler's own libraries from the path it is given: the real one.
-    [ "$(dirname "$(command -v rustc)")" != "$PGSF_RUST_WEB_BIN" ] || export RUSTC=/usr/bin/rustc
-    if SCCACHE_IDLE_TIMEOUT=0 sccache --start-server >/dev/null 2>&1; then
-        PGSF_CACHE_SERVER_OURS=1
-    else
-        sccache --show-stats >/dev/null 2>&1 || return 0 # none, and none could be started
-    fi
-    sccache --zero-stats >/dev/null 2>&1 || true
-    export RUSTC_WRAPPER=sccache
-}
-
-# What the cache served since use_compiler_cache; then its server stopped, if that started it.
-stop_compiler_cache() {
-    [ -n "${RUSTC_WRAPPER:-}" ] || return 0
-    sccache --show-stats | awk '/^Cache hits +[0-9]/ { h = $NF } /^Cache misses +[0-9]/ { m = $NF }
-        END { print "compiler cache (sccache): " h " hits, " m " misses" }'
-    [ -z "${PGSF_CACHE_SERVER_OURS:-}" ] || sccache --stop-server >/dev/null 2>&1 || true
 }
 
 # Installs those of the Debian packages $2... that are missing, saying why ($1), and starts none

@@ -181,7 +181,6 @@ run_tests() {
     fi
     setup --for-tests "${trees[@]}"
     export_test_env
-    use_compiler_cache
     # The sid root's majors: set up as a stage, so that a machine that cannot make the root
     # (no Debian archive, a full disk) fails them with its reason and tests the others.
     local warm=
@@ -255,7 +254,6 @@ run_tests() {
         printf 'major\tstage\tseconds\tpassed\tfailed\n'
         printf '%s\n' "${STAGES[@]}"
     } >"$times"
-    stop_compiler_cache
     echo "$total_passed passed, $total_failed failed"
     [ "$total_failed" -eq 0 ]
 }
