@@ -31,9 +31,6 @@ mod reservation;
 mod shmem;
 mod sql;
 
-#[cfg(any(test, feature = "pg_test"))]
-mod in_server_tests;
-
 ::pgrx::pg_module_magic!(name, version);
 
 #[pg_guard]
@@ -52,19 +49,5 @@ pub extern "C-unwind" fn _PG_init() {
         // cluster: refusing here stops pg_upgrade before it builds a data directory that would
         // start without the old reservation and without the marker that says so.
         SnowflakeError::NotPreloadedForUpgrade.report();
-    }
-}
-
-/// Required by `cargo pgrx test`: the #[pg_test]s run with the library really preloaded.
-#[cfg(test)]
-pub mod pg_test {
-    pub fn setup(_options: Vec<&str>) {}
-
-    #[must_use]
-    pub fn postgresql_conf_options() -> Vec<&'static str> {
-        vec![
-            "shared_preload_libraries = 'pg_snowflake'",
-            "pg_snowflake.node_id = 1",
-        ]
     }
 }

@@ -27,7 +27,6 @@ pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-instal
 the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals) | sid | host \
     | scripts/test/sid-root-refusals
 clippy (in the sid root) | sid | home | stage_clippy @major
-#[pg_test]s in a server with the library preloaded | each | home | stage_pg_test @major
 golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each | home \
     | stage_servers @major @newest
 the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_partman @major
@@ -45,6 +44,8 @@ client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host
 extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
     | host | stage_image @major \
     | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
+the extension's unit tests: the error catalogue's wording (cargo pgrx test) | last-host | host \
+    | stage_unit @major
 the registry at scale, smoke run (bench/fleet-scale; errors only, never numbers) | last-host \
     | host | stage_fleet_scale_smoke @major
 upgrading from 0.5.0's own build: a server, a standby, fleets (pgrx-tests/tests/from_release.rs) \
