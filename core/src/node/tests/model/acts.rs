@@ -52,7 +52,12 @@ pub(super) enum Act {
     /// runs in its place.
     Failover { s: usize, from: usize, fresh: bool },
     /// The registry fails over to its synchronous standby on a host whose clock is `skew` ms
-    /// off real time: every session (and advisory lock) ends; the rows are as committed.
+    /// off real time: every session (and advisory lock) ends; the rows are as committed. With
+    /// the registry up, its primary dies and the standby is promoted at once; with the registry
+    /// down (its primary died at a [`Act::Registry`]), the standby is promoted now, after as
+    /// long as the registry was down: a slow failover, which no holder could reach meanwhile.
+    /// Either way the registry's server started when the standby did, long before
+    /// (`pg_postmaster_start_time()` does not move), and is up from now on.
     RegistryFailover { skew: i64 },
     /// Server `s` is gone for good and a server that made IDs without a registry under node
     /// id `node` (a few in each of `span` milliseconds), its clock `lead` ms ahead, joins in
@@ -136,7 +141,7 @@ impl Fleet {
     /// One act of the run.
     pub(super) fn act(&mut self, act: Act) -> Result<(), TestCaseError> {
         match act {
-            Act::Wait { ms } => self.now += ms,
+            Act::Wait { ms } => self.pass(ms),
             Act::Call { s, want } => self.call(s, want)?,
             Act::Round { s, commit } => self.round(s, commit)?,
             Act::Crash { s } => {
@@ -204,6 +209,7 @@ impl Fleet {
                     boot: None,
                     released: false,
                     recorded_by: vec![],
+                    served_at: self.registry.served,
                 });
             }
             Act::Stray { .. } => {}
@@ -295,7 +301,8 @@ impl Fleet {
             Act::Failover { .. } => {}
             Act::RegistryFailover { skew } => {
                 self.registry.end_sessions_but(&[]);
-                self.registry.skew = skew;
+                self.registry.set_skew(skew);
+                self.registry.up = true;
             }
             Act::Stall { s, slow } => self.members[s].slow_disk = slow,
             Act::Mode { s, fenced } => {

@@ -110,7 +110,7 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
         fleet.registry.started = fleet.now + fleet.registry.skew;
     }
     fleet.registry.up = true;
-    fleet.registry.skew = 0;
+    fleet.registry.set_skew(0);
     for m in &mut fleet.members {
         m.link = true;
         m.offset = 0;
@@ -119,7 +119,7 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
     for _ in 0..12 {
         let live: Vec<u64> = fleet.members.iter().filter_map(|m| m.session).collect();
         fleet.registry.end_sessions_but(&live);
-        fleet.now += fleet.lease / 2;
+        fleet.pass(fleet.lease / 2);
         for s in 0..SERVERS {
             fleet.round(s, Commit::Done)?;
             fleet.call(s, 10)?;

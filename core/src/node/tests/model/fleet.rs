@@ -114,6 +114,14 @@ impl Fleet {
         }
     }
 
+    /// Time passes, `ms` of it: the registry's time up too, while it is up.
+    pub(super) fn pass(&mut self, ms: i64) {
+        self.now += ms;
+        if self.registry.up {
+            self.registry.served += ms;
+        }
+    }
+
     /// Server `s`'s process is gone: its registry session, if any, lives on until the registry
     /// notices (an `Act::Notice`, or keepalives a lease later).
     pub(super) fn session_gone(&mut self, s: usize) {
@@ -208,8 +216,9 @@ impl Fleet {
             .map(|(&n, r)| (n, r.identity))
             .collect();
         // Each live row's holder, the running server that wrote it if it still runs (the same
-        // data directory and shared memory), and its last contact (the registry's clock, or its
-        // start if later), before this contact.
+        // data directory and shared memory), and how long it has been absent before this
+        // contact: the registry's time up since its last claim or heartbeat (no holder
+        // reaches a registry that is down, whether it restarts or fails over).
         let seen: BTreeMap<u32, (Identity, Option<usize>, i64, bool)> = registry
             .rows
             .iter()
@@ -219,8 +228,8 @@ impl Fleet {
                     .members
                     .iter()
                     .position(|o| o.range == r.by && Some(o.issuer.node().boot) == r.boot);
-                let since = r.last_seen.max(registry.started);
-                (n, (r.identity, running, since, r.released))
+                let absent = registry.served - r.served_at;
+                (n, (r.identity, running, absent, r.released))
             })
             .collect();
         // Whether this member may take a released claim of its token at once, as the holder's
@@ -295,18 +304,18 @@ impl Fleet {
             _ => {}
         }
         if let Ok(contact::Contact::Granted { claim, .. }) = &contacted {
-            // A running holder keeps its id: no other server's claim takes it within a
-            // heartbeat interval and the clock margin of its holder's last contact (FLEETS,
-            // *The rules that keep IDs unique*).
-            // (Or of the registry's start, if later: no holder reaches a registry that is down.)
-            if let Some(&(identity, Some(o), last_seen, released)) = seen.get(&claim.node) {
-                let quiet = registry_now.saturating_sub(last_seen);
+            // A running holder keeps its id: no other server's claim takes it before its
+            // holder has been silent a heartbeat interval and the clock margin (FLEETS, *The
+            // rules that keep IDs unique*), counting only the time the registry was up: "a
+            // holder cannot reach a registry that is down".
+            if let Some(&(identity, Some(o), absent, released)) = seen.get(&claim.node) {
                 let may_return = crate::registry::holder_may_return_ms(lease, MARGIN);
                 let exempt = released && restarted_clean && token == Some(identity.token);
                 prop_assert!(
-                    identity == claim.identity || o == s || quiet >= may_return || exempt,
-                    "member {s} took node id {} from member {o}, which runs and was last seen \
-                     {quiet} ms ago (a running holder comes back within {may_return} ms)",
+                    identity == claim.identity || o == s || absent >= may_return || exempt,
+                    "member {s} took node id {} from member {o}, which runs and has been absent \
+                     for {absent} ms of the registry's time up (a running holder comes back \
+                     within {may_return} ms)",
                     claim.node
                 );
             }

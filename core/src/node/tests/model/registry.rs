@@ -26,6 +26,10 @@ pub(super) struct RegRow {
     /// The data directories ([`Member::range`]) whose claims recorded this id as used here
     /// since the row was last written by a claim (`Table::record_used`).
     pub(super) recorded_by: Vec<u128>,
+    /// [`Registry::served`] when its holder last claimed or heartbeated: the registry's time
+    /// up since is how long the holder has been absent, as the promise counts it (the model's
+    /// own measure, which no rule reads: they read `last_seen`).
+    pub(super) served_at: i64,
 }
 
 #[derive(Clone, Debug, Default, Hash)]
@@ -42,6 +46,11 @@ pub(super) struct Registry {
     /// When its server last started (its clock): `pg_postmaster_start_time()`. A failover's
     /// standby started long before, as far as the model knows.
     pub(super) started: i64,
+    /// How long it has been up, serving, on its clock (ms): real time while it is up
+    /// ([`Fleet::pass`]) and each step of its clock ahead ([`Registry::set_skew`]: what the
+    /// clock margin is for), never its time down (no holder reaches a registry that is down).
+    /// What a holder's absence is measured in ([`RegRow::served_at`]).
+    pub(super) served: i64,
     /// The stalled claims that hold or wait for the table's lock ([`Act::Stall`]), in the
     /// lock's queue: whose (its data directory, [`Member::range`]), and until when (the
     /// registry's clock) it holds the lock before the registry ends it for being idle.
@@ -58,6 +67,13 @@ impl Registry {
     pub(super) fn end_session(&mut self, session: u64) {
         self.locks.retain(|_, held| *held != session);
         self.open.remove(&session);
+    }
+
+    /// Its clock is set `skew` ms off real time (another host's after a failover, or set
+    /// right): a step ahead counts as time served, a step back takes none away.
+    pub(super) fn set_skew(&mut self, skew: i64) {
+        self.served += (skew - self.skew).max(0);
+        self.skew = skew;
     }
 
     /// Ends every session but `kept` (the registry's server noticed their clients gone).
@@ -194,7 +210,7 @@ impl Table for Session<'_> {
     }
 
     fn record_used(&mut self, node: u32, request: &Request) -> Result<(), Failed> {
-        let (now, by) = (self.now, self.by);
+        let (now, by, served_at) = (self.now, self.by, self.registry.served);
         let until = request.used_until;
         let row = self.rows().entry(node).or_insert(RegRow {
             identity: Identity {
@@ -213,6 +229,7 @@ impl Table for Session<'_> {
             boot: None,
             released: false,
             recorded_by: vec![],
+            served_at,
         });
         row.recorded_by.push(by);
         // A live row's mark moves by a millisecond at least, as `client::Sql` moves it.
@@ -260,7 +277,7 @@ impl Table for Session<'_> {
         mark: i64,
         request: &Request,
     ) -> Result<(), Failed> {
-        let (now, by) = (self.now, self.by);
+        let (now, by, served_at) = (self.now, self.by, self.registry.served);
         let rows = self.rows();
         let high_water = rows.get(&node).map_or(i64::MIN, |r| r.high_water);
         rows.insert(
@@ -279,6 +296,7 @@ impl Table for Session<'_> {
                 boot: Some(request.boot),
                 released: false,
                 recorded_by: vec![],
+                served_at,
             },
         );
         Ok(())
@@ -290,11 +308,12 @@ impl Table for Session<'_> {
         identity: Identity,
         request: &HeartbeatRequest,
     ) -> Result<Option<i64>, Failed> {
-        let now = self.now;
+        let (now, served) = (self.now, self.registry.served);
         Ok(self.live(node, identity).map(|r| {
             let before = r.high_water;
             r.lease_until = now + request.lease_ms;
             r.last_seen = now;
+            r.served_at = served;
             r.high_water = r.high_water.max(request.high_water);
             r.boot = Some(request.boot);
             r.released = false;
