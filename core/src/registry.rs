@@ -128,8 +128,10 @@ pub struct Row {
     /// The holder's last claim or heartbeat (Unix ms, the registry's clock).
     pub last_seen: i64,
     /// Since when a running holder could have reached the registry and did not: its last
-    /// contact, or the registry's own start if later (no holder reaches a registry that is
-    /// down). Unix ms, the registry's clock.
+    /// contact, or when the registry last became writable, if later (its server's start, or
+    /// its standby's promotion: no holder reaches a registry that is down, restarting or
+    /// failing over). Set by the claim (`table::Table::writable_since`). Unix ms, the
+    /// registry's clock.
     pub absent_since: i64,
     /// Its holder released the claim when its renewer stopped (`table::release`), and has not
     /// claimed or heartbeated since: the holder's next start from its files takes it at once.
@@ -393,10 +395,11 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) ->
 }
 
 /// How long a claimant that cannot prove it holds a row's claim waits, after the holder was
-/// last seen (or the registry started, if later: [`Row::absent_since`]), for a running holder
-/// to come back (ms): a heartbeat interval and the clock margin. A running holder heartbeats
-/// every interval and reconnects within a second when it finds its session gone (a registry
-/// restart, a link that came back), so one seen that recently is not taken for gone.
+/// last seen (or the registry became writable, if later: [`Row::absent_since`]), for a running
+/// holder to come back (ms): a heartbeat interval and the clock margin. A running holder
+/// heartbeats every interval and reconnects within a second when it finds its session gone (a
+/// registry restart or failover, a link that came back), so one seen that recently is not taken
+/// for gone.
 pub fn holder_may_return_ms(lease_ms: i64, margin_ms: i64) -> i64 {
     heartbeat_interval_ms(lease_ms).saturating_add(margin_ms)
 }

@@ -191,8 +191,17 @@ pub trait Table {
     fn try_lock(&mut self, node: u32) -> Result<bool, Self::Failure>;
     /// Releases `node`'s advisory lock if this session took it in this transaction.
     fn unlock(&mut self, node: u32) -> Result<(), Self::Failure>;
-    /// `node`'s row, if it has one (`connected` and `same_label` false: the caller's to set).
+    /// `node`'s row, if it has one (`connected`, `same_label` and `stray` false, and
+    /// `absent_since` its `last_seen`: the caller's to set).
     fn read_row(&mut self, node: u32) -> Result<Option<RowRead>, Self::Failure>;
+    /// When the registry's server last began to take writes (Unix ms, its clock): its start,
+    /// or the promotion of the standby it was, whichever is later. No holder reaches the
+    /// registry before (it was down, restarting or failing over), so a holder's absence counts
+    /// from then at the earliest ([`Row::absent_since`]). A time at or after that is safe (a
+    /// takeover waits the longer); an earlier one is not: the outage before a promotion would
+    /// count as every holder's absence, and a failover slower than a heartbeat interval and
+    /// the clock margin would hand running holders' ids to whoever claims first.
+    fn writable_since(&mut self) -> Result<i64, Self::Failure>;
     /// Up to `limit` node ids, lowest first, from 0 to `request.max_node`, among which are the
     /// lowest that may be free: no row, or retired with the registry's clock past its mark by
     /// `request.margin_ms`. A table may leave out ids it knows are not free; [`claim`] checks
@@ -355,9 +364,16 @@ fn wanted_id<T: Table>(
         return Ok(WantedId::Fresh { given_way: None });
     };
     let found = read_locked(table, node)?;
+    let writable_since = match found {
+        Some(_) => table.writable_since()?,
+        None => i64::MIN,
+    };
     let row = found.as_ref().map(|f| Row {
         same_label: f.label == request.label,
         stray: f.layout != request.layout,
+        // A holder cannot reach a registry that is down: its absence counts from its last
+        // contact, or from when the registry last became writable, if later.
+        absent_since: f.row.last_seen.max(writable_since),
         ..f.row
     });
     Ok(match decide(claimant, node, row.as_ref(), at) {

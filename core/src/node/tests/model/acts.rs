@@ -303,6 +303,7 @@ impl Fleet {
                 self.registry.end_sessions_but(&[]);
                 self.registry.set_skew(skew);
                 self.registry.up = true;
+                self.registry.promoted = self.now + skew;
             }
             Act::Stall { s, slow } => self.members[s].slow_disk = slow,
             Act::Mode { s, fenced } => {

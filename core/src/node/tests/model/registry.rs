@@ -46,6 +46,9 @@ pub(super) struct Registry {
     /// When its server last started (its clock): `pg_postmaster_start_time()`. A failover's
     /// standby started long before, as far as the model knows.
     pub(super) started: i64,
+    /// When its standby was last promoted (its clock; 0: never): with [`Registry::started`],
+    /// when it last became writable (`Table::writable_since`).
+    pub(super) promoted: i64,
     /// How long it has been up, serving, on its clock (ms): real time while it is up
     /// ([`Fleet::pass`]) and each step of its clock ahead ([`Registry::set_skew`]: what the
     /// clock margin is for), never its time down (no holder reaches a registry that is down).
@@ -255,15 +258,15 @@ impl Table for Session<'_> {
     }
 
     fn read_row(&mut self, node: u32) -> Result<Option<RowRead>, Failed> {
-        let started = self.registry.started;
         Ok(self.rows().get(&node).map(|r| RowRead {
-            row: Row {
-                absent_since: r.last_seen.max(started),
-                ..row_of(node, r)
-            },
+            row: row_of(node, r),
             label: r.label.clone(),
             layout: r.layout.clone(),
         }))
+    }
+
+    fn writable_since(&mut self) -> Result<i64, Failed> {
+        Ok(self.registry.started.max(self.registry.promoted))
     }
 
     fn candidates(&mut self, request: &Request, limit: usize) -> Result<Vec<u32>, Failed> {

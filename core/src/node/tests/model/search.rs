@@ -239,8 +239,6 @@ fn setting(name: &str) -> Option<String> {
 }
 
 #[test]
-#[ignore = "a slow registry failover, a rival and a clone: found at depth 5, the rival takes a \
-            running holder's id the moment the registry's standby is promoted"]
 fn exhaustive_search() {
     let depth: usize = setting("PGSF_SEARCH_DEPTH").map_or(8, |v| {
         v.parse()

@@ -381,9 +381,6 @@ fn shrink(configured: &[Option<u32>], fenced: bool, lease: i64, mut acts: Vec<Ac
 }
 
 #[test]
-#[ignore = "seed 16186: a registry failover slower than a heartbeat interval and the margin hands \
-            a running holder's id to another server: absence is counted from the registry \
-            server's start, which a promotion does not move"]
 fn seeded_fault_simulation() {
     let first = setting("PGSF_SIM_FIRST", 0);
     let count = setting("PGSF_SIM_SEEDS", 100_000);
