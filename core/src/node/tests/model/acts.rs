@@ -78,6 +78,22 @@ pub(super) enum Act {
     /// transaction holds the registry table's lock, until the registry ends the transaction;
     /// the intent is written once the fsync returns, after the claim failed.
     Stall { s: usize, slow: bool },
+    /// Server `s` is stopped cleanly (`pg_ctl stop`): its renewer releases its claim, and the
+    /// server stays down, its data directory as it left it, until [`Act::Start`].
+    Stop { s: usize },
+    /// Server `s`, stopped cleanly, is started again: a planned restart, after however long.
+    Start { s: usize },
+    /// Server `s` is gone for good and a copy of server `from`'s data directory, made while
+    /// `from` was stopped cleanly (`cp -a`, a file-level backup, a snapshot of its volume),
+    /// sits in its place, stopped, to be started by [`Act::Start`] before or after its origin:
+    /// `from`'s state file (its token and generation), settings and control file (stopped
+    /// cleanly), another place; `same_label`: `from`'s label too (cluster name, host name and
+    /// port), else `s`'s.
+    ColdCopy {
+        s: usize,
+        from: usize,
+        same_label: bool,
+    },
 }
 
 /// The layout of [`Act::Foreign`]'s server: 9 bits of node id and 13 of sequence, so that its
@@ -134,6 +150,10 @@ pub(super) fn act() -> impl Strategy<Value = Act> {
             .prop_map(|skew| Act::RegistryFailover { skew }),
         1 => (0..SERVERS, any::<bool>()).prop_map(|(s, fenced)| Act::Mode { s, fenced }),
         1 => (0..SERVERS, any::<bool>()).prop_map(|(s, slow)| Act::Stall { s, slow }),
+        1 => (0..SERVERS).prop_map(|s| Act::Stop { s }),
+        1 => (0..SERVERS).prop_map(|s| Act::Start { s }),
+        1 => (0..SERVERS, 0..SERVERS, any::<bool>())
+            .prop_map(|(s, from, same_label)| Act::ColdCopy { s, from, same_label }),
     ]
 }
 
@@ -142,6 +162,12 @@ impl Fleet {
     pub(super) fn act(&mut self, act: Act) -> Result<(), TestCaseError> {
         match act {
             Act::Wait { ms } => self.pass(ms),
+            // A stopped server makes no ID, turns no renewer, neither crashes nor releases.
+            Act::Call { s, .. }
+            | Act::Round { s, .. }
+            | Act::Crash { s }
+            | Act::Release { s, .. }
+                if self.members[s].stopped => {}
             Act::Call { s, want } => self.call(s, want)?,
             Act::Round { s, commit } => self.round(s, commit)?,
             Act::Crash { s } => {
@@ -224,30 +250,39 @@ impl Fleet {
             }
             // A copy never passes for its running origin (it cannot prove it is that server),
             // and waits for an origin seen lately to come back; in either mode.
+            // A copy never passes for its running origin (it cannot prove it is that server),
+            // and waits for an origin seen lately to come back; in either mode. (A copy of a
+            // stopped server is a cold one.)
             Act::Copy {
                 s,
                 from,
                 same_label,
-            } if s != from => {
-                // Server `s` is gone for good.
-                self.gone_for_good(s);
-                let origin = &self.members[from];
-                self.copies += 1;
-                let range = (SERVERS as u128 + self.copies) << 64;
-                let mut copy = Member::start(origin.settings, origin.file, s, range);
-                copy.fenced = origin.fenced;
-                copy.system = origin.system;
-                copy.range = range;
-                copy.origin = origin.origin.or(Some(origin.range));
-                copy.crashes = origin.crashes;
-                copy.offset = self.members[s].offset;
-                copy.unjoined = origin.unjoined.clone();
-                if same_label {
-                    copy.label = origin.label.clone();
-                }
-                self.members[s] = copy;
+            } if s != from && !self.members[from].stopped => {
+                self.members[s] = self.copy_of(from, s, same_label);
             }
             Act::Copy { .. } => {}
+            Act::Stop { s } if !self.members[s].stopped => {
+                self.release(s);
+                self.members[s].stopped = true;
+            }
+            Act::Stop { .. } => {}
+            Act::Start { s } if self.members[s].stopped => {
+                // Its last reservation is its release's, or a lease ahead if the release could
+                // not reach the registry, as after a crash.
+                self.members[s] = self.members[s].restarted(s, true);
+                self.members[s].crashes += 1;
+            }
+            Act::Start { .. } => {}
+            Act::ColdCopy {
+                s,
+                from,
+                same_label,
+            } if s != from && self.members[from].stopped => {
+                let mut copy = self.copy_of(from, s, same_label);
+                copy.stopped = true;
+                self.members[s] = copy;
+            }
+            Act::ColdCopy { .. } => {}
             Act::Foreign { s } => {
                 self.gone_for_good(s);
                 self.copies += 1;
@@ -264,7 +299,7 @@ impl Fleet {
                 foreign.offset = self.members[s].offset;
                 self.members[s] = foreign;
             }
-            Act::Failover { s, from, fresh } if s != from => {
+            Act::Failover { s, from, fresh } if s != from && !self.members[from].stopped => {
                 self.gone_for_good(s);
                 self.session_gone(from);
                 let primary = &self.members[from];
@@ -306,6 +341,7 @@ impl Fleet {
                 self.registry.promoted = self.now + skew;
             }
             Act::Stall { s, slow } => self.members[s].slow_disk = slow,
+            Act::Mode { s, fenced } if self.members[s].stopped => self.members[s].fenced = fenced,
             Act::Mode { s, fenced } => {
                 self.members[s].fenced = fenced;
                 if fenced {
@@ -372,5 +408,28 @@ impl Fleet {
             }
         }
         Ok(())
+    }
+
+    /// Server `s` is gone for good: a copy of server `from`'s data directory, to run in its
+    /// place (pg_basebackup, a restored snapshot, a cloned VM, `cp -a`): `from`'s state file,
+    /// settings and system identifier, tokens and a place of its own; `same_label`: `from`'s
+    /// label too (a cloned VM keeps cluster name, host name and port), else `s`'s.
+    fn copy_of(&mut self, from: usize, s: usize, same_label: bool) -> Member {
+        self.gone_for_good(s);
+        let origin = &self.members[from];
+        self.copies += 1;
+        let range = (SERVERS as u128 + self.copies) << 64;
+        let mut copy = Member::start(origin.settings, origin.file, s, range);
+        copy.fenced = origin.fenced;
+        copy.system = origin.system;
+        copy.range = range;
+        copy.origin = origin.origin.or(Some(origin.range));
+        copy.crashes = origin.crashes;
+        copy.offset = self.members[s].offset;
+        copy.unjoined = origin.unjoined.clone();
+        if same_label {
+            copy.label = origin.label.clone();
+        }
+        copy
     }
 }

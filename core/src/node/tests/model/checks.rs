@@ -116,6 +116,10 @@ fn healed(fleet: &mut Fleet) -> Result<(), TestCaseError> {
         m.offset = 0;
         m.slow_disk = false;
     }
+    // Every server stopped is started again, in turn.
+    for s in 0..SERVERS {
+        fleet.act(Act::Start { s })?;
+    }
     for _ in 0..12 {
         let live: Vec<u64> = fleet.members.iter().filter_map(|m| m.session).collect();
         fleet.registry.end_sessions_but(&live);

@@ -43,6 +43,21 @@ pub(super) struct Fleet {
     recorded: BTreeMap<i64, i64>,
 }
 
+/// A live row's holder as a claim finds it ([`Fleet::contact`]).
+#[derive(Clone, Copy)]
+struct Seen {
+    /// The claim the row names.
+    identity: Identity,
+    /// The member whose run wrote it, if that run still runs or was stopped cleanly since.
+    holder: Option<usize>,
+    /// That member is stopped cleanly: its planned restart may come at any moment.
+    stopped: bool,
+    /// The registry's time up since the row's last claim or heartbeat (ms).
+    absent: i64,
+    /// Its holder released it.
+    released: bool,
+}
+
 impl Fleet {
     /// A fleet of servers with these configured node ids, none of which has claimed yet.
     pub(super) fn new(configured: &[Option<u32>], fenced: bool) -> Fleet {
@@ -215,21 +230,28 @@ impl Fleet {
             .iter()
             .map(|(&n, r)| (n, r.identity))
             .collect();
-        // Each live row's holder, the running server that wrote it if it still runs (the same
-        // data directory and shared memory), and how long it has been absent before this
-        // contact: the registry's time up since its last claim or heartbeat (no holder
+        // Each live row's holder, the server that wrote it if it still runs (the same data
+        // directory and shared memory) or was stopped cleanly since (its planned restart may
+        // come at any moment: whether it is stopped), and how long it has been absent before
+        // this contact: the registry's time up since its last claim or heartbeat (no holder
         // reaches a registry that is down, whether it restarts or fails over).
-        let seen: BTreeMap<u32, (Identity, Option<usize>, i64, bool)> = registry
+        let seen: BTreeMap<u32, Seen> = registry
             .rows
             .iter()
             .filter(|(_, r)| !r.retired)
             .map(|(&n, r)| {
-                let running = self
+                let holder = self
                     .members
                     .iter()
                     .position(|o| o.range == r.by && Some(o.issuer.node().boot) == r.boot);
-                let absent = registry.served - r.served_at;
-                (n, (r.identity, running, absent, r.released))
+                let seen = Seen {
+                    identity: r.identity,
+                    holder,
+                    stopped: holder.is_some_and(|o| self.members[o].stopped),
+                    absent: registry.served - r.served_at,
+                    released: r.released,
+                };
+                (n, seen)
             })
             .collect();
         // Whether this member may take a released claim of its token at once, as the holder's
@@ -308,14 +330,39 @@ impl Fleet {
             // holder has been silent a heartbeat interval and the clock margin (FLEETS, *The
             // rules that keep IDs unique*), counting only the time the registry was up: "a
             // holder cannot reach a registry that is down".
-            if let Some(&(identity, Some(o), absent, released)) = seen.get(&claim.node) {
-                let may_return = crate::registry::holder_may_return_ms(lease, MARGIN);
+            let may_return = crate::registry::holder_may_return_ms(lease, MARGIN);
+            if let Some(&Seen {
+                identity,
+                holder: Some(o),
+                stopped,
+                absent,
+                released,
+            }) = seen.get(&claim.node)
+            {
                 let exempt = released && restarted_clean && token == Some(identity.token);
                 prop_assert!(
-                    identity == claim.identity || o == s || absent >= may_return || exempt,
+                    identity == claim.identity
+                        || o == s
+                        || absent >= may_return
+                        || exempt
+                        || stopped,
                     "member {s} took node id {} from member {o}, which runs and has been absent \
                      for {absent} ms of the registry's time up (a running holder comes back \
                      within {may_return} ms)",
+                    claim.node
+                );
+                // A holder stopped cleanly keeps its id for its planned restart as a running
+                // one does: the planned restart takes its released claim at once, and no copy
+                // of its data directory, however exact its files and label, passes for it
+                // (FLEETS, rule 4). A copy takes its id over only as any claimant from disk
+                // does, once the holder has been silent a heartbeat interval and the margin:
+                // then it is a restored backup whose origin is down (FLEETS, *What each failure
+                // does*).
+                prop_assert!(
+                    identity == claim.identity || absent >= may_return || !stopped,
+                    "member {s} took node id {} from member {o}, stopped cleanly and absent for \
+                     {absent} ms of the registry's time up, whose planned restart takes it back \
+                     at once (a copy of a stopped server passed for its planned restart)",
                     claim.node
                 );
             }

@@ -62,6 +62,9 @@ pub(super) struct Member {
     /// The IDs a joiner made without a registry ([`Act::Join`]), until a claim of its records
     /// them as used: their node id, the last one's stamp, and the IDs.
     pub(super) unjoined: Option<(u32, i64, Vec<i64>)>,
+    /// Stopped cleanly ([`Act::Stop`]), or a copy of a stopped server not started yet
+    /// ([`Act::ColdCopy`]): no process, no session, no ID, until [`Act::Start`].
+    pub(super) stopped: bool,
 }
 
 impl Member {
@@ -130,6 +133,7 @@ impl Member {
             unwritable: false,
             slow_disk: false,
             unjoined: None,
+            stopped: false,
         }
     }
 
