@@ -99,6 +99,10 @@ pub struct Node {
     /// A claim of this server was refused since it started because the holder of the id it wanted,
     /// under its own token, was connected or seen lately (`registry::Claimant::met_holder`).
     pub met_holder: bool,
+    /// Where its data directory lies, as this start measured it (`Boot::place`), written into
+    /// the registry's row with each claim and heartbeat: no copy made elsewhere shares it
+    /// (`registry::Claimant::place`).
+    pub place: u64,
 }
 
 /// This start of the server, as the registry's proofs of identity see it.
@@ -109,6 +113,13 @@ pub struct Boot {
     /// The data directory was stopped cleanly before this start ([`Node::after_clean_stop`]):
     /// not a crash, not a copy of a running server, not a standby.
     pub after_clean_stop: bool,
+    /// Where the data directory lies ([`Node::place`]): a value the server derives at each
+    /// start from its host and the directory itself (the host's identity, the directory's
+    /// device and inode), and writes to no disk. Every start of the data directory where it
+    /// lies measures the same; a copy of it made elsewhere (`cp -a`, a file-level backup
+    /// restored, a volume snapshot mounted on another host) measures another, though it
+    /// carries every file, label included.
+    pub place: u64,
 }
 
 /// What the data directory holds at start-up (the extension reads and checks the file).
@@ -286,6 +297,7 @@ impl Node {
             boot: boot.value,
             after_clean_stop: boot.after_clean_stop,
             met_holder: false,
+            place: boot.place,
         };
         Start {
             node,
@@ -384,6 +396,7 @@ impl Node {
             after_clean_stop: self.after_clean_stop,
             met_holder: self.met_holder,
             mark: self.mark,
+            place: self.place,
         };
         (claimant, recorded)
     }

@@ -67,6 +67,12 @@ pub struct Claimant {
     /// The registry's mark as its claim last wrote it, while no one else has raised it
     /// (`node::Node::mark`); `None`: not known.
     pub mark: Option<i64>,
+    /// Where its data directory lies, as its start measured it (`node::Boot::place`; on no
+    /// disk): the same for every start of the data directory where it lies, another for a copy
+    /// made elsewhere. A released claim is taken at once only from the place that held it
+    /// ([`Row::place`]): a copy of a cleanly stopped data directory carries its files, its
+    /// token and its clean stop, and would otherwise pass for its planned restart.
+    pub place: u64,
 }
 
 /// Who holds a node id: the owner token and the generation of its claim.
@@ -134,8 +140,12 @@ pub struct Row {
     /// registry's clock.
     pub absent_since: i64,
     /// Its holder released the claim when its renewer stopped (`table::release`), and has not
-    /// claimed or heartbeated since: the holder's next start from its files takes it at once.
+    /// claimed or heartbeated since: the holder's next start from its files takes it at once,
+    /// where the holder ran ([`Row::place`]).
     pub released: bool,
+    /// The place ([`Claimant::place`]) of the server that last claimed or heartbeated under
+    /// the row's claim (`None`: written by a server that keeps none).
+    pub place: Option<u64>,
 }
 
 /// Why a claim of one node id is refused.

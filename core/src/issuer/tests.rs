@@ -25,6 +25,7 @@ fn plain() -> Issuer {
         Boot {
             value: 0xb007,
             after_clean_stop: true,
+            place: 0x91ace,
         },
     ))
 }
@@ -43,6 +44,7 @@ fn member(ceiling: i64, fenced: bool, reserved: i64) -> Issuer {
         Boot {
             value: 0xb007,
             after_clean_stop: true,
+            place: 0x91ace,
         },
     ));
     assert!(!issuer.issuing(), "a member waits for its claim");
@@ -102,6 +104,7 @@ fn the_gate_refuses_every_way_to_an_id_and_changes_nothing() {
         Boot {
             value: 0xb007,
             after_clean_stop: true,
+            place: 0x91ace,
         },
     ));
     let before = issuer;

@@ -160,6 +160,7 @@ where
         high_water,
         clock_offset_ms: offset,
         boot: node.boot,
+        place: node.place,
     };
     let beat = table::heartbeat(table, holder.needs_lock, held.node, held.identity, &request)?;
     Ok(match beat {
@@ -280,6 +281,7 @@ fn request<M: Member>(
         recorded_node: recorded,
         new_token: member.new_token(),
         boot: node.boot,
+        place: node.place,
         used_before: registry::used_before(node.history.named(), wanted),
         used_until: node.history.until,
     }

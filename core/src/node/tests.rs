@@ -7,6 +7,7 @@ const T0: i64 = 1_800_000_000_000;
 const BOOT: Boot = Boot {
     value: 0xb007,
     after_clean_stop: true,
+    place: 0x91ace,
 };
 const TOKEN: Identity = Identity {
     token: 0xfeed,
@@ -78,6 +79,7 @@ fn a_fresh_server_starts_with_nothing_owed_and_refuses_without_a_node_id() {
             boot: BOOT.value,
             after_clean_stop: true,
             met_holder: false,
+            place: BOOT.place,
         }
     );
 }
@@ -371,6 +373,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 after_clean_stop: true,
                 met_holder: false,
                 mark: None,
+                place: BOOT.place,
             },
             Some(2)
         )
@@ -394,6 +397,7 @@ fn the_claimant_is_the_configured_id_the_pinned_one_or_any() {
                 after_clean_stop: true,
                 met_holder: false,
                 mark: None,
+                place: BOOT.place,
             },
             None
         )
@@ -627,6 +631,7 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
         last_seen: T0,
         absent_since: T0,
         released: false,
+        place: Some(BOOT.place + 1),
     };
     let judged = |node: &Node, row: &Row| {
         let (claimant, _) = node.claimant(Some(7), false, T0, false);

@@ -36,6 +36,8 @@ pub(super) struct Facts {
     pub released: bool,
     /// The claimant started after a clean stop of its data directory.
     pub after_clean_stop: bool,
+    /// The claimant's data directory lies where the row's holder ran: its place is the row's.
+    pub same_place: bool,
     /// A claim of the claimant's met a running holder of its token since it started.
     pub met_holder: bool,
     /// A running holder, absent since the row says, could still be on its way back: within a
@@ -70,6 +72,7 @@ impl Facts {
             connected: row.connected,
             released: row.released,
             after_clean_stop: claimant.after_clean_stop,
+            same_place: row.place == Some(claimant.place),
             met_holder: claimant.met_holder,
             holder_may_return: at.now < may_return(row, at),
             lease_runs: at.now < row.lease_until,
@@ -275,21 +278,27 @@ pub(super) static CASES: [Case; 15] = [
     },
     // The row's claim, from disk: the holder restarted, a copy of it, or a standby promoted in
     // its place, under a token of its own from here on. Released by its holder (its renewer
-    // stopped), and this claimant started after a clean stop and never met a running holder
-    // of its token since: the holder's planned restart. (A release is also its holder's
-    // renewer restarting while the server runs on: a copy of it does not start clean, and one
-    // that met it waits.)
+    // stopped), and this claimant started after a clean stop, where the holder ran, and never
+    // met a running holder of its token since: the holder's planned restart. (A release is also
+    // its holder's renewer restarting while the server runs on: a copy of it does not start
+    // clean, and one that met it waits. A copy of a stopped data directory does start clean,
+    // with every file of it: elsewhere, it waits as any claimant from disk does, and the origin
+    // started again meanwhile takes its id back at once.)
     Case {
-        name: "a planned restart: a released claim, a clean stop, no holder met",
-        guard: |f| f.same_token && f.released && f.after_clean_stop && !f.met_holder,
+        name: "a planned restart: a released claim, a clean stop where it ran, no holder met",
+        guard: |f| {
+            f.same_token && f.released && f.after_clean_stop && f.same_place && !f.met_holder
+        },
         outcome: Outcome::Take {
             recycled: false,
             own: false,
         },
         section: RULES,
         grant: "a server started after a clean stop of its data directory (its control file \
-                says so) that has not met a running holder of its token since takes its own \
-                released claim at once.",
+                says so), where that data directory lay when it stopped (its place: a value the \
+                server measures at each start from its host and the directory, on no disk), \
+                that has not met a running holder of its token since takes its own released \
+                claim at once.",
     },
     // Else a running holder between sessions comes back within a heartbeat interval...
     Case {

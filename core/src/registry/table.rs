@@ -60,6 +60,8 @@ pub struct Request {
     pub new_token: u128,
     /// Its boot value (`registry::Claimant::boot`), written into the row it claims.
     pub boot: u64,
+    /// Its place (`registry::Claimant::place`), written into the row it claims.
+    pub place: u64,
     /// The node ids it made IDs under before (`registry::used_before`), up to `used_until`
     /// (Unix ms): recorded before the claim.
     pub used_before: Vec<u32>,
@@ -96,6 +98,8 @@ pub struct HeartbeatRequest {
     pub clock_offset_ms: i64,
     /// This server's boot value (`registry::Claimant::boot`): the row's holder is running.
     pub boot: u64,
+    /// This server's place (`registry::Claimant::place`): where the row's holder runs.
+    pub place: u64,
 }
 
 /// A claim the registry decided to grant (committed once [`claim`] returns it).
@@ -207,8 +211,9 @@ pub trait Table {
     /// `request.margin_ms`. A table may leave out ids it knows are not free; [`claim`] checks
     /// each it is given.
     fn candidates(&mut self, request: &Request, limit: usize) -> Result<Vec<u32>, Self::Failure>;
-    /// Writes `node`'s row live for `identity`, claimed now by `request`'s server, its lease
-    /// running `request.lease_ms` from now, its mark raised to `mark` (`i64::MIN`: none).
+    /// Writes `node`'s row live for `identity`, claimed now by `request`'s server (its label,
+    /// boot value and place), its lease running `request.lease_ms` from now, its mark raised to
+    /// `mark` (`i64::MIN`: none).
     fn write_claim(
         &mut self,
         node: u32,
@@ -217,7 +222,7 @@ pub trait Table {
         request: &Request,
     ) -> Result<(), Self::Failure>;
     /// Extends `node`'s lease by `request.lease_ms`, raises its mark to `request.high_water`
-    /// and writes the holder's boot value, if its row is live and names `identity`: the mark
+    /// and writes the holder's boot value and place, if its row is live and names `identity`: the mark
     /// it found before raising it (Unix ms; `i64::MIN`: none), or `None` if the row is not
     /// this claim's.
     fn heartbeat_row(

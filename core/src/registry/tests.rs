@@ -30,11 +30,14 @@ fn row(identity: Identity) -> Row {
         last_seen: NOW - 1_000,
         absent_since: NOW - 1_000,
         released: false,
+        place: Some(PLACE),
     }
 }
 
 /// The boot value of the running holder the cases' claimants are, unless they say otherwise.
 const BOOT: u64 = 0xb007;
+/// Where the cases' claimants, and the rows' holders, run, unless they say otherwise.
+const PLACE: u64 = 0x91ace;
 
 /// `claimant` started from disk (a restart, a copy, a promoted standby): its boot value is not
 /// the one the row's holder wrote.
@@ -56,6 +59,7 @@ fn claimant(identity: Option<Identity>, wanted: Want) -> Claimant {
         after_clean_stop: true,
         met_holder: false,
         mark: None,
+        place: PLACE,
     }
 }
 
@@ -757,11 +761,12 @@ fn a_row_of_another_layout_is_a_stray_to_the_fleet_and_its_layout_still_refused(
 }
 
 /// A claim its holder released (its renewer stopped) is taken at once by a claimant from disk
-/// that started after a clean stop and has not met a running holder of its token: the holder's
-/// planned restart. A claimant that started otherwise (a crash, a copy of a running server) or
-/// that met the holder live waits for it, as for a claim not released.
+/// that started after a clean stop, where the holder ran, and has not met a running holder of
+/// its token: the holder's planned restart. A claimant that started otherwise (a crash, a copy
+/// of a running server), elsewhere (a copy of the stopped data directory, every file of it the
+/// holder's), or that met the holder live waits for it, as for a claim not released.
 #[test]
-fn a_released_claim_is_taken_at_once_only_by_a_clean_start_that_met_no_holder() {
+fn a_released_claim_is_taken_at_once_only_by_a_clean_start_in_its_place_that_met_no_holder() {
     let released = Row {
         released: true,
         ..row(MINE)
@@ -786,6 +791,16 @@ fn a_released_claim_is_taken_at_once_only_by_a_clean_start_that_met_no_holder() 
         ..planned
     };
     assert_eq!(decide(&met, 7, Some(&released), &AT), waits);
+    let cold_copy = Claimant {
+        place: PLACE + 1,
+        ..planned
+    };
+    assert_eq!(decide(&cold_copy, 7, Some(&released), &AT), waits);
+    let placeless = Row {
+        place: None,
+        ..released
+    };
+    assert_eq!(decide(&planned, 7, Some(&placeless), &AT), waits);
     assert!(Refusal::HolderMayReturn { until }.met_holder());
     assert!(Refusal::OpenSession.met_holder() && Refusal::CopyOfLiveHolder.met_holder());
     assert!(!Refusal::HeldByAnother { connected: true }.met_holder());

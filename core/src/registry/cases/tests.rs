@@ -18,9 +18,12 @@ const ROW: Identity = Identity {
     generation: 4,
 };
 const BOOT: u64 = 0xb007;
+const PLACE: u64 = 0x91ace;
 
 /// The reference the table is checked against: `registry::judge` as it was written before the
-/// table, one `match` whose arms' order was the rule, kept here word for word (its name aside).
+/// table, one `match` whose arms' order was the rule, kept here word for word (its name aside),
+/// but for the place a planned restart is asked for since the table (a cold copy of a stopped
+/// data directory passed for its planned restart).
 fn judge_before_the_table(claimant: &Claimant, row: &Row, at: &Bounds) -> Result<Taken, Refusal> {
     let now = at.now;
     let next = row.identity.generation.saturating_add(1);
@@ -115,7 +118,11 @@ fn judge_before_the_table(claimant: &Claimant, row: &Row, at: &Bounds) -> Result
         // interval; past that, the claimant takes the id over above its mark, as any server
         // would. Under a token of its own either way.
         Some(_)
-            if same_token && row.released && claimant.after_clean_stop && !claimant.met_holder =>
+            if same_token
+                && row.released
+                && claimant.after_clean_stop
+                && row.place == Some(claimant.place)
+                && !claimant.met_holder =>
         {
             taken(false)
         }
@@ -139,7 +146,7 @@ fn plain(decided: Result<Taken, Refusal>) -> Result<(i64, i64, bool, bool), Refu
 }
 
 /// How many facts a claim reads ([`Facts`]).
-const FACTS: u32 = 14;
+const FACTS: u32 = 15;
 
 /// The facts of combination `bits`, one bit each.
 fn facts(bits: u32) -> Facts {
@@ -159,6 +166,7 @@ fn facts(bits: u32) -> Facts {
         met_holder: bit(11),
         holder_may_return: bit(12),
         lease_runs: bit(13),
+        same_place: bit(14),
     }
 }
 
@@ -177,8 +185,9 @@ fn possible(f: &Facts) -> bool {
 
 /// A claimant, a row and bounds that read as `f`, in one of eight ways (`way`) where `f` leaves
 /// a choice: no identity or another's token; an older or a newer generation of the row's
-/// token; the row's generation (another mark) or the next; no boot value in the row or
-/// another's; a reservation behind the clock or far ahead of it; a mark right at either edge.
+/// token; the row's generation (another mark) or the next; no boot value or place in the row,
+/// or another's; a reservation behind the clock or far ahead of it; a mark right at either
+/// edge.
 /// Every time is at the edge its fact turns on.
 fn realize(f: &Facts, way: u32) -> (Claimant, Row, Bounds) {
     let (a, b, c) = (way & 1 == 1, way & 2 == 2, way & 4 == 4);
@@ -234,6 +243,7 @@ fn realize(f: &Facts, way: u32) -> (Claimant, Row, Bounds) {
         after_clean_stop: f.after_clean_stop,
         met_holder: f.met_holder,
         mark,
+        place: PLACE,
     };
     let row = Row {
         node: 7,
@@ -252,6 +262,11 @@ fn realize(f: &Facts, way: u32) -> (Claimant, Row, Bounds) {
         last_seen: absent_since,
         absent_since,
         released: f.released,
+        place: match (f.same_place, c) {
+            (true, _) => Some(PLACE),
+            (false, true) => None,
+            (false, false) => Some(0x0e15e),
+        },
     };
     (claimant, row, AT)
 }
@@ -292,8 +307,8 @@ fn the_table_decides_every_combination_of_facts_as_the_match_before_it() {
             );
         }
     }
-    // 2^14 less the three kinds of combination no claim can read.
-    assert_eq!(combinations, 6_144);
+    // 2^15 less the three kinds of combination no claim can read.
+    assert_eq!(combinations, 12_288);
     for (case, n) in CASES.iter().zip(decided_by) {
         assert!(n > 0, "\"{}\" decides no combination", case.name);
     }

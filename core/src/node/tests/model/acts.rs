@@ -234,6 +234,7 @@ impl Fleet {
                     by: 0,
                     boot: None,
                     released: false,
+                    place: None,
                     recorded_by: vec![],
                     served_at: self.registry.served,
                 });

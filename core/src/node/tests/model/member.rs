@@ -101,9 +101,13 @@ impl Member {
         // Each start draws a boot value none other has: its shared memory's.
         static BOOTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let boot = BOOTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // Where its data directory lies: one place per data directory (its tokens' range), kept
+        // across its restarts; a copy's is its own.
+        let tokens = tokens.max((id as u128 + 1) << 64);
         let boot = Boot {
             value: boot,
             after_clean_stop,
+            place: (tokens >> 64) as u64,
         };
         let start = Node::start(&found(file), settings, standby, boot);
         Member {
@@ -117,7 +121,7 @@ impl Member {
             reached_at: i64::MIN,
             orphaned: None,
             released: None,
-            tokens: tokens.max((id as u128 + 1) << 64),
+            tokens,
             label: format!("member {id}"),
             system: id as u64 + 1,
             range: (id as u128 + 1) << 64,

@@ -72,6 +72,7 @@ impl Server {
             Boot {
                 value: 0,
                 after_clean_stop: false,
+                place: 0,
             },
         );
         Server {

@@ -23,6 +23,8 @@ pub(super) struct RegRow {
     /// Released by its holder's renewer on its way out, not claimed or extended by a heartbeat
     /// since.
     pub(super) released: bool,
+    /// The place its holder wrote with its claim and heartbeats (`None`: none).
+    pub(super) place: Option<u64>,
     /// The data directories ([`Member::range`]) whose claims recorded this id as used here
     /// since the row was last written by a claim (`Table::record_used`).
     pub(super) recorded_by: Vec<u128>,
@@ -231,6 +233,7 @@ impl Table for Session<'_> {
             by: 0,
             boot: None,
             released: false,
+            place: None,
             recorded_by: vec![],
             served_at,
         });
@@ -298,6 +301,7 @@ impl Table for Session<'_> {
                 by,
                 boot: Some(request.boot),
                 released: false,
+                place: Some(request.place),
                 recorded_by: vec![],
                 served_at,
             },
@@ -319,6 +323,7 @@ impl Table for Session<'_> {
             r.served_at = served;
             r.high_water = r.high_water.max(request.high_water);
             r.boot = Some(request.boot);
+            r.place = Some(request.place);
             r.released = false;
             before
         }))
@@ -376,5 +381,6 @@ pub(super) fn row_of(node: u32, r: &RegRow) -> Row {
         last_seen: r.last_seen,
         absent_since: r.last_seen,
         released: r.released,
+        place: r.place,
     }
 }

@@ -130,6 +130,8 @@ fn scopes() -> Vec<Scope> {
                 Round { s: 2, commit: DONE },
                 Call { s: 0, want: 1 },
                 Wait { ms: LEASE / 3 },
+                // A heartbeat interval and the margin: an origin away that long is taken over.
+                Wait { ms: LEASE },
                 Stop { s: 0 },
                 ColdCopy {
                     s: 2,
@@ -260,8 +262,6 @@ fn setting(name: &str) -> Option<String> {
 }
 
 #[test]
-#[ignore = "a cold copy of a stopped server, started before or after it: found at depth 5, the \
-            copy started first takes the id as its origin's planned restart"]
 fn exhaustive_search() {
     let depth: usize = setting("PGSF_SEARCH_DEPTH").map_or(8, |v| {
         v.parse()

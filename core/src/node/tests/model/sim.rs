@@ -399,8 +399,6 @@ fn shrink(configured: &[Option<u32>], fenced: bool, lease: i64, mut acts: Vec<Ac
 }
 
 #[test]
-#[ignore = "seed 1482: a cold copy of a cleanly stopped data directory, started before its \
-            origin, takes the origin's id as its planned restart"]
 fn seeded_fault_simulation() {
     let first = setting("PGSF_SIM_FIRST", 0);
     let count = setting("PGSF_SIM_SEEDS", 100_000);

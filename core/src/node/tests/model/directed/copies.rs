@@ -160,8 +160,6 @@ fn a_clone_started_during_a_registry_restart_never_takes_its_origins_id() {
 /// own (unset), in both modes. Whichever started first used to take the id as the planned
 /// restart, and a configured origin was then refused for as long as its copy ran.
 #[test]
-#[ignore = "a cold copy of a cleanly stopped data directory passes for its planned restart: \
-            started first, it takes the id, and a configured origin is refused"]
 fn a_cold_copy_never_passes_for_its_origins_planned_restart() {
     use Act::*;
     let done = Commit::Done;
