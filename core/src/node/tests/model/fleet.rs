@@ -52,6 +52,9 @@ struct Seen {
     holder: Option<usize>,
     /// That member is stopped cleanly: its planned restart may come at any moment.
     stopped: bool,
+    /// That member's data directory (`Member::range`: the model's own, not what the code
+    /// measured).
+    dir: Option<u128>,
     /// The registry's time up since the row's last claim or heartbeat (ms).
     absent: i64,
     /// Its holder released it.
@@ -248,6 +251,7 @@ impl Fleet {
                     identity: r.identity,
                     holder,
                     stopped: holder.is_some_and(|o| self.members[o].stopped),
+                    dir: holder.map(|o| self.members[o].range),
                     absent: registry.served - r.served_at,
                     released: r.released,
                 };
@@ -255,12 +259,14 @@ impl Fleet {
             })
             .collect();
         // Whether this member may take a released claim of its token at once, as the holder's
-        // planned restart does (FLEETS, *The rules that keep IDs unique*, its one exemption).
-        let (restarted_clean, token) = {
+        // planned restart does (FLEETS, *The rules that keep IDs unique*, its one exemption: a
+        // copy in its origin's very place, which the model never makes).
+        let (restarted_clean, token, dir) = {
             let node = self.members[s].issuer.node();
             (
                 node.after_clean_stop && !node.met_holder,
                 node.identity.map(|c| c.token),
+                self.members[s].range,
             )
         };
         let m = &mut self.members[s];
@@ -335,11 +341,15 @@ impl Fleet {
                 identity,
                 holder: Some(o),
                 stopped,
+                dir: holder_dir,
                 absent,
                 released,
             }) = seen.get(&claim.node)
             {
-                let exempt = released && restarted_clean && token == Some(identity.token);
+                let exempt = released
+                    && restarted_clean
+                    && token == Some(identity.token)
+                    && holder_dir == Some(dir);
                 prop_assert!(
                     identity == claim.identity
                         || o == s
