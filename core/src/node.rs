@@ -122,6 +122,21 @@ pub struct Boot {
     pub place: u64,
 }
 
+impl Boot {
+    /// The place ([`Boot::place`]) of a data directory on the host named `host` (its host name
+    /// and machine id, as the extension reads them), from the directory's `device` and `inode`.
+    /// A copy differs in one of the three at least: another directory (`cp -a`, a restored
+    /// backup), another file system (a snapshot of its volume mounted beside it), another host.
+    pub fn place_of(host: &str, device: u64, inode: u64) -> u64 {
+        let mut bytes = Vec::with_capacity(host.len() + 17);
+        bytes.extend_from_slice(host.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(&device.to_le_bytes());
+        bytes.extend_from_slice(&inode.to_le_bytes());
+        crate::state_file::checksum(&bytes)
+    }
+}
+
 /// What the data directory holds at start-up (the extension reads and checks the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Found {

@@ -334,7 +334,7 @@ fn parse_layout(layout: &str) -> Result<Layout, String> {
 }
 
 /// FNV-1a over the line's bytes: enough to tell a damaged file from a good one.
-fn checksum(bytes: &[u8]) -> u64 {
+pub(crate) fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -36,25 +36,47 @@ CREATE TABLE IF NOT EXISTS snowflake_nodes (
     clock_offset_ms bigint,
     retired_at timestamptz,
     holder_boot text,
-    released_at timestamptz
+    released_at timestamptz,
+    holder_place text
 );
 ALTER TABLE snowflake_nodes ADD COLUMN IF NOT EXISTS holder_boot text,
-    ADD COLUMN IF NOT EXISTS released_at timestamptz;
+    ADD COLUMN IF NOT EXISTS released_at timestamptz,
+    ADD COLUMN IF NOT EXISTS holder_place text;
 COMMENT ON TABLE snowflake_nodes IS
-'pg_snowflake node-id registry: one row per node id ever claimed. Read it with snowflake_registry() on a server that uses it.'";
+'pg_snowflake node-id registry: one row per node id ever claimed. Read it with snowflake_registry() on a server that uses it.';
+CREATE TABLE IF NOT EXISTS snowflake_registry_terms (
+    started timestamptz NOT NULL,
+    timeline bigint NOT NULL,
+    since timestamptz NOT NULL,
+    PRIMARY KEY (started, timeline)
+);
+COMMENT ON TABLE snowflake_registry_terms IS
+'pg_snowflake node-id registry: since when the registry''s server took writes, one row per start or promotion, recorded by the first claim of each.'";
 
-/// The columns a table made before 0.6.0 lacks (`holder_boot`, `released_at`), added by the
-/// first holder to connect: a cheap look at the catalog first, so that the `ALTER TABLE` (and
-/// its lock) is taken once. One the registry's role may not alter is left as it is: the claim
-/// then fails, saying the column does not exist, until `snowflake_registry_create()` adds them.
+/// What a registry made before this release lacks (the columns `holder_boot` and
+/// `released_at` before 0.6.0, `holder_place` and the table `snowflake_registry_terms` before
+/// 0.7.0), added by the first holder to connect: a cheap look at the catalog first, so that the
+/// `ALTER TABLE` (and its lock) is taken once. One the registry's role may not alter is left as
+/// it is: the claim then fails, naming what does not exist, until
+/// `snowflake_registry_create()` adds it.
 pub const UPGRADE: &str = "
 DO $upgrade$ BEGIN
     IF to_regclass('snowflake_nodes') IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('snowflake_nodes')
-        AND attname = 'released_at' AND NOT attisdropped
+        AND attname = 'holder_place' AND NOT attisdropped
     ) THEN
         ALTER TABLE snowflake_nodes ADD COLUMN IF NOT EXISTS holder_boot text,
-            ADD COLUMN IF NOT EXISTS released_at timestamptz;
+            ADD COLUMN IF NOT EXISTS released_at timestamptz,
+            ADD COLUMN IF NOT EXISTS holder_place text;
+    END IF;
+    IF to_regclass('snowflake_nodes') IS NOT NULL
+        AND to_regclass('snowflake_registry_terms') IS NULL THEN
+        CREATE TABLE IF NOT EXISTS snowflake_registry_terms (
+            started timestamptz NOT NULL,
+            timeline bigint NOT NULL,
+            since timestamptz NOT NULL,
+            PRIMARY KEY (started, timeline)
+        );
     END IF;
 EXCEPTION WHEN insufficient_privilege THEN NULL;
 END $upgrade$";
@@ -227,12 +249,10 @@ impl Table for Sql<'_> {
                 "SELECT owner_token, generation, state = 'retired' AS retired, \
                  coalesce(high_water_ms, -9223372036854775808) AS high_water_ms, ",
                 ms!("lease_until"),
-                " AS lease_until_ms, holder_label, layout, holder_boot, \
+                " AS lease_until_ms, holder_label, layout, holder_boot, holder_place, \
                  released_at IS NOT NULL AS released, ",
                 ms!("last_seen"),
-                " AS last_seen_ms, ",
-                ms!("greatest(last_seen, pg_postmaster_start_time())"),
-                " AS absent_since_ms FROM snowflake_nodes WHERE node_id = $1"
+                " AS last_seen_ms FROM snowflake_nodes WHERE node_id = $1"
             ),
             &[text(node)],
         )?;
@@ -261,16 +281,44 @@ impl Table for Sql<'_> {
                 .get("holder_boot")
                 .and_then(|b| u64::from_str_radix(b, 16).ok()),
             last_seen: number(found, "last_seen_ms")?,
-            // No holder reaches a registry that is down: its absence counts from the
-            // registry's start, if later.
-            absent_since: number(found, "absent_since_ms")?,
+            // The claim counts the absence from when the registry became writable, if later.
+            absent_since: number(found, "last_seen_ms")?,
             released: field(found, "released")? == "t",
+            // NULL (an older server's row), or not a value: the place of no server.
+            place: found
+                .get("holder_place")
+                .and_then(|p| u64::from_str_radix(p, 16).ok()),
         };
         Ok(Some(RowRead {
             row,
             label: field(found, "holder_label")?.to_string(),
             layout: field(found, "layout")?.to_string(),
         }))
+    }
+
+    fn writable_since(&mut self) -> Result<i64, Failure> {
+        // This server's term: its start, and the timeline it writes (a promotion begins a new
+        // one; pg_walfile_name names the insert timeline, as soon as the promotion ends). The
+        // first claim of a term records when it ran, a time at or after the term began; the
+        // claims after it read the same.
+        let rows = self.0.query(
+            concat!(
+                "WITH term AS (SELECT pg_postmaster_start_time() AS started, \
+                 ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint \
+                 AS timeline), \
+                 recorded AS (INSERT INTO snowflake_registry_terms (started, timeline, since) \
+                 SELECT started, timeline, clock_timestamp() FROM term \
+                 ON CONFLICT (started, timeline) DO NOTHING RETURNING since) \
+                 SELECT ",
+                ms!(
+                    "coalesce((SELECT since FROM recorded), (SELECT t.since FROM \
+                 snowflake_registry_terms t JOIN term USING (started, timeline)))"
+                ),
+                " AS since_ms"
+            ),
+            &[],
+        )?;
+        number(first(&rows)?, "since_ms")
     }
 
     fn candidates(&mut self, request: &Request, limit: usize) -> Result<Vec<u32>, Failure> {
@@ -301,16 +349,17 @@ impl Table for Sql<'_> {
         self.0.query(
             "INSERT INTO snowflake_nodes AS r (node_id, state, owner_token, generation, \
              holder_label, system_identifier, layout, claimed_at, last_seen, lease_until, \
-             high_water_ms, clock_offset_ms, holder_boot) VALUES ($1, 'live', $2, $3, $4, $5, \
-             $6, clock_timestamp(), clock_timestamp(), clock_timestamp() + $7 * interval '1 ms', \
-             $8, $9, $10) ON CONFLICT (node_id) DO UPDATE SET state = 'live', \
+             high_water_ms, clock_offset_ms, holder_boot, holder_place) VALUES ($1, 'live', $2, \
+             $3, $4, $5, $6, clock_timestamp(), clock_timestamp(), \
+             clock_timestamp() + $7 * interval '1 ms', $8, $9, $10, $11) ON CONFLICT (node_id) DO UPDATE SET state = 'live', \
              owner_token = EXCLUDED.owner_token, generation = EXCLUDED.generation, \
              holder_label = EXCLUDED.holder_label, system_identifier = EXCLUDED.system_identifier, \
              layout = EXCLUDED.layout, claimed_at = EXCLUDED.claimed_at, \
              last_seen = EXCLUDED.last_seen, lease_until = EXCLUDED.lease_until, \
              high_water_ms = greatest(r.high_water_ms, EXCLUDED.high_water_ms), \
              clock_offset_ms = EXCLUDED.clock_offset_ms, retired_at = NULL, \
-             holder_boot = EXCLUDED.holder_boot, released_at = NULL",
+             holder_boot = EXCLUDED.holder_boot, released_at = NULL, \
+             holder_place = EXCLUDED.holder_place",
             &[
                 text(node),
                 text(Token(identity.token)),
@@ -323,6 +372,7 @@ impl Table for Sql<'_> {
                 (mark > i64::MIN).then(|| mark.to_string()),
                 text(request.clock_offset_ms),
                 text(format!("{:016x}", request.boot)),
+                text(format!("{:016x}", request.place)),
             ],
         )?;
         Ok(())
@@ -341,7 +391,7 @@ impl Table for Sql<'_> {
              UPDATE snowflake_nodes SET last_seen = clock_timestamp(), \
              lease_until = clock_timestamp() + $5 * interval '1 ms', \
              high_water_ms = greatest(snowflake_nodes.high_water_ms, $6), clock_offset_ms = $7, \
-             holder_boot = $8, released_at = NULL FROM before \
+             holder_boot = $8, released_at = NULL, holder_place = $9 FROM before \
              WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = $4 \
              RETURNING coalesce(before.high_water_ms, -9223372036854775808) AS before_ms",
             &[
@@ -353,6 +403,7 @@ impl Table for Sql<'_> {
                 (request.high_water > i64::MIN).then(|| request.high_water.to_string()),
                 text(request.clock_offset_ms),
                 text(format!("{:016x}", request.boot)),
+                text(format!("{:016x}", request.place)),
             ],
         )?;
         rows.row(0).map(|r| number(r, "before_ms")).transpose()

@@ -105,6 +105,27 @@ fn stopped_cleanly() -> bool {
         })
 }
 
+/// Where this data directory lies (`Boot::place`): this host, as its host name and machine id
+/// name it, and the directory's device and inode (the postmaster's working directory). Measured
+/// at each start, written nowhere, so that no copy of the data directory carries it. A directory
+/// that cannot be measured gets a place of its own for this start: it then passes for no
+/// planned restart, and waits as a restart from a crash does.
+fn place() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let host = ["/proc/sys/kernel/hostname", "/etc/machine-id"]
+        .map(|path| {
+            fs::read_to_string(path)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        })
+        .join("\n");
+    match fs::metadata(".") {
+        Ok(directory) => Boot::place_of(&host, directory.dev(), directory.ino()),
+        Err(_) => crate::pg::strong_random() as u64,
+    }
+}
+
 fn write_error(e: &std::io::Error) -> SnowflakeError {
     SnowflakeError::state_file_write(e.raw_os_error().unwrap_or(0))
 }
@@ -154,6 +175,7 @@ pub fn start_state() -> Issuer {
         // Drawn anew at each start of shared memory (a crash restart's too), never on disk.
         value: crate::pg::strong_random() as u64,
         after_clean_stop: stopped_cleanly(),
+        place: place(),
     };
     let start = Node::start(&found, settings, Path::new(STANDBY_SIGNAL).exists(), boot);
     if let Some(Switch {

@@ -667,3 +667,18 @@ fn a_copy_found_out_disowns_the_claim_and_never_passes_for_the_holders_restart()
     row.absent_since = at.now - at.lease_ms;
     assert!(matches!(judged(&copy, &row), Decision::Take { .. }));
 }
+
+#[test]
+fn a_place_is_the_same_for_the_same_directory_and_another_for_a_copy() {
+    let here = Boot::place_of("db1\nmachine", 64_769, 1_310_721);
+    assert_eq!(here, Boot::place_of("db1\nmachine", 64_769, 1_310_721));
+    // Another directory, another file system, another host: each its own place.
+    let elsewhere = [
+        Boot::place_of("db1\nmachine", 64_769, 1_310_722),
+        Boot::place_of("db1\nmachine", 64_770, 1_310_721),
+        Boot::place_of("db2\nmachine", 64_769, 1_310_721),
+    ];
+    for (i, place) in elsewhere.iter().enumerate() {
+        assert_ne!(*place, here, "copy {i}");
+    }
+}
