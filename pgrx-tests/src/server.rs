@@ -206,6 +206,31 @@ impl Server {
         server
     }
 
+    /// A cold copy of `origin`'s data directory, made while `origin` is stopped (`cp -a`, as a
+    /// file-level backup or a snapshot of a stopped server's volume is made): every file, the
+    /// state file and the control file included, then its own port and socket and the lines
+    /// `settings` (e.g. `cluster_name`) appended to its postgresql.conf. Not started.
+    pub fn cold_copy_of(origin: &Server, name: &str, settings: &[&str]) -> Server {
+        let server = Server::new_dir(name, &Config::default());
+        let mut lines = vec![
+            "# added by Server::cold_copy_of".to_string(),
+            format!("port = {}", server.port),
+            format!("unix_socket_directories = '{}'", server.dir),
+        ];
+        lines.extend(settings.iter().map(|line| line.to_string()));
+        origin.as_postgres(&format!(
+            "mkdir -p {to} && cp -a {from}/data {from}/pg_config {to}/ && printf '%s\\n' {lines} >> {to}/data/postgresql.conf",
+            from = origin.dir,
+            to = server.dir,
+            lines = lines
+                .iter()
+                .map(|l| format!("'{}'", l.replace('\'', "'\\''")))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ));
+        server
+    }
+
     /// Makes this primary's commits wait for its one streaming standby (`synchronous_standby_names
     /// = '*'`), once the standby streams, and returns when the standby is synchronous.
     pub fn make_standby_synchronous(&self) {

@@ -1366,3 +1366,83 @@ fn a_server_running_ahead_of_its_clock_makes_ids_below_the_mark_after_an_idle_mi
         );
     }
 }
+
+/// A cold copy of a cleanly stopped holder's data directory (`cp -a`, a snapshot of its stopped
+/// volume) carries every file of it: its token, its clean stop, the claim it released. It is
+/// still not the holder's planned restart, which only a start where the holder ran is. Started
+/// before its origin, it waits as a restart from a crash waits, and the origin started meanwhile
+/// takes its id back at once and finds the copy out; started after, it meets the running origin.
+/// Either way the origin keeps node id 7 and the copy makes no ID. The clock margin is wide here
+/// (10 s), so that the copy's wait outlasts the copying and both starts.
+fn a_cold_copy_never_passes_for_its_origins_planned_restart(name: &str, copy_first: bool) {
+    let registry = registry();
+    let wide = |c: Config| {
+        c.setting("pg_snowflake.max_clock_skew_ms = 10000")
+            .setting(&format!("cluster_name = '{name}origin'"))
+    };
+    let origin = Server::start(
+        &format!("{name}origin"),
+        wide(member_config(&registry, Some(7))),
+    );
+    create_table(&origin);
+    assert_eq!(claimed_node(&origin), 7);
+    let before = *take_ids(&mut origin.connect(), 1_000, 1_000)
+        .iter()
+        .max()
+        .unwrap();
+    origin.stop();
+    assert!(
+        origin.log().contains("released its claim of node id 7"),
+        "{}",
+        origin.log()
+    );
+    let copy = Server::cold_copy_of(
+        &origin,
+        &format!("{name}copy"),
+        &[&format!("cluster_name = '{name}copy'")],
+    );
+    if copy_first {
+        copy.start_again();
+        origin.start_again();
+    } else {
+        origin.start_again();
+        assert_eq!(claimed_node(&origin), 7);
+        copy.start_again();
+    }
+    assert_eq!(claimed_node(&origin), 7, "{}", copy.log());
+    // The copy's wait (a heartbeat interval and the margin) runs out while the origin runs: it
+    // is refused all along.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(13_000) {
+        assert!(
+            !copy.log().contains("claimed node id 7"),
+            "the copy took node id 7:\n{}",
+            copy.log()
+        );
+        assert_eq!(refusing(&origin), None, "{}", origin.log());
+        thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(
+        refusing(&copy).as_deref(),
+        Some("claim refused"),
+        "{}",
+        copy.log()
+    );
+    assert_eq!(ids_issued(&copy), 0);
+    let after = take_ids(&mut origin.connect(), 1_000, 1_000);
+    assert!(
+        after.iter().all(|&id| id > before),
+        "an ID at or below {before}"
+    );
+    assert_eq!(node_of(&origin, after[0]), 7);
+}
+
+#[test]
+fn a_cold_copy_started_before_its_stopped_origin_does_not_take_its_id() {
+    a_cold_copy_never_passes_for_its_origins_planned_restart("cold1", true);
+}
+
+#[test]
+fn a_cold_copy_started_after_its_origin_does_not_take_its_id() {
+    a_cold_copy_never_passes_for_its_origins_planned_restart("cold2", false);
+}

@@ -9,10 +9,15 @@
 //!
 //! With an asynchronous standby that is behind (its WAL receiver stopped, deterministically,
 //! by clearing its `primary_conninfo`), the last heartbeats' marks are lost with the primary:
-//! the promoted standby's mark for a holder lies below IDs the holder made, and a rival that
-//! takes the id over starts below them. That loss is what the test asserts, so that it fails
-//! the day it stops being observable; docs/FLEETS.md ("The registry's own availability")
-//! recommends the synchronous set-up for that reason.
+//! the promoted standby's mark for a holder lies below IDs the holder made. That loss is what
+//! the test asserts, so that it fails the day it stops being observable; docs/FLEETS.md ("The
+//! registry's own availability") recommends the synchronous set-up for that reason. A rival
+//! with a clock 20 s behind takes the id over only once the holder has been absent a heartbeat
+//! interval and the margin of the promoted standby's time up, which here keeps its IDs above
+//! the old holder's.
+//!
+//! A slower failover, with the holder cut off a moment longer, hands neither a rival nor a
+//! clone its id, in either mode.
 //!
 //! A registry primary that stops answering instead of dying (frozen) hides the promoted standby
 //! from the members: the last test shows it, and fails until that is fixed (its comment says
@@ -23,9 +28,10 @@
 //! WAL never received is.
 
 use snowflake_it::registry::{
-    claimed_node, locked_nodes, log_lines_since, member_config, refusing, registry_rows, LEASE_MS,
+    claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, refusing,
+    registry_rows, LEASE_MS,
 };
-use snowflake_it::{describe, take_ids, wait_until, Config, Server};
+use snowflake_it::{describe, take_ids, wait_until, Config, Proxy, Server};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -417,7 +423,7 @@ fn fail_over_under_load(name: &str, promotion: Promotion) {
 /// exists to make harmless. Both are asserted: the loss, and that a takeover after it can
 /// repeat A's IDs.
 #[test]
-fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_starts_below_them() {
+fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_waits_from_the_promotion() {
     let primary = Server::start("rfaprimary", Config::default());
     let standby = registry_standby(&primary, "rfastandby");
     let conninfo = both(&primary, &standby);
@@ -479,6 +485,7 @@ fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_s
     primary.crash();
     let standby_mark = marks(&standby)[&5].0;
     standby.promote();
+    let promoted = Instant::now();
     println!(
         "A's last ID at {a_last_ms} (Unix ms); its mark on the primary {primary_mark}, on the \
          promoted standby {standby_mark}: {} ms lost",
@@ -491,24 +498,35 @@ fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_s
          A's last ID ({a_last_ms}): the loss this test shows is no longer observable"
     );
 
-    // The takeover: B, refused until now, takes node id 5 from the new primary.
-    assert_eq!(claimed_node(&b), 5, "B takes node id 5 over");
+    // The takeover: B, refused until now, takes node id 5 from the new primary, but only once
+    // A has been absent a heartbeat interval and the margin (1 s + 21 s) of the new primary's
+    // time up: before, A could not have reached it. B's clock lags by less than the margin, so
+    // its first IDs lie above A's last, though the mark that was to ensure it is lost.
+    let b_claimed = claimed_within(&b, Duration::from_secs(60)).expect("B takes node id 5");
+    let waited = promoted.elapsed();
+    assert_eq!(b_claimed, 5, "B takes node id 5 over");
+    assert!(
+        waited >= Duration::from_secs(21),
+        "B took node id 5 {waited:?} after the promotion, before A's absence there had lasted \
+         a heartbeat interval and the margin"
+    );
     let b_ids = take_ids(&mut b.connect(), 100_000, 10_000);
     let b_first_ms = id_ms(&b, b_ids[0]);
     let a_set: HashSet<i64> = a_ids.iter().copied().collect();
     let repeated = b_ids.iter().filter(|id| a_set.contains(id)).count();
     println!(
-        "B's first ID at {b_first_ms} (Unix ms), {} ms below A's last; {repeated} of B's first \
-         {} IDs were made by A; the new primary:\n{}",
-        a_last_ms - b_first_ms,
+        "B took node id 5 {waited:?} after the promotion; its first ID at {b_first_ms} (Unix \
+         ms), {} ms above A's last; {repeated} of its first {} IDs were made by A; the new \
+         primary:\n{}",
+        b_first_ms - a_last_ms,
         b_ids.len(),
         registry_rows(&standby)
     );
     assert_eq!(node_of(&b, b_ids[0]), 5);
+    assert_eq!(repeated, 0, "B made IDs A had made");
     assert!(
-        b_ids[0] < *a_ids.last().unwrap(),
-        "B's first ID, at {b_first_ms}, is above A's last, at {a_last_ms}: the lost mark no \
-         longer lets a takeover start below the old holder's IDs"
+        b_ids[0] > *a_ids.last().unwrap(),
+        "B's first ID, at {b_first_ms}, at or below A's last, at {a_last_ms}"
     );
 }
 
@@ -577,4 +595,108 @@ fn members_reach_the_promoted_standby_when_the_registry_primary_stops_answering(
         "a claim, not a heartbeat"
     );
     assert_eq!(claimed_node(&member), node);
+}
+
+/// A registry failover slower than a heartbeat interval and the clock margin, and than the
+/// lease: the registry primary killed, the standby promoted 8 s later, the holder of node id 7
+/// cut off from both a second longer (its links through proxies), while a rival configured with
+/// node id 7 and a clone of the holder carrying its claim (a standby of it, promoted) reach the
+/// new primary at once and retry every second. A holder cannot reach a registry that is down:
+/// its absence counts from when the promoted standby began to take writes, so the holder is
+/// back, and keeps its id, before either may take it. The margin is 5 s here (a heartbeat
+/// interval and the margin: 6 s), so that the holder's reconnection has time to spare.
+fn a_slow_registry_failover_keeps_a_running_holders_id(name: &str, mode: &str) {
+    let primary = Server::start(&format!("{name}primary"), Config::default());
+    let standby = registry_standby(&primary, &format!("{name}standby"));
+    primary.make_standby_synchronous();
+    let direct = both(&primary, &standby);
+    let links = [Proxy::to(primary.port), Proxy::to(standby.port)];
+    let through = format!(
+        "host=127.0.0.1,127.0.0.1 port={},{} dbname=postgres user=postgres \
+         target_session_attrs=read-write",
+        links[0].port, links[1].port
+    );
+    let config = |conninfo: &str| {
+        member_config(conninfo, Some(7))
+            .setting("pg_snowflake.max_clock_skew_ms = 5000")
+            .setting(&format!("pg_snowflake.registry_mode = '{mode}'"))
+    };
+    let holder = Server::start(&format!("{name}holder"), config(&through));
+    holder.execute("SELECT snowflake_registry_create()");
+    assert_eq!(claimed_node(&holder), 7);
+    let rival = Server::start(&format!("{name}rival"), config(&direct));
+    let clone = Server::standby_of(&holder, &format!("{name}clone"), config(&direct));
+    clone.promote();
+    for claimant in [&rival, &clone] {
+        wait_until(
+            Duration::from_secs(20),
+            "the rival and the clone refused",
+            || refusing(claimant).as_deref() == Some("claim refused"),
+        );
+    }
+    let before = *take_ids(&mut holder.connect(), 1_000, 1_000)
+        .iter()
+        .max()
+        .unwrap();
+
+    for link in &links {
+        link.cut();
+    }
+    primary.crash();
+    thread::sleep(Duration::from_secs(8));
+    standby.promote();
+    thread::sleep(Duration::from_secs(1));
+    for link in &links {
+        link.heal();
+    }
+    let neither_took_it = || {
+        for claimant in [&rival, &clone] {
+            assert!(
+                !claimant.log().contains("claimed node id 7"),
+                "a claimant took node id 7 from its running holder:\n{}\nthe holder's log:\n{}",
+                claimant.log(),
+                holder.log()
+            );
+        }
+    };
+    let back = Instant::now();
+    wait_until(
+        Duration::from_secs(20),
+        "the holder back on the new primary",
+        || {
+            neither_took_it();
+            refusing(&holder).is_none() && locked_nodes(&standby).contains(&7)
+        },
+    );
+    println!(
+        "the holder was back {:?} after its links healed",
+        back.elapsed()
+    );
+    // Past the claimants' wait, counted from the promotion: the holder has kept the id.
+    while back.elapsed() < Duration::from_secs(10) {
+        neither_took_it();
+        thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(claimed_node(&holder), 7);
+    let after = take_ids(&mut holder.connect(), 1_000, 1_000);
+    assert!(
+        after.iter().all(|&id| id > before),
+        "an ID at or below {before}"
+    );
+    for claimant in [&rival, &clone] {
+        assert_eq!(refusing(claimant).as_deref(), Some("claim refused"));
+        let issued: i64 = claimant.query_one("SELECT ids_issued FROM snowflake_stats()");
+        assert_eq!(issued, 0);
+    }
+    println!("{}", registry_rows(&standby));
+}
+
+#[test]
+fn a_slow_registry_failover_keeps_a_fenced_holders_id_from_a_rival_and_a_clone() {
+    a_slow_registry_failover_keeps_a_running_holders_id("slowf", "fenced");
+}
+
+#[test]
+fn a_slow_registry_failover_keeps_an_available_holders_id_from_a_rival_and_a_clone() {
+    a_slow_registry_failover_keeps_a_running_holders_id("slowa", "available");
 }
