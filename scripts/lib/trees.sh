@@ -137,9 +137,8 @@ fetch_pypi_tree() {
 # Makes tree $1 the current one: exports PG_MAJOR, PG_CONFIG and PG_BIN, which
 # scripts/serve/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
 use_pg() {
-    is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
+    PG_CONFIG=$(pg_config_of "$1") # refuses a tree of no name it knows
     PG_MAJOR=$(major_of "$1")
-    PG_CONFIG=$(pg_config_of "$1")
     [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
     runs_here "$1" || die "PostgreSQL $1 runs inside the sid root only (scripts/setup/sid-root run)"
     PG_BIN=$("$PG_CONFIG" --bindir)
