@@ -21,7 +21,7 @@ read -r -d '' STAGE_TABLE <<'EOF' || true
 lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
 mutants: each named mutation of the registry's rules caught by a seed | beside | host \
-    | stage_mutants
+    | scripts/test/mutants
 pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-install) | once | host \
     | scripts/test/pgxn-install
 the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals) | sid | host \

@@ -48,16 +48,10 @@ stage_core() {
     cargo test -p snowflake-core -- --show-output
 }
 
-# Each named mutation of the registry's rules caught by a seed of the fault simulation, on a
-# copy of the core under target/mutants/.
-stage_mutants() {
-    "$ROOT/scripts/test/mutants"
-}
-
 # Every check runs, whatever the one before it found; the stage fails if any did.
 stage_lint() {
     cd "$ROOT"
-    local rc=0 major scripts
+    local rc=0 major scripts check
     cargo fmt --all -- --check || rc=1
     cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
     for major in $(clippy_majors); do
@@ -69,15 +63,11 @@ stage_lint() {
         dev scripts bench .ci --exclude-dir=target | sort)
     say "shellcheck ${scripts[*]}"
     shellcheck --external-sources "${scripts[@]}" || rc=1
-    say "links of the Markdown files (scripts/check/links)"
-    "$ROOT/scripts/check/links" || rc=1
-    say "code names of the Markdown files (scripts/check/names)"
-    "$ROOT/scripts/check/names" || rc=1
-    say "no finding labels in code, tests or docs (scripts/check/labels)"
-    "$ROOT/scripts/check/labels" || rc=1
-    say "the majors each file names are PGSF_TREE_TABLE's (scripts/check/majors)"
-    "$ROOT/scripts/check/majors" || rc=1
-    say "the test plan: every test file in a line; pgrx-tests/README.md's stages, plan and times (scripts/test/plan check)"
+    for check in links names labels majors; do
+        say "scripts/check/$check"
+        "$ROOT/scripts/check/$check" || rc=1
+    done
+    say "scripts/test/plan check"
     "$ROOT/scripts/test/plan" check || rc=1
     return "$rc"
 }
@@ -111,8 +101,7 @@ stage_sid_builds() {
     cargo test -p snowflake-it --no-run || rc=1
     for major in "$@"; do
         use_pg "$major"
-        cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
-            rc=1
+        stage_clippy "$major" || rc=1
         cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
         [ "$major" != "$lowest" ] || cargo pgrx package --pg-config "$PG_CONFIG" || rc=1
         for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
