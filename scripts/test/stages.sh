@@ -5,18 +5,10 @@
 # A line a stage, in the order they run (a trailing backslash goes on on the next): what
 # run_stage prints | which majors | where | the command (@major, @pairs: the pg_upgrade pairs,
 # @newest: the newest released major tested; scripts/...: in this checkout) | what is said
-# where a major is left out. Which majors:
-#   once          once, before the majors (the major printed: all); beside: once, in the
-#                 background at the lowest priority while the majors' stages (mostly waiting
-#                 servers) run, its output shown and counted after them
-#   each          every major tested; sid: those of the sid root
-#   TEST          the majors whose line of PGSF_TREE_TABLE has the test TEST (deb-readme, partman)
-#   first         the lowest major tested, the one that gets the release build (fat LTO, one
-#                 codegen unit: minutes on 2 cores); first-host, first-sid: the same, if it is
-#                 outside, or inside, the sid root
-#   last-host     after the majors, on the newest released; last-host:TEST: if its line has TEST
-#   across-host, across-sid   after the majors, the pg_upgrade pairs without or with a sid tree
-# Where: host (here), home (where the major lives), root (inside the sid root).
+# where a major is left out. Which majors and where are table_majors' and run_table's words,
+# said in full by MAJORS and WHERE_RUN in scripts/test/plan (pgrx-tests/README.md's table);
+# beside: once, in the background at the lowest priority while the majors' stages run, its
+# output shown and counted after them; first: the lowest major, which gets the release build.
 read -r -d '' STAGE_TABLE <<'EOF' || true
 lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
