@@ -21,7 +21,7 @@ the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals
 clippy (in the sid root) | sid | home | stage_clippy @major
 golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each | home \
     | stage_servers @major @newest
-the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_partman @major
+the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_binary @major partman
 README install section from the Debian package; apt remove | deb-readme | host \
     | scripts/test/install-section --deb
 README install section from source, in the PGXN zip (./dev package --pgxn) | first-host | host \
@@ -34,7 +34,7 @@ client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host
     | stage_clients @major \
     | client recipes: on a major outside the sid root only (./dev test --pg @default)
 extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
-    | host | stage_image @major \
+    | host | stage_binary @major image \
     | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
 the extension's unit tests: the error catalogue's wording (cargo pgrx test) | last-host | host \
     | stage_unit @major

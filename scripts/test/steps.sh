@@ -163,18 +163,17 @@ staged_tests() {
         --nocapture
 }
 
-# After stage_servers, which installed the build (each stage runs in a shell of its own: the
-# major is chosen again here).
-stage_partman() {
+# Test binary $2 (pgrx-tests/tests/$2.rs: a stage: line of the plan) on major $1, after
+# stage_servers installed the build there (each stage runs in a shell of its own: the major is
+# chosen again here).
+stage_binary() {
     use_pg "$1"
-    staged_tests partman
+    staged_tests "$2"
 }
 
 # The README's install section from source, run in this checkout; with --pgxn, in the PGXN
-# release (./dev package --pgxn) unpacked elsewhere, so that what the zip leaves out fails here.
-# The zip's build shares this checkout's target directory, where cargo finds the extension built
-# already (the same sources, and the zip's files older than that build): this checks the README's
-# steps in the zip's layout. The pgxn install stage compiles the zip's sources, in a clean root.
+# release unpacked elsewhere, its build in this checkout's target directory (pgrx-tests/README.md,
+# "README install", says why).
 stage_readme() {
     use_pg "$1"
     if [ "${2:-}" != --pgxn ]; then
@@ -192,14 +191,6 @@ stage_readme() {
         "$dir/pg_snowflake-$version/scripts/test/install-section" || rc=$?
     rm -rf "$dir"
     return "$rc"
-}
-
-# The extension image (scripts/package/image) of major $1 (18 or later), and debug images of 17
-# and 15, built, unpacked with umoci and served by a server of major $1 that sees only the image
-# (pgrx-tests/tests/image.rs).
-stage_image() {
-    use_pg "$1"
-    staged_tests image
 }
 
 # Upgrading from each of PGSF_OLD_RELEASES (0.5.0) as built from its own commit
@@ -226,9 +217,8 @@ stage_bench_smoke() {
     INSTALLED_BUILD=release run_suite bench-ids --quick
 }
 
-# Three servers claiming node ids from one registry, which is then restarted under them: fails
-# on a server that does not claim or make IDs, a duplicate or changed node id, a crash; never on
-# a figure. Any build installed in the major will do (stage_servers installed one).
+# bench/fleet-scale's smoke run: fails on errors, never on a figure. Any build installed in the
+# major will do (stage_servers installed one).
 stage_fleet_scale_smoke() {
     use_pg "$1"
     "$ROOT/bench/fleet-scale" --smoke
