@@ -149,12 +149,8 @@ newest_major() {
 
 run_tests() {
     parse_majors "$@"
-    LIST=
-    case "${ARGS[*]}" in
-    "") ;;
-    --list) LIST=1 ;;
-    *) die "usage: ./dev test [--list] [--pg N]..." ;;
-    esac
+    [[ ${ARGS[*]} =~ ^(--list)?$ ]] || die "usage: ./dev test [--list] [--pg N]..."
+    LIST=${ARGS[*]}
     TEST_MAJORS=("${MAJORS[@]}")
     [ ${#TEST_MAJORS[@]} -gt 0 ] || TEST_MAJORS=("${PGSF_MAJORS[@]}")
     mapfile -t TEST_MAJORS < <(printf '%s\n' "${TEST_MAJORS[@]}" | sort -nu)
