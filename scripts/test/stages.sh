@@ -47,43 +47,37 @@ pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | ro
     | stage_across_majors @pairs
 EOF
 
-# The majors line $1 of STAGE_TABLE picks in the run of TEST_MAJORS (and PAIRS), for the phase
-# $2 (once, the major $3, or after), one a line; none when it is not of that phase.
-table_majors() {
-    local which=$1 phase=$2 major=${3:-} last
-    case "$phase:$which" in
-    once:once | beside:beside) echo all ;;
-    major:each) echo "$major" ;;
-    major:sid) if is_sid_tree "$major"; then echo "$major"; fi ;;
-    major:deb-readme | major:partman) if tree_tests "$which" "$major"; then echo "$major"; fi ;;
-    major:first*)
-        [ "$major" = "${TEST_MAJORS[0]}" ] || return 0
-        case "$which" in
-        first-host) is_sid_tree "$major" || echo "$major" ;;
-        first-sid) ! is_sid_tree "$major" || echo "$major" ;;
-        *) echo "$major" ;;
-        esac
-        ;;
-    after:last-host*)
-        last=$(highest_host_major "${TEST_MAJORS[@]}")
-        [ -n "$last" ] || return 0
-        [[ $which != *:* ]] || tree_tests "${which#*:}" "$last" || return 0
-        echo "$last"
-        ;;
-    after:across-*)
-        local pairs_words
-        read -ra pairs_words <<<"${PAIRS:-}"
-        pairs_with "--${which#across-}" "${pairs_words[@]}"
-        ;;
-    esac
-}
-
-# The phase of the majors line $1 of STAGE_TABLE: once, major or after.
+# The phase of the majors line $1 of STAGE_TABLE: once, beside, major or after.
 table_phase() {
     case "$1" in
     once | beside) echo "$1" ;;
     last-host* | across-*) echo after ;;
     *) echo major ;;
+    esac
+}
+
+# The majors line $1 of STAGE_TABLE picks, in its phase, on major $2 (of TEST_MAJORS; after
+# them, of PAIRS), one a line; none when it leaves the major out.
+table_majors() {
+    local which=$1 major=${2:-} first=${TEST_MAJORS[0]} last
+    case "$which" in
+    once | beside) echo all ;;
+    each) echo "$major" ;;
+    sid) ! is_sid_tree "$major" || echo "$major" ;;
+    first) [ "$major" != "$first" ] || echo "$major" ;;
+    first-host) [ "$major" != "$first" ] || is_sid_tree "$major" || echo "$major" ;;
+    first-sid) [ "$major" != "$first" ] || ! is_sid_tree "$major" || echo "$major" ;;
+    last-host*)
+        last=$(highest_host_major "${TEST_MAJORS[@]}")
+        [ -n "$last" ] || return 0
+        [[ $which != *:* ]] || tree_tests "${which#*:}" "$last" || return 0
+        echo "$last"
+        ;;
+    across-*)
+        # shellcheck disable=SC2086 # the pairs are words
+        pairs_with "--${which#across-}" ${PAIRS:-}
+        ;;
+    *) ! tree_tests "$which" "$major" || echo "$major" ;;
     esac
 }
 
@@ -97,7 +91,7 @@ run_table() {
         read -r name <<<"$name"
         read -r which where <<<"$which $where"
         [ "$(table_phase "$which")" = "$phase" ] || continue
-        on=$(table_majors "$which" "$phase" "$major")
+        on=$(table_majors "$which" "$major")
         if [ -z "$on" ]; then
             [ -n "${skipped// /}" ] || continue
             skipped=$(table_words "${skipped# }" "$major")
