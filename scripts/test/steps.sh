@@ -19,7 +19,7 @@ run_stage() {
     local name=$1 major=$2
     shift 2
     say "[$major] $name"
-    local out started rc passed failed
+    local out started rc passed failed seconds
     out=$(mktemp)
     started=$(date +%s)
     set +e
@@ -36,8 +36,9 @@ run_stage() {
         failed=1
     fi
     rm -f "$out"
-    STAGES+=("$major	$name	$(($(date +%s) - started))	$passed	$failed")
-    say "[$major] $name: $(($(date +%s) - started)) s, $passed passed, $failed failed$(
+    seconds=$(($(date +%s) - started))
+    STAGES+=("$major	$name	$seconds	$passed	$failed")
+    say "[$major] $name: $seconds s, $passed passed, $failed failed$(
         [ "$failed" -eq 0 ] || echo ": FAILED")"
 }
 
