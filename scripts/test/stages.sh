@@ -145,9 +145,8 @@ run_tests() {
     parse_majors "$@"
     [[ ${ARGS[*]} =~ ^(--list)?$ ]] || die "usage: ./dev test [--list] [--pg N]..."
     LIST=${ARGS[*]}
-    TEST_MAJORS=("${MAJORS[@]}")
-    [ ${#TEST_MAJORS[@]} -gt 0 ] || TEST_MAJORS=("${PGSF_MAJORS[@]}")
-    mapfile -t TEST_MAJORS < <(printf '%s\n' "${TEST_MAJORS[@]}" | sort -nu)
+    # The majors given, or every one; in order, once each.
+    mapfile -t TEST_MAJORS < <(printf '%s\n' "${MAJORS[@]:-${PGSF_MAJORS[@]}}" | sort -nu)
     local pairs
     pairs=$(upgrade_pairs "${TEST_MAJORS[@]}")
     # The majors, and the old side of each pair (15-vanilla is a tree of its own).
