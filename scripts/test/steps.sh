@@ -14,7 +14,8 @@ at_home() {
 }
 in_root() { "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"; }
 
-# run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
+# run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell in this checkout (as ./dev _stage
+# does in the sid root), its output on the terminal.
 run_stage() {
     local name=$1 major=$2
     shift 2
@@ -23,7 +24,7 @@ run_stage() {
     out=$(mktemp)
     started=$(date +%s)
     set +e
-    (set -e; "$@") 2>&1 | tee "$out"
+    (set -e; cd "$ROOT"; "$@") 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     set -e
     read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$out")
@@ -45,13 +46,11 @@ run_stage() {
 # The pure core needs no PostgreSQL: once for every major.
 # --show-output: the seeded fuzz of the parsers says how many inputs it tried.
 stage_core() {
-    cd "$ROOT"
     cargo test -p snowflake-core -- --show-output
 }
 
 # Every check runs, whatever the one before it found; the stage fails if any did.
 stage_lint() {
-    cd "$ROOT"
     local rc=0 major scripts check
     cargo fmt --all -- --check || rc=1
     cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
@@ -86,7 +85,6 @@ clippy_majors() {
 
 # The extension built for major $1, under clippy (a step of stage_lint, run where $1 lives).
 stage_clippy() {
-    cd "$ROOT"
     cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
 }
 
@@ -96,7 +94,6 @@ stage_clippy() {
 # of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
 # idle) beside the other majors' tests; a build that fails here fails again in its stage.
 stage_sid_builds() {
-    cd "$ROOT"
     local lowest=$1 major rc=0 pair
     shift
     cargo test -p snowflake-it --no-run || rc=1
@@ -129,7 +126,6 @@ stage_unit() {
 stage_servers() {
     local major=$1 newest=$2 rc=0 binary test stray=() staged lowest
     install_extension "$major"
-    cd "$ROOT"
     lowest=$(pg_config_of "${PGSF_MAJORS[0]}")
     if [ "$major" = "$newest" ] && runs_here "${PGSF_MAJORS[0]}" && [ -x "$lowest" ]; then
         export PGSF_REGISTRY_PG_CONFIG=$lowest
@@ -155,7 +151,6 @@ stage_servers() {
 # time, their output shown; with $2, that many at once, a process each (scripts/test/side-by-side),
 # for binaries whose tests share nothing but the installed build.
 staged_tests() {
-    cd "$ROOT"
     if [ -n "${2:-}" ]; then
         "$ROOT/scripts/test/side-by-side" -j "$2" --binary "$1"
         return
@@ -231,7 +226,6 @@ stage_across_majors() {
         install_extension "$tree"
     done
     export_test_env
-    cd "$ROOT"
     PGSF_UPGRADE_PAIRS=$pairs staged_tests across_majors 4
 }
 
