@@ -104,8 +104,7 @@ run_table() {
         # shellcheck disable=SC2086 # the command's words
         for word in $command; do
             case "$word" in
-            @major) words+=("$on") ;;
-            @pairs) words+=("$on") ;;
+            @major | @pairs) words+=("$on") ;;
             @newest) words+=("$(newest_major)") ;;
             scripts/*) words+=("$ROOT/$word") ;;
             *) words+=("$word") ;;
