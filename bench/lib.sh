@@ -7,7 +7,6 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # say, die, as_root, as_postgres and where each PostgreSQL major lives.
 # shellcheck source=scripts/lib/lib.sh
 . "$ROOT/scripts/lib/lib.sh"
-PGSERVER="$ROOT/scripts/serve/pgserver"
 export PG_CONFIG=${PG_CONFIG:-$(pg_config_of "$PGSF_DEFAULT_MAJOR")}
 PG_BIN=$("$PG_CONFIG" --bindir)
 SETTINGS=("shared_preload_libraries = 'pg_snowflake'" "pg_snowflake.node_id = 1")

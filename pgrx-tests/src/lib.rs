@@ -13,7 +13,7 @@
 //! Only the wall clock is faked; the monotonic clock keeps real time, as on a real machine whose
 //! clock is stepped.
 //!
-//! A server can run on a slow disk: the shim `scripts/test/fsync-delay.c`, built here with `cc`
+//! A server can run on a slow disk: the shim `pgrx-tests/fsync-delay.c`, built here with `cc`
 //! on first use, preloaded into it, makes every fsync and fdatasync sleep for as many
 //! milliseconds as a file in the server's directory says; tests rewrite it while the server runs.
 //!

@@ -139,7 +139,7 @@ fn fsync_delay_shim() -> String {
             let dir = format!("/tmp/pgsf-fsync-delay-{}", std::process::id());
             std::fs::create_dir_all(&dir).expect("a directory for the shim");
             let library = format!("{dir}/fsync_delay.so");
-            let source = repo_root().join("scripts/test/fsync-delay.c");
+            let source = repo_root().join("pgrx-tests/fsync-delay.c");
             let status = Command::new("cc")
                 .args(["-shared", "-fPIC", "-O2", "-o", &library])
                 .arg(&source)

@@ -1,7 +1,7 @@
 //! A stalled disk does not stall ID generation behind a lock: the durable reservation is renewed
 //! ahead of need by the renewer, and a call that does have to wait for it (the issued time has
 //! caught up with the reservation) waits interruptibly, so `statement_timeout` ends it on time.
-//! The server runs with an fsync-delaying LD_PRELOAD shim (`scripts/test/fsync-delay.c`).
+//! The server runs with an fsync-delaying LD_PRELOAD shim (`pgrx-tests/fsync-delay.c`).
 
 use snowflake_it::{describe, strictly_increasing, take_ids, wait_until, Config, Server};
 use std::time::{Duration, Instant};

@@ -22,3 +22,18 @@ def read(path, default=None):
             return f.read()
     except (OSError, UnicodeDecodeError):
         return default
+
+
+def outside_fences(text):
+    """(line number, line) of each line of Markdown `text` outside its fenced code blocks: a
+    fence closes on a line of only its character, at least as long as the one that opened it."""
+    fence = None
+    for number, line in enumerate(text.split("\n"), 1):
+        m = FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is None:
+            yield number, line
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
+                and not line.strip().lstrip(fence[0]):
+            fence = None

@@ -17,8 +17,9 @@ copy_base_scripts() {
 # The time of the last commit (now, outside git): the packages' and the image's dates.
 source_date() { git -C "$PGSF_ROOT" log -1 --format=%ct 2>/dev/null || date +%s; }
 
-# The extension's version, Cargo.toml's.
+# The extension's version, and the pgrx version it pins (pgrx = "=x.y.z"): Cargo.toml's.
 cargo_version() { sed -n 's/^version = "\(.*\)"$/\1/p' "$PGSF_ROOT/Cargo.toml" | head -n 1; }
+pgrx_version() { sed -n 's/^pgrx = "=\(.*\)"$/\1/p' "$PGSF_ROOT/Cargo.toml"; }
 
 # packaging/copyright, with the year of the last commit, into file $1.
 copyright_file() {

@@ -21,14 +21,12 @@ PGSF_RUST_WEB_BIN=$PGSF_ROOT/target/debian-rust/bin
 # The version of the rustc $1, or nothing.
 rust_version() { "$1" --version 2>/dev/null | awk '{ print $2 }'; }
 
-# Whether version $1 is at least $2.
-version_at_least() { [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | head -n 1)" = "$2" ]; }
-
 # Whether the rustc $1 (default: the one on PATH) is at least PGSF_RUST_MIN.
 rust_recent_enough() {
     local version
     version=$(rust_version "${1:-rustc}")
-    [ -n "$version" ] && version_at_least "$version" "$PGSF_RUST_MIN"
+    [ -n "$version" ] && [ "$(printf '%s\n' "$version" "$PGSF_RUST_MIN" | sort -V | head -n 1)" = \
+        "$PGSF_RUST_MIN" ]
 }
 
 # Makes a rustc of at least PGSF_RUST_MIN the one on PATH: the machine's own, or else Debian's

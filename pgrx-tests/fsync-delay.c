@@ -5,7 +5,7 @@
  * FSYNC_DELAY_MS says: a busy cloud disk's flushes. The sleep resumes after signals, as a process
  * blocked on a stalled disk does not wake for them. Only calls through the C library are delayed.
  *
- *   cc -shared -fPIC -O2 -o fsync-delay.so scripts/test/fsync-delay.c -ldl
+ *   cc -shared -fPIC -O2 -o fsync-delay.so pgrx-tests/fsync-delay.c -ldl
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
