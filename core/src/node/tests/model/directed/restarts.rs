@@ -165,3 +165,71 @@ fn a_clean_restart_after_a_renewer_restart_starts_where_the_ids_are() {
         );
     }
 }
+
+/// A crash loop (a Kubernetes CrashLoopBackOff: each restart killed again as soon as it has made
+/// an ID, or after a heartbeat or two) under the lease that ships, in both modes. A crash
+/// releases nothing, so each restart resumes above the registry's mark: no ID the crashed run
+/// could have made is made again. But the mark must not pile up: after any number of crash
+/// restarts in a row, the first ID is stamped at most one lease ahead of the clock, and above
+/// every ID before it. Each claim used to record its mark a lease past the floor it resumed
+/// from (itself a lease past the clock), so the leads grew by a lease per crash: 28, 56, 84
+/// and 112 s ahead after four kill -9s on a real server.
+#[test]
+fn crash_restarts_in_a_row_stamp_the_first_id_at_most_a_lease_ahead() {
+    use Act::*;
+    let done = Commit::Done;
+    for fenced in [true, false] {
+        for heartbeats in [0, 2] {
+            let mut fleet = directed_shipped(
+                &[Some(0)],
+                fenced,
+                &[
+                    Round { s: 0, commit: done },
+                    Round { s: 0, commit: done },
+                    Call { s: 0, want: 1 },
+                ],
+            );
+            let lease = fleet.lease;
+            let interval = crate::registry::heartbeat_interval_ms(lease);
+            let mut leads = vec![];
+            for crash in 1..=10 {
+                fleet.step(Crash { s: 0 });
+                fleet.step(Notice);
+                fleet.step(Wait {
+                    ms: crate::registry::holder_may_return_ms(lease, MARGIN),
+                });
+                fleet.step(Round { s: 0, commit: done });
+                fleet.step(Round { s: 0, commit: done });
+                assert!(
+                    fleet.members[0].issuer.issuing(),
+                    "fenced {fenced}: crash {crash} not claimed again: {:?}",
+                    fleet.members[0].issuer.node().refusing
+                );
+                let (before, highest) = (
+                    fleet.issued.len(),
+                    fleet.issued.keys().next_back().copied(),
+                );
+                fleet.step(Call { s: 0, want: 1 });
+                let id = *fleet.issued.keys().next_back().expect("an ID");
+                assert!(
+                    fleet.issued.len() == before + 1 && highest.is_none_or(|h| id > h),
+                    "fenced {fenced}: the first ID after crash {crash} is not above every ID \
+                     before it ({highest:?})"
+                );
+                let lead = L.id_unix_ms(id).expect("an ID") - fleet.now;
+                leads.push(lead);
+                assert!(
+                    lead <= lease,
+                    "fenced {fenced}, {heartbeats} heartbeats a run: the first ID after crash \
+                     {crash} is stamped {lead} ms ahead of the clock, past a lease ({lease} ms); \
+                     leads so far: {leads:?}"
+                );
+                for _ in 0..heartbeats {
+                    fleet.step(Wait { ms: interval });
+                    fleet.step(Round { s: 0, commit: done });
+                    fleet.step(Call { s: 0, want: 1 });
+                }
+            }
+        }
+    }
+}
