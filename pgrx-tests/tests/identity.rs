@@ -7,8 +7,7 @@
 //! streaming replication (pg_basebackup), libfaketime for the clocks, a registry server.
 
 use snowflake_it::registry::{
-    claimed_node, claimed_within, member_config, next_id, refusing, registry_rows,
-    registry_server,
+    claimed_node, claimed_within, member_config, next_id, refusing, registry_rows, registry_server,
 };
 use snowflake_it::{describe, wait_until, Config, Server};
 use std::time::{Duration, Instant};
@@ -324,8 +323,7 @@ fn crash_loop(mode: &str) {
     );
     server.execute("SELECT snowflake_registry_create()");
     assert_eq!(claimed_node(&server), 7);
-    let lease_ms: i64 =
-        server.query_one(
+    let lease_ms: i64 = server.query_one(
         "SELECT setting::bigint FROM pg_settings WHERE name = 'pg_snowflake.registry_lease_ms'",
     );
     let (mut last, lead) = id_and_lead(&server);
