@@ -625,8 +625,9 @@ impl Generator {
     /// reservation and the time a call reading `clock` now would issue at (the steady clock,
     /// not taken in). The steady clock leads the wall clock after a step back or a start above
     /// a floor ahead of it, and keeps its lead through idle spells that the reservation does
-    /// not follow; a mark recorded a lease past this covers every ID a call may make until the
-    /// lease ends.
+    /// not follow; a mark recorded at or past this covers every ID made so far, and the room
+    /// it leaves above (`registry::Lease::ceiling_for`) is what calls may make until the next
+    /// heartbeat.
     pub fn reaches(&self, clock: &mut impl Clock) -> i64 {
         let mut probe = self.clock;
         let at = probe.read(clock).steady;

@@ -447,6 +447,18 @@ impl Node {
             claim.floor,
             generator.reserved_until()
         );
+        // Its mark leaves room above what is durable (`registry::lead_room_ms` at least, however
+        // far ahead of the clock the floor is): at or below it, a fenced holder could make no ID
+        // under its claim, and an available one would count every ID as past the mark. (Checked
+        // in the tests and the simulation: a renewal a backend wrote since the contact read the
+        // reservation would only make the holder wait for its next heartbeat.)
+        debug_assert!(
+            claim.lease.ceiling > generator.reserved_until(),
+            "a claim from {} with the mark {} leaves no room above the reservation {}",
+            claim.floor,
+            claim.lease.ceiling,
+            generator.reserved_until()
+        );
         Durable {
             until: generator.reserved_until(),
             node: Some(self.id),

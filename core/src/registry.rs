@@ -332,8 +332,8 @@ pub struct Bounds {
 impl Bounds {
     /// The furthest a high-water mark may lead the registry's clock (Unix ms), or, for the
     /// holder's own restart, its own reservation (`own_reserved`): a mark that leads by its
-    /// own lead (crashes in quick succession each resume a lease past the last) is its own,
-    /// not a clock fault to refuse.
+    /// own lead (a floor its IDs resumed from, or a mark left by a build whose crash restarts
+    /// each resumed a lease past the last) is its own, not a clock fault to refuse.
     fn mark_limit(&self, own_reserved: i64) -> i64 {
         self.now
             .max(own_reserved)
@@ -412,6 +412,18 @@ pub fn decide(claimant: &Claimant, node: u32, row: Option<&Row>, at: &Bounds) ->
 /// for gone.
 pub fn holder_may_return_ms(lease_ms: i64, margin_ms: i64) -> i64 {
     heartbeat_interval_ms(lease_ms).saturating_add(margin_ms)
+}
+
+/// How far past IDs that already lead the clock by about a lease (a floor ahead of the clock, a
+/// clock set back) a mark reaches ([`Lease::ceiling_for`], and a claim past its floor): what
+/// a crash restart waits for before its claim ([`holder_may_return_ms`]: a heartbeat interval
+/// and the clock margin). Enough for the holder to go on making IDs until its next heartbeat
+/// (its IDs advance at most an interval meanwhile, at nine tenths of real time while ahead, and
+/// its reservation a second or so past them), and no more than a crash restart waits: a restart
+/// then finds the mark no further ahead of its clock than the IDs were when the mark was
+/// recorded, and crashes in a row never pile up the lead.
+pub fn lead_room_ms(lease_ms: i64, margin_ms: i64) -> i64 {
+    holder_may_return_ms(lease_ms, margin_ms)
 }
 
 /// A claim [`judge`] lets through.
@@ -527,12 +539,19 @@ impl Lease {
     }
 
     /// The ceiling to record in a heartbeat (or claim) sent at wall time `sent_wall` by a
-    /// generator whose IDs may already reach `position` (its durable reservation, or the floor
-    /// a takeover starts above; Unix ms): a lease's worth past whichever is later, so that a
-    /// holder whose clock is behind its floor can still reserve, and never past what the
-    /// registry recorded.
-    pub fn ceiling_for(sent_wall: i64, position: i64, lease_ms: i64) -> i64 {
-        sent_wall.max(position).saturating_add(lease_ms)
+    /// generator whose IDs may already reach `position` (its durable reservation, or the time
+    /// a call would issue at; Unix ms): a lease past the clock, or, for IDs that already lead
+    /// the clock by more than a lease less `room_ms` ([`lead_room_ms`]), `room_ms` past them.
+    /// Never a lease past a lead: a crash restart resumes at the mark its crashed run left, a
+    /// lease past that run's last contact, and a mark a lease past the restart's lead would be
+    /// the next restart's floor, so that each crash in a row stamped the first IDs a lease
+    /// further ahead of the clock. The room past a lead is at most what a crash restart waits
+    /// for before its claim, so a restart never finds the mark further ahead of its clock than
+    /// the IDs were when it was recorded: crashes in a row never add to the lead.
+    pub fn ceiling_for(sent_wall: i64, position: i64, lease_ms: i64, room_ms: i64) -> i64 {
+        sent_wall
+            .saturating_add(lease_ms)
+            .max(position.saturating_add(room_ms))
     }
 
     /// Whether the lease still runs at monotonic `now`.

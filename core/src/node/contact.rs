@@ -143,8 +143,11 @@ where
     }
     let (node, reaches) = member.state();
     // In both modes the mark covers every ID the holder may make until the lease ends (the
-    // reservations stop at it until then), so that a later holder starts above them.
-    let high_water = Lease::ceiling_for(sent, reaches, settings.lease_ms);
+    // reservations stop at it until then), so that a later holder starts above them: a lease
+    // past the clock, never a lease past a lead the IDs already have (the mark a crash leaves
+    // is where the next restart resumes).
+    let room = registry::lead_room_ms(settings.lease_ms, settings.max_clock_skew_ms);
+    let high_water = Lease::ceiling_for(sent, reaches, settings.lease_ms, room);
     let Some(held) = holder.held else {
         let at = At {
             sent_mono,
@@ -275,7 +278,7 @@ fn request<M: Member>(
         max_node: names.max_node,
         lease_ms: settings.lease_ms,
         high_water: at.high_water,
-        ahead_of_floor_ms: settings.lease_ms,
+        ahead_of_floor_ms: registry::lead_room_ms(settings.lease_ms, settings.max_clock_skew_ms),
         clock_offset_ms: at.offset,
         margin_ms: settings.max_clock_skew_ms,
         recorded_node: recorded,
@@ -299,6 +302,21 @@ fn answered<F>(
 ) -> Contact<F> {
     match outcome {
         ClaimOutcome::Granted(grant) => {
+            // The registry recorded the mark this claimant asked for, or the room past a lead
+            // past the floor it resumes above if that is higher: every ID it may make is
+            // covered, and none of them a lease past a floor already ahead of its clock. A
+            // crash restart resumes at the mark its crashed run left; a mark a lease past that
+            // floor would be the next restart's floor, and a crash loop would stamp its IDs a
+            // lease further ahead of the clock at every crash.
+            let room = registry::lead_room_ms(settings.lease_ms, settings.max_clock_skew_ms);
+            assert!(
+                grant.mark > grant.floor
+                    && grant.mark <= at.high_water.max(grant.floor.saturating_add(room)),
+                "a claim from {} recorded the mark {}, asked for {}",
+                grant.floor,
+                grant.mark,
+                at.high_water
+            );
             let claim = Claim::of(&grant, at.sent_mono, settings.lease_ms);
             holder.taken(claim.node, claim.identity, claim.lease);
             Contact::Granted {

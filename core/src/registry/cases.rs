@@ -172,8 +172,9 @@ const RETIRING: &str = "Retiring and recycling node ids";
 /// The cases, in the order they are asked.
 pub(super) static CASES: [Case; 15] = [
     // A clock that ran far ahead, or a damaged row: taking it would stamp every ID that far in
-    // the future. The claim's own restart is measured from its own reservation instead (crashes
-    // in quick succession each resume a lease past the last): its lead is its own.
+    // the future. The claim's own restart is measured from its own reservation instead (a floor
+    // it resumed from, or a mark a build whose crash restarts piled up leads left): its lead is
+    // its own.
     Case {
         name: "a mark far ahead of the registry's clock",
         guard: |f| f.mark_ahead,

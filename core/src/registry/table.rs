@@ -47,9 +47,12 @@ pub struct Request {
     /// The highest node id its layout has.
     pub max_node: u32,
     pub lease_ms: i64,
-    /// The high-water mark to record with the claim (Unix ms), for a claim that owes nothing.
+    /// The high-water mark to record with the claim (Unix ms), for a claim that owes nothing:
+    /// a lease past the claimant's clock, or room past where its IDs reach if later
+    /// (`Lease::ceiling_for`).
     pub high_water: i64,
-    /// How far past a takeover's floor the mark reaches: the lease (fenced mode), or 0.
+    /// How far past a takeover's floor the mark reaches at least: the room past a lead
+    /// (`registry::lead_room_ms`), never a lease.
     pub ahead_of_floor_ms: i64,
     pub clock_offset_ms: i64,
     /// The clock margin (`pg_snowflake.max_clock_skew_ms`).
@@ -498,8 +501,11 @@ fn read_locked<T: Table>(table: &mut T, node: u32) -> Result<Option<RowRead>, T:
 }
 
 /// Takes `node` (its row `before`, if it has one) under `identity` above `floor`: the mark
-/// recorded reaches past the floor by `request.ahead_of_floor_ms` (fenced: a lease), and never
-/// below the server's own.
+/// recorded is the claimant's (a lease past its clock), or `request.ahead_of_floor_ms` past the
+/// floor if that is higher, never a lease past the floor. A crash restart resumes at the mark
+/// its crashed run left, already up to a lease ahead of the clock; a mark a lease past that
+/// would be the floor of the next crash restart, and a crash loop would stamp its IDs a lease
+/// further ahead of the clock at every crash.
 fn take<T: Table>(
     table: &mut T,
     request: &Request,

@@ -353,14 +353,22 @@ fn the_clock_offset_is_read_at_the_midpoint_of_the_round_trip() {
 
 #[test]
 fn a_lease_ends_lease_ms_after_the_heartbeat_was_sent() {
-    let ceiling = Lease::ceiling_for(NOW, i64::MIN, 3_000);
+    let ceiling = Lease::ceiling_for(NOW, i64::MIN, 3_000, 2_000);
     assert_eq!(ceiling, NOW + 3_000);
     let lease = Lease::granted(50, ceiling, 3_000);
     assert!(lease.runs_at(3_049));
     assert!(!lease.runs_at(3_050));
-    // A generator ahead of the clock (a floor from a takeover, a clock behind): a lease's worth
-    // past its position.
-    assert_eq!(Lease::ceiling_for(NOW, NOW + 600_000, 3_000), NOW + 603_000);
+    // A generator ahead of the clock (a floor from a takeover, a crash restart's, a clock set
+    // back): the room past its position, never a lease (crash restarts in a row would add a
+    // lease each), and a lease past the clock once that is later.
+    assert_eq!(
+        Lease::ceiling_for(NOW, NOW + 600_000, 30_000, 15_000),
+        NOW + 615_000
+    );
+    assert_eq!(
+        Lease::ceiling_for(NOW, NOW + 10_000, 30_000, 15_000),
+        NOW + 30_000
+    );
     assert_eq!(heartbeat_interval_ms(3_000), 1_000);
     assert_eq!(heartbeat_interval_ms(10), 100);
 }
@@ -422,9 +430,10 @@ fn a_mark_far_ahead_of_the_registrys_clock_is_refused_as_a_clock_fault() {
     );
 }
 
-/// Fenced crashes in quick succession each resume a lease past the last mark: the holder's own
-/// restart takes a mark that leads by its own lead (its reservation reaches that far already),
-/// where a copy whose reservation is older, or another server, is refused it.
+/// A mark that leads the registry's clock by the holder's own lead (a floor its IDs resumed from,
+/// or a mark left by a build whose crash restarts each resumed a lease past the last): the
+/// holder's own restart takes it (its reservation reaches that far already), where a copy whose
+/// reservation is older, or another server, is refused it.
 #[test]
 fn a_mark_ahead_by_the_holders_own_lead_is_its_own_restarts() {
     let lead = 5 * 60_000;

@@ -32,9 +32,9 @@ pub(super) struct Member {
     pub(super) range: u128,
     /// Its wall clock less the registry's (ms): kept across restarts ([`Act::Clock`]).
     pub(super) offset: i64,
-    /// Crashes of its data directory so far (a copy's include its origin's): each may resume a
-    /// lease past the last reservation (FLEETS, *a crash in fenced mode resumes at the
-    /// registry's mark*), so each adds a lease to how far ahead its IDs may be stamped.
+    /// Crashes of its data directory so far (a copy's include its origin's): which run of the
+    /// server this is (each resumes at the registry's mark, FLEETS, *a crash resumes at the
+    /// registry's mark*; crashes in a row add nothing to how far ahead its IDs may be stamped).
     pub(super) crashes: i64,
     /// The layout of its IDs: the fleet's ([`L`]), or another ([`Act::Foreign`]).
     pub(super) layout: Layout,
