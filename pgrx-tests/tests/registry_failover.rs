@@ -416,14 +416,12 @@ fn fail_over_under_load(name: &str, promotion: Promotion) {
 /// claim of node id 5 reached it, while A goes on making IDs for more than two leases, its
 /// heartbeats raising the mark on the primary only. A and the registry's primary are killed
 /// together (one site lost), the standby promoted: its mark for node id 5 lies below IDs A
-/// made, and rival B, configured with node id 5 and refused while A held it, takes the id over
-/// once a running holder last seen at A's last heartbeat the standby has would be back (a
-/// heartbeat interval and B's clock margin later, long past by the time A's IDs end) and makes
-/// IDs below A's last ones: its clock is 20 s behind (its margin a second wider), which the mark
-/// exists to make harmless. Both are asserted: the loss, and that a takeover after it can
-/// repeat A's IDs.
+/// made. Rival B, configured with node id 5, refused while A held it, its clock 20 s behind (its
+/// margin a second wider), takes the id over only once A has been absent a heartbeat interval
+/// and that margin of the promoted standby's time up, and so starts above A's last IDs though
+/// the mark that was to ensure it is lost. Both are asserted: the loss, and the wait.
 #[test]
-fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_waits_from_the_promotion() {
+fn an_asynchronous_standby_loses_the_last_marks_and_a_takeover_waits_from_the_promotion() {
     let primary = Server::start("rfaprimary", Config::default());
     let standby = registry_standby(&primary, "rfastandby");
     let conninfo = both(&primary, &standby);
