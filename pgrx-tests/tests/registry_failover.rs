@@ -423,7 +423,8 @@ fn fail_over_under_load(name: &str, promotion: Promotion) {
 /// exists to make harmless. Both are asserted: the loss, and that a takeover after it can
 /// repeat A's IDs.
 #[test]
-fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_waits_from_the_promotion() {
+fn an_asynchronous_registry_standby_behind_loses_the_last_marks_and_a_takeover_waits_from_the_promotion(
+) {
     let primary = Server::start("rfaprimary", Config::default());
     let standby = registry_standby(&primary, "rfastandby");
     let conninfo = both(&primary, &standby);
