@@ -495,7 +495,7 @@ pub fn beat(ours: bool, locked: bool) -> Beat {
 
 /// The mark only rises: a node id's high-water mark is brought down only by the release of
 /// the claim that wrote it, and only from the very value that claim wrote last (a
-/// compare-and-set, `table::Table::lower_mark`). A raise by anyone else is never undone: a
+/// compare-and-set, [`table::released_mark`]). A raise by anyone else is never undone: a
 /// server that joins with IDs made under the id before (`table::Table::record_used`, which
 /// always moves a live row's mark), a heartbeat of this claim whose answer was lost. What the
 /// holder keeps between heartbeats is `own`, the mark as its claim last wrote it (`None`: not

@@ -10,7 +10,7 @@
 //! a clone carries its origin's; keepalives end a vanished holder's.
 
 use super::libpq::{Conn, Failure, Record, Rows};
-use snowflake_core::registry::table::{HeartbeatRequest, Lowering, Request, RowRead, Table};
+use snowflake_core::registry::table::{HeartbeatRequest, Request, RowRead, Table};
 use snowflake_core::registry::{self, Identity, LayoutRows, Row, Token};
 
 /// The first key of the advisory locks (`'snow'` in ASCII); the second is the node id.
@@ -420,36 +420,27 @@ impl Table for Sql<'_> {
             .map(str::to_string))
     }
 
-    fn release(
-        &mut self,
-        node: u32,
-        identity: Identity,
-        lower: Option<Lowering>,
-        covers: i64,
-    ) -> Result<Option<bool>, Failure> {
-        // The mark before, from the row this statement locks and updates: brought down only
-        // from the value the claim wrote last, else raised to cover every ID made under it.
+    fn claims_mark(&mut self, node: u32, identity: Identity) -> Result<Option<i64>, Failure> {
         let rows = self.0.query(
-            "WITH before AS (SELECT high_water_ms FROM snowflake_nodes WHERE node_id = $1 \
-             FOR UPDATE) \
-             UPDATE snowflake_nodes SET released_at = clock_timestamp(), high_water_ms = \
-             CASE WHEN before.high_water_ms = $4::bigint THEN $5::bigint \
-             ELSE greatest(before.high_water_ms, $6::bigint) END \
-             FROM before \
-             WHERE node_id = $1 AND owner_token = $2 AND generation = $3 AND state = 'live' \
-             RETURNING coalesce(before.high_water_ms = $4::bigint, false) AS lowered",
+            "SELECT coalesce(high_water_ms, -9223372036854775808) AS high_water_ms \
+             FROM snowflake_nodes WHERE node_id = $1 AND owner_token = $2 AND generation = $3 \
+             AND state = 'live' FOR UPDATE",
             &[
                 text(node),
                 text(Token(identity.token)),
                 text(identity.generation),
-                lower.map(|l| l.from.to_string()),
-                lower.map(|l| l.mark.to_string()),
-                (covers > i64::MIN).then(|| covers.to_string()),
             ],
         )?;
-        rows.row(0)
-            .map(|r| Ok(field(r, "lowered")? == "t"))
-            .transpose()
+        rows.row(0).map(|r| number(r, "high_water_ms")).transpose()
+    }
+
+    fn write_release(&mut self, node: u32, mark: i64) -> Result<(), Failure> {
+        self.0.query(
+            "UPDATE snowflake_nodes SET released_at = clock_timestamp(), high_water_ms = $2 \
+             WHERE node_id = $1",
+            &[text(node), (mark > i64::MIN).then(|| mark.to_string())],
+        )?;
+        Ok(())
     }
 
     fn retire_row(&mut self, node: u32) -> Result<(), Failure> {

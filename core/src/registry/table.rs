@@ -35,6 +35,9 @@ pub fn idle_limit_ms(lease_ms: i64) -> i64 {
 /// a retirement never makes a heartbeat behind it time out.
 const RETIRE_IDLE_LIMIT_MS: i64 = 250;
 
+/// The same for a release, whose transaction reads the row and writes it back.
+const RELEASE_IDLE_LIMIT_MS: i64 = 250;
+
 /// What a server tells the registry with a claim.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Request {
@@ -236,17 +239,12 @@ pub trait Table {
     ) -> Result<Option<i64>, Self::Failure>;
     /// The label of `node`'s live row's holder, if it has a live row.
     fn live_label(&mut self, node: u32) -> Result<Option<String>, Self::Failure>;
-    /// Marks `node`'s row released by its holder, if it is live and names `identity`, and brings
-    /// its mark down as `lower` says if the mark is still `lower.from` (a compare-and-set:
-    /// `registry::own_mark`), else raises it to `covers` if it is lower: `None` if the row is
-    /// not the claim's any more, else whether the mark came down.
-    fn release(
-        &mut self,
-        node: u32,
-        identity: Identity,
-        lower: Option<Lowering>,
-        covers: i64,
-    ) -> Result<Option<bool>, Self::Failure>;
+    /// `node`'s mark (Unix ms; `i64::MIN`: none), its row locked until the transaction ends, if
+    /// the row is live and names `identity`; `None` if it is not that claim's any more.
+    fn claims_mark(&mut self, node: u32, identity: Identity) -> Result<Option<i64>, Self::Failure>;
+    /// Marks `node`'s row released by its holder, now, its mark set to `mark` (Unix ms;
+    /// `i64::MIN`: none).
+    fn write_release(&mut self, node: u32, mark: i64) -> Result<(), Self::Failure>;
     /// Marks `node`'s row retired, now.
     fn retire_row(&mut self, node: u32) -> Result<(), Self::Failure>;
 }
@@ -572,7 +570,37 @@ pub fn release<T: Table>(
     lower: Option<Lowering>,
     covers: i64,
 ) -> Result<Option<bool>, T::Failure> {
-    table.release(node, identity, lower, covers)
+    table.begin(RELEASE_IDLE_LIMIT_MS)?;
+    let released = table.claims_mark(node, identity).and_then(|found| {
+        let Some(found) = found else {
+            return Ok(None);
+        };
+        let (mark, lowered) = released_mark(found, lower, covers);
+        table.write_release(node, mark).map(|()| Some(lowered))
+    });
+    match released {
+        Ok(Some(lowered)) => table.commit().map(|()| Some(lowered)),
+        Ok(None) => {
+            table.rollback();
+            Ok(None)
+        }
+        Err(failure) => {
+            table.rollback();
+            Err(failure)
+        }
+    }
+}
+
+/// The mark a release leaves where the row holds `found`, and whether it came down: `lower.mark`
+/// only if the mark is still the value the claim wrote last, `lower.from` (a compare-and-set:
+/// a raise by anyone else since, a joiner recording the IDs it made under this id before, must
+/// stay, `registry::own_mark`); else `covers`, above every ID made under the claim, if the mark
+/// is lower. A mark never falls otherwise.
+pub fn released_mark(found: i64, lower: Option<Lowering>, covers: i64) -> (i64, bool) {
+    match lower {
+        Some(l) if found == l.from && l.from != i64::MIN => (l.mark, true),
+        _ => (found.max(covers), false),
+    }
 }
 
 /// Retires `node` once its holder is gone ([`may_retire`]), in one transaction under the

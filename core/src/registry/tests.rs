@@ -851,3 +851,27 @@ fn a_row_of_another_layout_under_a_pinned_id_is_given_up_for_a_fresh_one() {
         Decision::Refuse { node: 7, refusal }
     );
 }
+
+#[test]
+fn a_release_lowers_the_mark_only_from_the_value_its_claim_wrote() {
+    use table::{released_mark, Lowering};
+    let lower = Some(Lowering {
+        from: 5_000,
+        mark: 3_000,
+    });
+    // Still the claim's own value: it comes down.
+    assert_eq!(released_mark(5_000, lower, 2_000), (3_000, true));
+    // Raised by anyone else since (a joiner's IDs): it stays, or rises to what the claim covers.
+    assert_eq!(released_mark(9_000, lower, 2_000), (9_000, false));
+    assert_eq!(released_mark(4_000, lower, 6_000), (6_000, false));
+    // Nothing to lower from: no mark is a mark of no one's.
+    let from_none = Some(Lowering {
+        from: i64::MIN,
+        mark: 3_000,
+    });
+    assert_eq!(
+        released_mark(i64::MIN, from_none, i64::MIN),
+        (i64::MIN, false)
+    );
+    assert_eq!(released_mark(i64::MIN, None, 2_000), (2_000, false));
+}

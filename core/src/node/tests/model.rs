@@ -35,9 +35,7 @@ use crate::issuer::{Issuer, Renewal};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
 use crate::node::contact;
 use crate::node::holder::{GivenUp, HolderState};
-use crate::registry::table::{
-    self, HeartbeatRequest, Lowering, Request, Retirement, RowRead, Table,
-};
+use crate::registry::table::{self, HeartbeatRequest, Request, Retirement, RowRead, Table};
 use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
 use crate::renewer::{self, Renewer};
 use proptest::prelude::*;

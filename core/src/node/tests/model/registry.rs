@@ -337,24 +337,16 @@ impl Table for Session<'_> {
             .map(|r| r.label.clone()))
     }
 
-    fn release(
-        &mut self,
-        node: u32,
-        claim: Identity,
-        lower: Option<Lowering>,
-        covers: i64,
-    ) -> Result<Option<bool>, Failed> {
-        Ok(self.live(node, claim).map(|r| {
+    fn claims_mark(&mut self, node: u32, claim: Identity) -> Result<Option<i64>, Failed> {
+        Ok(self.live(node, claim).map(|r| r.high_water))
+    }
+
+    fn write_release(&mut self, node: u32, mark: i64) -> Result<(), Failed> {
+        if let Some(r) = self.rows().get_mut(&node) {
             r.released = true;
-            let lowered = lower
-                .filter(|l| r.high_water == l.from && l.from != i64::MIN)
-                .map(|l| r.high_water = l.mark)
-                .is_some();
-            if !lowered {
-                r.high_water = r.high_water.max(covers);
-            }
-            lowered
-        }))
+            r.high_water = mark;
+        }
+        Ok(())
     }
 
     fn retire_row(&mut self, node: u32) -> Result<(), Failed> {
