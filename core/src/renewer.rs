@@ -1,16 +1,19 @@
 //! One round of the renewer's loop, written once: whether a contact is due (its heartbeat interval,
 //! a claim retried within a second, a switch of mode, a session the registry ended, a claim found
-//! lost), the contact itself ([`node::contact`](crate::node::contact), on the server's session),
+//! lost), the contact itself ([`contact`], on the server's session),
 //! the clock check its reading feeds, then the pin of a new claim and the publication of what IDs
 //! may be made — in that order, so that no ID is made under a claim before it is pinned and none
 //! under a mode the renewer has not yet published. The extension's `registry/holder.rs` runs it
 //! over SQL and shared memory, and the fleet model (`node/tests/model/fleet.rs`) over its in-memory
 //! registry, so the model runs the round that ships.
 
-use crate::node::contact::Settings;
-use crate::node::holder::HolderState;
+pub mod contact;
+pub mod memory;
+
 use crate::node::Holding;
 use crate::registry;
+use contact::Settings;
+use memory::Memory;
 
 /// How soon a contact that failed is tried again (ms), at most: within a second, not a
 /// heartbeat interval later, so that a registry back from a restart hears from its holders
@@ -21,12 +24,12 @@ pub const RETRY_MS: i64 = 1_000;
 /// renewal being written (the writer's turn).
 const PIN_RETRY_MS: i64 = 10;
 
-/// What the renewer knows between rounds: its claim ([`HolderState`]), its clock's offset
+/// What the renewer knows between rounds: its claim ([`Memory`]), its clock's offset
 /// from the registry's, and when its next contact is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Renewer {
     /// What it knows of its claim.
-    pub state: HolderState,
+    pub state: Memory,
     /// The clock was further from the registry's than the limit at its last reading (the
     /// offset, ms): no claim, no heartbeat, no ID is made, until a reading within it.
     skewed: Option<i64>,
@@ -38,7 +41,7 @@ pub struct Renewer {
 
 impl Default for Renewer {
     fn default() -> Self {
-        Renewer::new(HolderState::new())
+        Renewer::new(Memory::new())
     }
 }
 
@@ -52,13 +55,13 @@ pub trait Server {
     /// Whether the registry ended the session the renewer holds (it restarted, failed over or
     /// found the session idle): the renewer makes a new one at once.
     fn session_lost(&mut self) -> bool;
-    /// One contact ([`contact`](crate::node::contact::contact)) under `settings` on the renewer's
-    /// session, made anew ([`HolderState::new_session`]) when it has none; a failed contact drops
-    /// it, and so does one after which [`HolderState::keeps_session`] says no. Returns the clock
+    /// One contact ([`contact::contact`]) under `settings` on the renewer's
+    /// session, made anew ([`Memory::new_session`]) when it has none; a failed contact drops
+    /// it, and so does one after which [`Memory::keeps_session`] says no. Returns the clock
     /// offset the contact read (ms), if it read one.
     fn contact(
         &mut self,
-        state: &mut HolderState,
+        state: &mut Memory,
         settings: &Settings,
     ) -> Result<Option<i64>, Self::Failure>;
     /// Writes the claim just taken into the state file and the WAL, as the one writer;
@@ -84,7 +87,7 @@ impl Renewer {
     /// A renewer at its start, from what the issuing state kept for it
     /// ([`Issuer::renewer_restarted`](crate::issuer::Issuer::renewer_restarted)): its first
     /// round contacts the registry.
-    pub const fn new(state: HolderState) -> Renewer {
+    pub const fn new(state: Memory) -> Renewer {
         Renewer {
             state,
             skewed: None,

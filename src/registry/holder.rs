@@ -2,9 +2,9 @@
 //! ([`Holder::round`], once per round of the renewer's loop, between renewals) over this file's
 //! registry session (`client::Sql`), shared memory and state file. What is due when, the order
 //! contact → pin → publish and the clock check are the core's (`snowflake_core::renewer`), and so
-//! is one contact (`snowflake_core::node::contact`): what it asks, and what each answer does to the
+//! is one contact (`snowflake_core::renewer::contact`): what it asks, and what each answer does to the
 //! server's identity (`Node`'s transitions, through [`Server`], one locked call each) and to what
-//! the renewer remembers (`HolderState`); the fleet model runs both. This file connects, and says
+//! the renewer remembers (`Memory`); the fleet model runs both. This file connects, and says
 //! and shows what a contact came to. A registry that does not answer costs the renewer at most
 //! `client::TIMEOUT_MS` per exchange; backends stand in for a renewer that is silent that long
 //! (`shmem::Handle::renewer_running`).
@@ -17,11 +17,11 @@ use crate::reservation::renew::{self, Renewal};
 use crate::shmem::Handle;
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
-use snowflake_core::node::contact::{self, Contact};
-use snowflake_core::node::holder::{GivenUp, HolderState};
 use snowflake_core::node::{Claim, Holding, Node};
 use snowflake_core::registry::table::{self, Retirement};
 use snowflake_core::registry::{self, Lease};
+use snowflake_core::renewer::contact::{self, Contact};
+use snowflake_core::renewer::memory::{GivenUp, Memory};
 use snowflake_core::renewer::{self, Renewer};
 use snowflake_core::retry::LogThrottle;
 
@@ -123,7 +123,7 @@ impl renewer::Server for InRound<'_> {
 
     fn contact(
         &mut self,
-        state: &mut HolderState,
+        state: &mut Memory,
         settings: &contact::Settings,
     ) -> Result<Option<i64>, Failure> {
         let conn = match self.link.conn.take() {
@@ -189,13 +189,13 @@ fn warn_write_failed(log: &mut LogThrottle, errno: i32) {
 }
 
 impl InRound<'_> {
-    /// One contact (`node::contact`: the clock check, a heartbeat or a claim, each answer to
-    /// the core's `HolderState` and `Node`) on `conn`, then what it came to said and shown;
+    /// One contact (`renewer::contact`: the clock check, a heartbeat or a claim, each answer to
+    /// the core's `Memory` and `Node`) on `conn`, then what it came to said and shown;
     /// the clock offset it read, if any.
     fn exchange(
         &mut self,
         conn: &Conn,
-        state: &mut HolderState,
+        state: &mut Memory,
         settings: &contact::Settings,
     ) -> Result<Option<i64>, Failure> {
         let was_refused = state.refused;
@@ -332,7 +332,7 @@ pub fn release_on_exit() {
 }
 
 /// Says how the retirement of the node id a promoted standby gave up for a fresh one went
-/// (`node::contact` tries it once the primary is gone): retired, or kept by a primary still
+/// (`renewer::contact` tries it once the primary is gone): retired, or kept by a primary still
 /// connected, or failed; nothing while its lease runs (tried again), when it has no live row,
 /// or once the id was claimed again (its new holder's).
 fn report_retired(retired: Option<(u32, Result<Retirement, Failure>)>) {
@@ -353,7 +353,7 @@ fn report_retired(retired: Option<(u32, Result<Retirement, Failure>)>) {
     SnowflakeError::from(outcome).report_log();
 }
 
-/// The server as a contact sees it (`node::contact::Member`): shared memory under its lock,
+/// The server as a contact sees it (`renewer::contact::Member`): shared memory under its lock,
 /// the state file written as the one writer, its names and a new token.
 struct Member {
     shm: Handle,

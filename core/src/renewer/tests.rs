@@ -1,7 +1,7 @@
 //! The round's order and timing, over a server that records what it was asked.
 
 use super::*;
-use crate::node::holder::Held;
+use crate::node::Held;
 use crate::registry::{Identity, Lease};
 
 /// A server whose registry answers as told, recording each call in order.
@@ -55,7 +55,7 @@ impl Server for Recorder {
         std::mem::take(&mut self.lost_session)
     }
 
-    fn contact(&mut self, state: &mut HolderState, _: &Settings) -> Result<Option<i64>, ()> {
+    fn contact(&mut self, state: &mut Memory, _: &Settings) -> Result<Option<i64>, ()> {
         self.calls.push("contact".into());
         let answer = if self.answers.is_empty() {
             Ok(Some(0))
@@ -215,14 +215,14 @@ fn a_clock_reading_past_the_limit_refuses_until_one_within_it() {
 
 #[test]
 fn a_restarted_renewer_contacts_at_its_first_round_under_the_claim_it_resumes() {
-    let state = HolderState {
+    let state = Memory {
         held: Some(Held {
             node: 1,
             identity: IDENTITY,
             lease: lease(),
             pinned: true,
         }),
-        ..HolderState::new()
+        ..Memory::new()
     };
     let (mut renewer, mut server) = (Renewer::new(state), Recorder::new(5));
     server.answers.push(Err(()));

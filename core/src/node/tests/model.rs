@@ -2,7 +2,7 @@
 //! the generator, the state file, the WAL and the registry's decisions, by actors that crash,
 //! restart, replay, promote, race, partition, step their clocks and heal at any step. A renewer's
 //! round and its contact with the registry are the core's own (`renewer::Renewer`,
-//! `node::contact`, over `registry::table`'s procedures), run over an in-memory table
+//! `renewer::contact`, over `registry::table`'s procedures), run over an in-memory table
 //! ([`Session`]) and the member ([`InRound`], [`MemberView`]) where the extension runs them over
 //! SQL and shared memory; the other actors mirror the extension (`src/reservation/redo.rs`, the
 //! renewer's exit in `src/registry/holder.rs`): only the I/O is modelled.
@@ -33,12 +33,12 @@ use crate::clock::Clocks;
 use crate::generator::{Allocation, Limits};
 use crate::issuer::{Issuer, Renewal};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
-use crate::node::contact;
-use crate::node::holder::{GivenUp, HolderState};
 use crate::registry::table::{
     self, HeartbeatRequest, Lowering, Request, Retirement, RowRead, Table,
 };
 use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
+use crate::renewer::contact;
+use crate::renewer::memory::{GivenUp, Memory};
 use crate::renewer::{self, Renewer};
 use proptest::prelude::*;
 use std::cell::Cell;

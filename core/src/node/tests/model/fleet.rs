@@ -187,14 +187,14 @@ impl Fleet {
         });
     }
 
-    /// A turn's contact ([`renewer::Server::contact`]: `node::contact` on the member's
+    /// A turn's contact ([`renewer::Server::contact`]: `renewer::contact` on the member's
     /// session, made anew when it has none), answered as `commit` says: the clock offset it
     /// read, or `Err(Failed)` if the exchange failed; the outer `Err` is a check that failed.
     pub(super) fn contact(
         &mut self,
         s: usize,
         commit: Commit,
-        holder: &mut HolderState,
+        holder: &mut Memory,
         settings: &contact::Settings,
     ) -> Result<Result<Option<i64>, Failed>, TestCaseError> {
         self.contacts += 1;

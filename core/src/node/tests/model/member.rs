@@ -201,7 +201,7 @@ impl renewer::Server for InRound<'_> {
 
     fn contact(
         &mut self,
-        state: &mut HolderState,
+        state: &mut Memory,
         settings: &contact::Settings,
     ) -> Result<Option<i64>, Failed> {
         match self.fleet.contact(self.s, self.commit, state, settings) {
@@ -229,7 +229,7 @@ impl renewer::Server for InRound<'_> {
     }
 }
 
-/// A member as a contact sees it (`node::contact::Member`; shared memory and the state file in
+/// A member as a contact sees it (`renewer::contact::Member`; shared memory and the state file in
 /// the extension).
 pub(super) struct MemberView<'a> {
     pub(super) m: &'a mut Member,

@@ -1,14 +1,13 @@
 //! One contact of the renewer with the registry, written once: the clock read and checked, the
 //! high-water mark the contact records, then a heartbeat of the claim held or a claim of the
 //! id [`Node::claimant`] wants, with the claim's intent written before the registry commits,
-//! and each answer handed to [`HolderState`] and [`Node`]. The extension's
-//! `src/registry/holder.rs` runs it over SQL (`client::Sql`) and shared memory; the fleet
-//! model (`tests/model/fleet.rs`) over its in-memory table and members, so the model runs the
-//! contact that ships. What the extension then says (logs, the registry status it shows) it
-//! reads from the [`Contact`] returned.
+//! and each answer handed to [`Memory`] and [`Node`]. The extension runs it over SQL
+//! (`client::Sql`) and shared memory; the fleet model (`node/tests/model/fleet.rs`) over its
+//! in-memory table and members, so the model runs the contact that ships. What the extension then
+//! says (logs, the registry status it shows) it reads from the [`Contact`] returned.
 
-use super::holder::{GivenUp, HolderState};
-use super::{Claim, Node};
+use super::memory::{GivenUp, Memory};
+use crate::node::{Claim, Node};
 use crate::registry::table::{
     self, ClaimOutcome, Grant, Heartbeat, HeartbeatRequest, Request, Retirement, Table,
 };
@@ -77,7 +76,7 @@ pub trait Member {
     /// A claim was refused because the holder of the id, under this server's own token, was
     /// connected or seen lately: [`Node::met_holder`] from now on.
     fn met_holder(&mut self);
-    /// Keeps the retirement left pending (`HolderState::retire_pending`) where a restarted
+    /// Keeps the retirement left pending (`Memory::retire_pending`) where a restarted
     /// renewer finds it (`Issuer::retirement_pending`).
     fn retirement_pending(&mut self, given_up: Option<GivenUp>);
     /// How this server is named to the registry.
@@ -123,11 +122,11 @@ pub enum Contact<F> {
 
 /// One contact on `table`'s session: what it came to, and the clock offset it read (`None`:
 /// the clock could not be read). A failed exchange fails the contact: the session is to be
-/// dropped (`HolderState::keeps_session` says when a contact that did not fail drops it too).
+/// dropped (`Memory::keeps_session` says when a contact that did not fail drops it too).
 pub fn contact<T, M>(
     table: &mut T,
     member: &mut M,
-    holder: &mut HolderState,
+    memory: &mut Memory,
     settings: &Settings,
 ) -> Result<Contact<T::Failure>, T::Failure>
 where
@@ -148,14 +147,14 @@ where
     // is where the next restart resumes).
     let room = registry::lead_room_ms(settings.lease_ms, settings.max_clock_skew_ms);
     let high_water = Lease::ceiling_for(sent, reaches, settings.lease_ms, room);
-    let Some(held) = holder.held else {
+    let Some(held) = memory.held else {
         let at = At {
             sent_mono,
             offset,
             high_water,
             reaches,
         };
-        return claim(table, member, holder, settings, node, &at);
+        return claim(table, member, memory, settings, node, &at);
     };
     let lease_ms = settings.lease_ms;
     let request = HeartbeatRequest {
@@ -165,17 +164,17 @@ where
         boot: node.boot,
         place: node.place,
     };
-    let beat = table::heartbeat(table, holder.needs_lock, held.node, held.identity, &request)?;
+    let beat = table::heartbeat(table, memory.needs_lock, held.node, held.identity, &request)?;
     Ok(match beat {
         Heartbeat::Extended { locked, before } => {
             let lease = Lease::granted(sent_mono, high_water, lease_ms);
-            holder.extended(lease, locked);
+            memory.extended(lease, locked);
             member.lease_extended(&lease, settings.fenced, before);
-            let retired = retire_given_up(table, member, holder);
+            let retired = retire_given_up(table, member, memory);
             Contact::Heartbeat { lease, retired }
         }
         Heartbeat::Lost { label } => {
-            holder.lost();
+            memory.lost();
             Contact::Lost {
                 node: held.node,
                 label,
@@ -200,7 +199,7 @@ struct At {
 fn claim<T, M>(
     table: &mut T,
     member: &mut M,
-    holder: &mut HolderState,
+    memory: &mut Memory,
     settings: &Settings,
     node: Node,
     at: &At,
@@ -217,7 +216,7 @@ where
         settings.configured,
         settings.fresh_on_promotion,
         at.reaches,
-        holder.patient(sent_mono, settings.lease_ms),
+        memory.patient(sent_mono, settings.lease_ms),
     );
     // A promoted standby claiming a fresh id gives up the claim it inherited.
     let given_up = node
@@ -249,12 +248,12 @@ where
         }
     }
     member.stop_writing();
-    let mut contact = answered(holder, settings, at, request, claimed?);
+    let mut contact = answered(memory, settings, at, request, claimed?);
     if let Contact::Granted { claim, retired, .. } = &mut contact {
         if let Some(old) = given_up.filter(|old| old.node != claim.node) {
-            holder.retire_pending = Some(old);
+            memory.retire_pending = Some(old);
         }
-        *retired = retire_given_up(table, member, holder);
+        *retired = retire_given_up(table, member, memory);
     }
     Ok(contact)
 }
@@ -290,11 +289,11 @@ fn request<M: Member>(
     }
 }
 
-/// What the registry's answer to `request` does to `holder` (a grant held, to be pinned; a
+/// What the registry's answer to `request` does to `memory` (a grant held, to be pinned; a
 /// refusal retried at every contact), and what the contact came to (a grant's retirement of
 /// the claim given up for it, if any, is the caller's).
 fn answered<F>(
-    holder: &mut HolderState,
+    memory: &mut Memory,
     settings: &Settings,
     at: &At,
     request: Request,
@@ -318,7 +317,7 @@ fn answered<F>(
                 at.high_water
             );
             let claim = Claim::of(&grant, at.sent_mono, settings.lease_ms);
-            holder.taken(claim.node, claim.identity, claim.lease);
+            memory.taken(claim.node, claim.identity, claim.lease);
             Contact::Granted {
                 grant,
                 claim,
@@ -332,9 +331,9 @@ fn answered<F>(
             last_seen,
         } => {
             if why == Refusal::OpenSession {
-                holder.waits_for_session(at.sent_mono);
+                memory.waits_for_session(at.sent_mono);
             } else {
-                holder.refused();
+                memory.refused();
             }
             Contact::Refused {
                 node,
@@ -345,7 +344,7 @@ fn answered<F>(
             }
         }
         ClaimOutcome::NoFreeId => {
-            holder.refused();
+            memory.refused();
             Contact::NoFreeId {
                 max: request.max_node,
             }
@@ -360,13 +359,13 @@ fn answered<F>(
 fn retire_given_up<T, M>(
     table: &mut T,
     member: &mut M,
-    holder: &mut HolderState,
+    memory: &mut Memory,
 ) -> Option<(u32, Result<Retirement, T::Failure>)>
 where
     T: Table,
     M: Member<Failure = T::Failure>,
 {
-    let old = holder.retire_pending?;
+    let old = memory.retire_pending?;
     let retired = table::retire_claim(table, old.node, old.identity);
     // Given up only once done, once no live row is left, or once the id is claimed again: a
     // lease still running, a primary still connected, or an exchange that failed, is tried
@@ -375,7 +374,7 @@ where
         retired,
         Ok(Retirement::Retired { .. } | Retirement::NoLiveRow | Retirement::ClaimedAgain { .. })
     );
-    holder.retire_pending = again.then_some(old);
-    member.retirement_pending(holder.retire_pending);
+    memory.retire_pending = again.then_some(old);
+    member.retirement_pending(memory.retire_pending);
     Some((old.node, retired))
 }
