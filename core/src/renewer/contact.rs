@@ -1,12 +1,15 @@
 //! One contact of the renewer with the registry, written once: the clock read and checked, the
 //! high-water mark the contact records, then a heartbeat of the claim held or a claim of the
 //! id [`Node::claimant`] wants, with the claim's intent written before the registry commits,
-//! and each answer handed to [`Memory`] and [`Node`]. The extension runs it over SQL
-//! (`client::Sql`) and shared memory; the fleet model (`node/tests/model/fleet.rs`) over its
-//! in-memory table and members, so the model runs the contact that ships. What the extension then
-//! says (logs, the registry status it shows) it reads from the [`Contact`] returned.
+//! and each answer handed to [`Memory`] and [`Node`]. The round ([`Renewer::round`]) runs it on
+//! the [`Parties`] its server hands it: the extension's SQL session (`client::Sql`) and shared
+//! memory, or the fleet model's (`node/tests/model/fleet.rs`) in-memory table and members, so the
+//! model runs the contact that ships. What the caller then says (logs, the registry status it
+//! shows) it reads from the [`Contact`] the round returns.
 
 use super::memory::{GivenUp, Memory};
+#[cfg(doc)]
+use super::Renewer;
 use crate::node::{Claim, Node};
 use crate::registry::table::{
     self, ClaimOutcome, Grant, Heartbeat, HeartbeatRequest, Request, Retirement, Table,
@@ -118,17 +121,56 @@ pub enum Contact<F> {
     },
     /// No id of the layout (0 to `max`) is free.
     NoFreeId { max: u32 },
+    /// The claim's intent could not be written ([`Member::intend`] failed): the registry rolled
+    /// the claim back. The registry is fine and its session is kept; the disk is not.
+    Unwritten,
 }
 
-/// One contact on `table`'s session: what it came to, and the clock offset it read (`None`:
-/// the clock could not be read). A failed exchange fails the contact: the session is to be
-/// dropped (`Memory::keeps_session` says when a contact that did not fail drops it too).
+/// Where one contact runs: a registry session and the server's side of it.
+pub trait Session {
+    type Failure;
+
+    /// One [`contact`] under `settings`, `memory` the renewer's: the clock offset it read (ms)
+    /// and what it came to.
+    fn contact(
+        &mut self,
+        memory: &mut Memory,
+        settings: &Settings,
+    ) -> Result<(i64, Contact<Self::Failure>), Self::Failure>;
+}
+
+/// A registry session (`table`) and the server as a contact on it sees it (`member`): what the
+/// extension and the fleet model hand the round for one contact.
+pub struct Parties<T, M> {
+    pub table: T,
+    pub member: M,
+}
+
+impl<T, M> Session for Parties<T, M>
+where
+    T: Table,
+    M: Member<Failure = T::Failure>,
+{
+    type Failure = T::Failure;
+
+    fn contact(
+        &mut self,
+        memory: &mut Memory,
+        settings: &Settings,
+    ) -> Result<(i64, Contact<T::Failure>), T::Failure> {
+        contact(&mut self.table, &mut self.member, memory, settings)
+    }
+}
+
+/// One contact on `table`'s session: the clock offset it read (ms) and what it came to. A
+/// failed exchange fails the contact: the session is to be dropped ([`Memory::keeps_session`]
+/// says when a contact that did not fail drops it too).
 pub fn contact<T, M>(
     table: &mut T,
     member: &mut M,
     memory: &mut Memory,
     settings: &Settings,
-) -> Result<Contact<T::Failure>, T::Failure>
+) -> Result<(i64, Contact<T::Failure>), T::Failure>
 where
     T: Table,
     M: Member<Failure = T::Failure>,
@@ -137,9 +179,28 @@ where
     let registry_now = table.clock()?;
     let offset = registry::clock_offset(sent, member.wall(), registry_now);
     member.clock_read(offset, sent);
-    if offset.abs() > settings.max_clock_skew_ms {
-        return Ok(Contact::Skewed);
-    }
+    let contact = if offset.abs() > settings.max_clock_skew_ms {
+        Contact::Skewed
+    } else {
+        ask(table, member, memory, settings, sent_mono, sent, offset)?
+    };
+    Ok((offset, contact))
+}
+
+/// The contact past its clock check: a claim if no claim is held, else a heartbeat.
+fn ask<T, M>(
+    table: &mut T,
+    member: &mut M,
+    memory: &mut Memory,
+    settings: &Settings,
+    sent_mono: i64,
+    sent: i64,
+    offset: i64,
+) -> Result<Contact<T::Failure>, T::Failure>
+where
+    T: Table,
+    M: Member<Failure = T::Failure>,
+{
     let (node, reaches) = member.state();
     // In both modes the mark covers every ID the holder may make until the lease ends (the
     // reservations stop at it until then), so that a later holder starts above them: a lease
@@ -230,11 +291,14 @@ where
     if !member.start_writing() {
         return Ok(Contact::Idle);
     }
+    let mut unwritten = false;
     let claimed = table::claim(table, &claimant, &request, |grant| {
-        member.intend(
+        let intended = member.intend(
             &Claim::of(grant, sent_mono, settings.lease_ms),
             settings.fenced,
-        )
+        );
+        unwritten = intended.is_err();
+        intended
     });
     // Found to be a copy of its claim's live holder: the claim is not this server's, and no
     // later claim of it may pass for the holder's restart (a refused copy that kept the token
@@ -248,6 +312,9 @@ where
         }
     }
     member.stop_writing();
+    if unwritten {
+        return Ok(Contact::Unwritten);
+    }
     let mut contact = answered(memory, settings, at, request, claimed?);
     if let Contact::Granted { claim, retired, .. } = &mut contact {
         if let Some(old) = given_up.filter(|old| old.node != claim.node) {

@@ -3,9 +3,10 @@
 //! restart, replay, promote, race, partition, step their clocks and heal at any step. A renewer's
 //! round and its contact with the registry are the core's own (`renewer::Renewer`,
 //! `renewer::contact`, over `registry::table`'s procedures), run over an in-memory table
-//! ([`Session`]) and the member ([`InRound`], [`MemberView`]) where the extension runs them over
-//! SQL and shared memory; the other actors mirror the extension (`src/reservation/redo.rs`, the
-//! renewer's exit in `src/registry/holder.rs`): only the I/O is modelled.
+//! ([`Session`]) and the member (`member.rs`: [`InRound`] hands the round its session, a
+//! `MemberView` is the member as a contact sees it) where the extension runs them over SQL and
+//! shared memory; the other actors mirror the extension (`src/reservation/redo.rs`, the
+//! renewer's exit in `src/registry/link.rs`): only the I/O is modelled.
 //!
 //! The properties are the safety model's: no ID issued twice across the servers (in available
 //! mode, none once a partition has healed and the registry was reached), one registry row per
@@ -47,8 +48,8 @@ use std::collections::{btree_map::Entry, BTreeMap, BTreeSet, HashMap};
 // The rooms' items, for one another: each room has `use super::*`.
 use acts::{act, Act, Commit};
 use checks::{run_fleet, run_fleet_leased};
-use fleet::{Fleet, LEASE, MARGIN, MAX_NODE, SERVERS};
-use member::{InRound, Member, MemberView};
+use fleet::{Before, Fleet, LEASE, MARGIN, MAX_NODE, SERVERS};
+use member::{InRound, Member};
 use registry::{row_of, Failed, RegRow, Registry, Session};
 
 const L: Layout = DEFAULT_LAYOUT;

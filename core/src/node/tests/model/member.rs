@@ -1,6 +1,6 @@
 //! A server of the fleet ([`Member`]): its settings, state file, issuing state and renewer; as
-//! its renewer's round sees it ([`InRound`], a `renewer::Server`) and as a contact sees it
-//! ([`MemberView`], a `contact::Member`).
+//! its renewer's round sees it ([`InRound`], a `renewer::Server`, which hands the round its
+//! registry session) and as a contact sees it ([`MemberView`], a `contact::Member`).
 
 use super::*;
 
@@ -180,10 +180,32 @@ pub(super) struct InRound<'f> {
     pub(super) commit: Commit,
     /// A check of the model that failed during the round.
     pub(super) checked: Result<(), TestCaseError>,
+    /// What the registry held before the round's contact, once its session was open
+    /// ([`Fleet::open`]): the contact's outcome is checked against it after the round.
+    pub(super) before: Option<Before>,
+    /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
+    stalled: Cell<bool>,
+}
+
+impl<'f> InRound<'f> {
+    pub(super) fn new(fleet: &'f mut Fleet, s: usize, commit: Commit) -> InRound<'f> {
+        InRound {
+            fleet,
+            s,
+            commit,
+            checked: Ok(()),
+            before: None,
+            stalled: Cell::new(false),
+        }
+    }
 }
 
 impl renewer::Server for InRound<'_> {
     type Failure = Failed;
+    type Session<'s>
+        = contact::Parties<Session<'s>, MemberView<'s>>
+    where
+        Self: 's;
 
     fn monotonic(&mut self) -> i64 {
         self.fleet.now
@@ -199,17 +221,42 @@ impl renewer::Server for InRound<'_> {
                 .is_some_and(|session| !fleet.registry.open.contains(&session))
     }
 
-    fn contact(
-        &mut self,
-        state: &mut Memory,
-        settings: &contact::Settings,
-    ) -> Result<Option<i64>, Failed> {
-        match self.fleet.contact(self.s, self.commit, state, settings) {
-            Ok(answered) => answered,
-            Err(failed) => {
-                self.checked = Err(failed);
-                Err(Failed)
+    fn session(&mut self, _lease_ms: i64) -> Result<(Self::Session<'_>, bool), Failed> {
+        let new = match self.fleet.open(self.s) {
+            Ok(Ok((before, new))) => {
+                self.before = Some(before);
+                new
             }
+            Ok(Err(failed)) => return Err(failed),
+            Err(check) => {
+                self.checked = Err(check);
+                return Err(Failed);
+            }
+        };
+        let fleet = &mut *self.fleet;
+        let m = &mut fleet.members[self.s];
+        let session = m.session.expect("a session just opened");
+        let mut table = Session::new(
+            &mut fleet.registry,
+            session,
+            fleet.now,
+            self.commit,
+            &self.stalled,
+        );
+        table.by = m.range;
+        let member = MemberView {
+            fenced: m.fenced,
+            m,
+            now: fleet.now,
+            stalled: &self.stalled,
+        };
+        Ok((contact::Parties { table, member }, new))
+    }
+
+    fn end_session(&mut self) {
+        let m = &mut self.fleet.members[self.s];
+        if let Some(session) = m.session.take() {
+            self.fleet.registry.end_session(session);
         }
     }
 
@@ -237,8 +284,6 @@ pub(super) struct MemberView<'a> {
     pub(super) fenced: bool,
     /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
     pub(super) stalled: &'a Cell<bool>,
-    /// The clock offset the contact read, if it read one.
-    pub(super) offset: Option<i64>,
 }
 
 impl contact::Member for MemberView<'_> {
@@ -258,9 +303,7 @@ impl contact::Member for MemberView<'_> {
             .reaches(&mut Clocks::at(self.now + self.m.offset))
     }
 
-    fn clock_read(&mut self, offset: i64, _sent: i64) {
-        self.offset = Some(offset);
-    }
+    fn clock_read(&mut self, _offset: i64, _sent: i64) {}
 
     fn start_writing(&mut self) -> bool {
         true
