@@ -4,20 +4,19 @@
 //! clock check, and one contact (`snowflake_core::renewer::contact`: what it asks, and what each
 //! answer does to the server's identity and to what the renewer remembers) are the core's, and
 //! the fleet model runs them too. The round runs over the server as `member.rs` hands it over
-//! (the registry session this file keeps, shared memory under its lock, the state file); this
-//! file connects, and after the round says and shows what its contact came to. A registry that
+//! (the registry session the link keeps, shared memory under its lock, the state file); this
+//! file keeps the connection, and after the round says and shows what its contact came to. A registry that
 //! does not answer costs the renewer at most `client::TIMEOUT_MS` per exchange; backends stand in
 //! for a renewer that is silent that long (`shmem::Handle::renewer_running`).
 
-use super::client::{self, Sql};
+use super::client::Sql;
 use super::libpq::{Conn, Failure};
-use super::member::InRound;
+use super::member::{warn_write_failed, Connection, InRound};
 use crate::error::{RegistryError, SnowflakeError};
 use crate::gucs::{self, RegistryMode};
 use crate::shmem::Handle;
 use pgrx::{pg_guard, pg_sys};
 use snowflake_core::clock::{Clock, SystemClock};
-use snowflake_core::registry;
 use snowflake_core::registry::table::{self, Retirement};
 use snowflake_core::renewer::contact::{self, Contact};
 use snowflake_core::renewer::Renewer;
@@ -33,34 +32,6 @@ pub struct Link {
     /// What is said of failing to reach the registry, or to write the state file.
     unreachable_log: LogThrottle,
     renewer: Renewer,
-}
-
-/// The registry session's connection.
-pub(super) struct Connection {
-    conninfo: String,
-    pub(super) conn: Option<Conn>,
-    /// Of a registry named with its standbys, the host last reached: the next connection tries
-    /// it first.
-    host: usize,
-}
-
-impl Connection {
-    /// The connection, made anew (`true`) when there is none or it failed: its exchanges bounded
-    /// by `lease_ms`, its keepalives set, the registry's table brought up to date.
-    pub(super) fn connect(&mut self, lease_ms: i64) -> Result<(&Conn, bool), Failure> {
-        let new = !self.conn.as_ref().is_some_and(Conn::is_ok);
-        if new {
-            self.conn = None;
-            let timeout = registry::exchange_deadline_ms(lease_ms);
-            let (conn, host) = Conn::connect_from(&self.conninfo, timeout, self.host)?;
-            self.host = host;
-            client::keep_alive(&conn, lease_ms)?;
-            conn.query(client::UPGRADE, &[])?;
-            self.conn = Some(conn);
-        }
-        let conn = self.conn.as_ref().expect("connected above");
-        Ok((conn, new))
-    }
 }
 
 impl Link {
@@ -121,17 +92,6 @@ impl Link {
             None => {}
         }
         round.sleep_ms
-    }
-}
-
-/// The state file could not be written (`errno`): a WARNING, at most one in a while.
-pub(super) fn warn_write_failed(log: &mut LogThrottle, errno: i32) {
-    if let Some(not_logged) = log.due(SystemClock.monotonic()) {
-        SnowflakeError::ReservationsFailing {
-            cause: SnowflakeError::state_file_write(errno).message().text,
-            not_logged,
-        }
-        .report_warning();
     }
 }
 

@@ -2,23 +2,51 @@
 //! runs over it ([`InRound`], a `renewer::Server`: the registry session for a contact, the pin,
 //! the publication) and as one contact sees it ([`ServerSide`], a `contact::Member`: shared
 //! memory under its lock, the state file written as the one writer, its names and a new token).
-//! Each of its calls is one locked call of a core transition; the fleet model's counterpart is
-//! `core/src/node/tests/model/member.rs`.
+//! With the registry session's connection ([`Connection`]). Each of its calls is one locked call
+//! of a core transition; the fleet model's counterpart is `core/src/node/tests/model/member.rs`.
 
-use super::client::Sql;
-use super::libpq::Failure;
-use super::link::{warn_write_failed, Connection};
+use super::client::{self, Sql};
+use super::libpq::{Conn, Failure};
+use crate::error::SnowflakeError;
 use crate::gucs;
 use crate::reservation::renew::{self, Renewal};
 use crate::shmem::Handle;
 use pgrx::pg_sys;
 use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::{Claim, Holding, Node};
-use snowflake_core::registry::Lease;
+use snowflake_core::registry::{self, Lease};
 use snowflake_core::renewer;
 use snowflake_core::renewer::contact::{self, Parties};
 use snowflake_core::renewer::memory::GivenUp;
 use snowflake_core::retry::LogThrottle;
+
+/// The registry session's connection.
+pub(super) struct Connection {
+    pub(super) conninfo: String,
+    pub(super) conn: Option<Conn>,
+    /// Of a registry named with its standbys, the host last reached: the next connection tries
+    /// it first.
+    pub(super) host: usize,
+}
+
+impl Connection {
+    /// The connection, made anew (`true`) when there is none or it failed: its exchanges bounded
+    /// by `lease_ms`, its keepalives set, the registry's table brought up to date.
+    pub(super) fn connect(&mut self, lease_ms: i64) -> Result<(&Conn, bool), Failure> {
+        let new = !self.conn.as_ref().is_some_and(Conn::is_ok);
+        if new {
+            self.conn = None;
+            let timeout = registry::exchange_deadline_ms(lease_ms);
+            let (conn, host) = Conn::connect_from(&self.conninfo, timeout, self.host)?;
+            self.host = host;
+            client::keep_alive(&conn, lease_ms)?;
+            conn.query(client::UPGRADE, &[])?;
+            self.conn = Some(conn);
+        }
+        let conn = self.conn.as_ref().expect("connected above");
+        Ok((conn, new))
+    }
+}
 
 /// The server as the core's `Renewer` runs a round over it (`renewer::Server`): the registry
 /// session, shared memory under its lock, the state file.
@@ -112,6 +140,17 @@ fn pin(shm: Handle, log: &mut LogThrottle) -> bool {
             false
         }
         Renewal::Fenced { .. } | Renewal::Abandoned | Renewal::GivenBack => false,
+    }
+}
+
+/// The state file could not be written (`errno`): a WARNING, at most one in a while.
+pub(super) fn warn_write_failed(log: &mut LogThrottle, errno: i32) {
+    if let Some(not_logged) = log.due(SystemClock.monotonic()) {
+        SnowflakeError::ReservationsFailing {
+            cause: SnowflakeError::state_file_write(errno).message().text,
+            not_logged,
+        }
+        .report_warning();
     }
 }
 
