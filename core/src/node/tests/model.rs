@@ -125,13 +125,3 @@ fn issue_in(
     }
     vec![]
 }
-
-/// The durable state of a reservation until `until` with `node`'s identity.
-fn durable(node: &Node, until: i64, configured: Option<u32>) -> Durable {
-    Durable {
-        until,
-        node: node.known_id(configured),
-        history: node.history,
-        identity: node.identity,
-    }
-}

@@ -3,6 +3,11 @@
 //! registry session) and as a contact sees it ([`MemberView`], a `contact::Member`).
 
 use super::*;
+use crate::issuer::Turn;
+
+/// The renewer's process id, and a backend's, as the writer's turn records them.
+const RENEWER_PID: i32 = 1;
+const BACKEND_PID: i32 = 2;
 
 #[derive(Clone, Debug, Hash)]
 pub(super) struct Member {
@@ -65,6 +70,11 @@ pub(super) struct Member {
     /// Stopped cleanly ([`Act::Stop`]), or a copy of a stopped server not started yet
     /// ([`Act::ColdCopy`]): no process, no session, no ID, until [`Act::Start`].
     pub(super) stopped: bool,
+    /// A backend standing in for the renewer waits for the writer's turn to write a due
+    /// renewal: it takes the turn the moment the renewer gives it back.
+    pub(super) stand_in_waits: bool,
+    /// The renewal a backend standing in is writing, its turn held ([`Member::end_stand_in`]).
+    pub(super) stand_in: Option<Turn>,
 }
 
 impl Member {
@@ -138,6 +148,8 @@ impl Member {
             slow_disk: false,
             unjoined: None,
             stopped: false,
+            stand_in_waits: false,
+            stand_in: None,
         }
     }
 
@@ -168,6 +180,35 @@ impl Member {
 
     fn write(&mut self, durable: &Durable) {
         self.file = Some(file_in(durable, self.layout));
+    }
+
+    /// Writes `turn`'s reservation into the state file (the WAL record with it), as the one
+    /// writer, and ends the turn: `false` if the state file cannot be written.
+    fn write_turn(&mut self, turn: &Turn) -> bool {
+        if self.unwritable {
+            // EACCES: a directory in the way of its temporary file, a read-only disk.
+            self.issuer.turn_ended(Renewal::Failed { errno: 13 });
+            return false;
+        }
+        self.write(&Durable {
+            until: turn.until,
+            node: Some(turn.node),
+            history: turn.history,
+            identity: turn.identity,
+        });
+        self.issuer.turn_ended(Renewal::Done {
+            until: turn.until,
+            took_ms: 0,
+        });
+        true
+    }
+
+    /// A backend standing in for the renewer finishes writing its renewal, if it is writing
+    /// one, and gives the writer's turn back.
+    pub(super) fn end_stand_in(&mut self) {
+        if let Some(turn) = self.stand_in.take() {
+            self.write_turn(&turn);
+        }
     }
 }
 
@@ -249,6 +290,7 @@ impl renewer::Server for InRound<'_> {
             m,
             now: fleet.now,
             stalled: &self.stalled,
+            role: None,
         };
         Ok((contact::Parties { table, member }, new))
     }
@@ -261,12 +303,13 @@ impl renewer::Server for InRound<'_> {
     }
 
     fn pin(&mut self) -> bool {
-        // The pin: the state file (and the WAL) with the claim, before any ID.
+        // The pin: the state file (and the WAL) with the claim, before any ID, written as the
+        // one writer (refused while a backend standing in writes a renewal), as the extension's.
         let m = &mut self.fleet.members[self.s];
-        let (node, reserved) = m.issuer.state();
-        let pin = durable(&node, reserved, None);
-        m.write(&pin);
-        true
+        let Some(turn) = m.issuer.rewrite_turn(RENEWER_PID) else {
+            return false;
+        };
+        m.write_turn(&turn)
     }
 
     fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) {
@@ -284,6 +327,8 @@ pub(super) struct MemberView<'a> {
     pub(super) fenced: bool,
     /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
     pub(super) stalled: &'a Cell<bool>,
+    /// The writer's turn, held while a claim is asked.
+    pub(super) role: Option<Turn>,
 }
 
 impl contact::Member for MemberView<'_> {
@@ -306,10 +351,19 @@ impl contact::Member for MemberView<'_> {
     fn clock_read(&mut self, _offset: i64, _sent: i64) {}
 
     fn start_writing(&mut self) -> bool {
-        true
+        self.role = self.m.issuer.rewrite_turn(RENEWER_PID);
+        self.role.is_some()
     }
 
-    fn stop_writing(&mut self) {}
+    fn stop_writing(&mut self) {
+        if self.role.take().is_some() {
+            self.m.issuer.turn_ended(Renewal::GivenBack);
+        }
+        // A backend waiting to stand in takes the turn the moment it is free, before the pin.
+        if std::mem::take(&mut self.m.stand_in_waits) {
+            self.m.stand_in = self.m.issuer.renewal_turn(false, BACKEND_PID);
+        }
+    }
 
     fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failed> {
         // A claim's floor may raise the reservation past a released mark: the new claim's
