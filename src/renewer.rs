@@ -1,5 +1,5 @@
 //! The renewer: the background worker that conducts both wings. On each round of its loop it first
-//! runs the registry's round (`registry/holder.rs`: the claim, the heartbeats, the clock check),
+//! runs the registry's round (`registry/link.rs`: the claim, the heartbeats, the clock check),
 //! then writes the reservations ahead of need (`reservation/renew.rs` takes the writer's turn,
 //! writes and reports each one; the protocol: `core/src/generator/reservation.rs`). It starts once
 //! recovery is over, is restarted a second after it exits, and on start gives back a writer's turn
@@ -12,7 +12,7 @@
 use crate::error::SnowflakeError;
 use crate::gucs;
 use crate::pg::{set_signal_handler, unguarded};
-use crate::registry::holder::Holder;
+use crate::registry::link::Link;
 use crate::reservation::renew::{self, Renewal};
 use crate::shmem;
 use pgrx::bgworkers::{BackgroundWorkerBuilder, BgWorkerStartTime};
@@ -66,15 +66,15 @@ pub extern "C-unwind" fn pg_snowflake_renewer_main(_arg: pg_sys::Datum) {
     let mut backoff = Backoff::new(RETRY_FIRST_MS, RETRY_MAX_MS);
     let mut failure_log = LogThrottle::new(FAILURE_LOG_INTERVAL_MS);
     // With a registry, the renewer also claims the node id and keeps its lease.
-    let mut holder = gucs::registry().map(|conninfo| Holder::new(conninfo, shm));
-    if holder.is_some() {
-        crate::registry::holder::release_on_exit();
+    let mut link = gucs::registry().map(|conninfo| Link::new(conninfo, shm));
+    if link.is_some() {
+        crate::registry::link::release_on_exit();
     }
     loop {
         pg_sys::check_for_interrupts!();
         reload_config_if_asked();
         shm.renewer_is_alive();
-        let registry_due_ms = holder.as_mut().map_or(1_000, |holder| holder.round(shm));
+        let registry_due_ms = link.as_mut().map_or(1_000, |link| link.round(shm));
         shm.renewer_is_alive();
         let next_round_ms = renew::keep_ahead(shm, started_at).min(registry_due_ms);
         match renew::renewal_turn(shm, true) {

@@ -23,9 +23,9 @@ use crate::clock::Clock;
 use crate::error::Error;
 use crate::generator::{Allocation, Generator, Limits};
 use crate::layout::Layout;
-use crate::node::holder::{GivenUp, Held, HolderState};
-use crate::node::{Claim, Durable, Holding, Node, RegistryStatus, Release, Start};
+use crate::node::{Claim, Durable, Held, Holding, Node, RegistryStatus, Release, Start};
 use crate::registry::{Identity, Lease, Refusal};
+use crate::renewer::memory::{GivenUp, Memory};
 use crate::state_file::History;
 use crate::wal_record::Record;
 
@@ -47,7 +47,7 @@ pub struct Issuer {
     /// without ending it.
     writer_pid: i32,
     /// The claim a promoted standby gave up for a fresh id, still to be retired
-    /// (`HolderState::retire_pending`), kept here so that a renewer's restart goes on trying
+    /// (`Memory::retire_pending`), kept here so that a renewer's restart goes on trying
     /// (were it forgotten, the id would never be retired).
     retire_pending: Option<GivenUp>,
     /// The end of the lease (monotonic ms; `i64::MIN`: none) the renewer last published its
@@ -401,15 +401,15 @@ impl Issuer {
     /// What a restarted renewer starts from: its predecessor's claim to go on under, in
     /// available mode (`Node::resumable`; in fenced mode it claims), and the retirement it
     /// left pending.
-    pub fn renewer_restarted(&self, available: bool) -> HolderState {
-        HolderState {
+    pub fn renewer_restarted(&self, available: bool) -> Memory {
+        Memory {
             held: available.then(|| self.resumable()).flatten(),
             retire_pending: self.retire_pending,
-            ..HolderState::new()
+            ..Memory::new()
         }
     }
 
-    /// The retirement a contact left pending (`HolderState::retire_pending`).
+    /// The retirement a contact left pending (`Memory::retire_pending`).
     pub fn retirement_pending(&mut self, given_up: Option<GivenUp>) {
         self.retire_pending = given_up;
     }

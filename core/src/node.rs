@@ -19,9 +19,6 @@
 //!   reservation ([`Node::switch_to`]: written once, for the standby's replay and the
 //!   registry's claim alike).
 
-pub mod contact;
-pub mod holder;
-
 use crate::generator::Generator;
 use crate::registry::table::{Grant, Lowering};
 use crate::registry::{self, Claimant, Identity, Lease, Refusal, Want};
@@ -234,6 +231,16 @@ pub struct Release {
     pub covers: i64,
 }
 
+/// A claim the renewer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Held {
+    pub node: u32,
+    pub identity: Identity,
+    pub lease: Lease,
+    /// The claim is written in the state file and the WAL: IDs may be made under it.
+    pub pinned: bool,
+}
+
 /// The renewer's view of its registry claim, from which [`Node::publish`] decides whether IDs
 /// may be made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -385,7 +392,7 @@ impl Node {
     /// (`fresh_on_promotion`, no node id configured) gives up its primary's. Also returns the
     /// node id the state file recorded, with whose claim a token may be kept. `reserved`: the
     /// generator's durable reservation; `patient`: whether it still waits for a session under
-    /// its own label to end (`HolderState::patient`).
+    /// its own label to end (`Memory::patient`).
     pub fn claimant(
         &self,
         configured: Option<u32>,
@@ -514,9 +521,9 @@ impl Node {
     /// that restarts while the registry is out of reach goes on under it, as its predecessor would
     /// have, and its first contact is a heartbeat: the lease extended, or the claim found lost.
     /// `None` after a start, a loss, a refusal or a promotion: then it claims.
-    pub fn resumable(&self, lease: Lease) -> Option<holder::Held> {
+    pub fn resumable(&self, lease: Lease) -> Option<Held> {
         let identity = self.identity?;
-        (self.seen_to_hold() && !self.started_as_standby).then_some(holder::Held {
+        (self.seen_to_hold() && !self.started_as_standby).then_some(Held {
             node: self.id,
             identity,
             lease,

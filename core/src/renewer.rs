@@ -1,16 +1,22 @@
-//! One round of the renewer's loop, written once: whether a contact is due (its heartbeat interval,
-//! a claim retried within a second, a switch of mode, a session the registry ended, a claim found
-//! lost), the contact itself ([`node::contact`](crate::node::contact), on the server's session),
-//! the clock check its reading feeds, then the pin of a new claim and the publication of what IDs
-//! may be made — in that order, so that no ID is made under a claim before it is pinned and none
-//! under a mode the renewer has not yet published. The extension's `registry/holder.rs` runs it
-//! over SQL and shared memory, and the fleet model (`node/tests/model/fleet.rs`) over its in-memory
-//! registry, so the model runs the round that ships.
+//! The renewer's room: one round of its loop, written once, with its contact ([`contact`]) and
+//! what it remembers between contacts ([`memory`]). A round: whether a contact is due (its
+//! heartbeat interval, a claim retried within a second, a switch of mode, a session the registry
+//! ended, a claim found lost), the contact itself on the session its server hands it
+//! ([`Server::session`]), the clock check its reading feeds, then the pin of a new claim and the
+//! publication of what IDs may be made — in that order, so that no ID is made under a claim
+//! before it is pinned and none under a mode the renewer has not yet published. The round returns
+//! what the contact came to ([`Round::contact`]) for its caller to say. The extension runs it over
+//! SQL and shared memory, and the fleet model (`node/tests/model/fleet.rs`) over its in-memory
+//! registry, so the model runs the round that ships; nothing in it is the extension's alone, so
+//! any process that holds a claim through a registry session may run it.
 
-use crate::node::contact::Settings;
-use crate::node::holder::HolderState;
+pub mod contact;
+pub mod memory;
+
 use crate::node::Holding;
 use crate::registry;
+use contact::{Contact, Session, Settings};
+use memory::Memory;
 
 /// How soon a contact that failed is tried again (ms), at most: within a second, not a
 /// heartbeat interval later, so that a registry back from a restart hears from its holders
@@ -21,12 +27,12 @@ pub const RETRY_MS: i64 = 1_000;
 /// renewal being written (the writer's turn).
 const PIN_RETRY_MS: i64 = 10;
 
-/// What the renewer knows between rounds: its claim ([`HolderState`]), its clock's offset
+/// What the renewer knows between rounds: its claim ([`Memory`]), its clock's offset
 /// from the registry's, and when its next contact is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Renewer {
     /// What it knows of its claim.
-    pub state: HolderState,
+    pub state: Memory,
     /// The clock was further from the registry's than the limit at its last reading (the
     /// offset, ms): no claim, no heartbeat, no ID is made, until a reading within it.
     skewed: Option<i64>,
@@ -38,7 +44,7 @@ pub struct Renewer {
 
 impl Default for Renewer {
     fn default() -> Self {
-        Renewer::new(HolderState::new())
+        Renewer::new(Memory::new())
     }
 }
 
@@ -46,21 +52,24 @@ impl Default for Renewer {
 /// state its backends read. `Failure` is the registry session's.
 pub trait Server {
     type Failure;
+    /// The registry session and the server's side of a contact on it
+    /// ([`contact::Parties`]).
+    type Session<'s>: Session<Failure = Self::Failure>
+    where
+        Self: 's;
 
     /// The monotonic clock (ms).
     fn monotonic(&mut self) -> i64;
     /// Whether the registry ended the session the renewer holds (it restarted, failed over or
     /// found the session idle): the renewer makes a new one at once.
     fn session_lost(&mut self) -> bool;
-    /// One contact ([`contact`](crate::node::contact::contact)) under `settings` on the renewer's
-    /// session, made anew ([`HolderState::new_session`]) when it has none; a failed contact drops
-    /// it, and so does one after which [`HolderState::keeps_session`] says no. Returns the clock
-    /// offset the contact read (ms), if it read one.
-    fn contact(
-        &mut self,
-        state: &mut HolderState,
-        settings: &Settings,
-    ) -> Result<Option<i64>, Self::Failure>;
+    /// The renewer's registry session for one contact, made anew (connected, its exchanges
+    /// bounded by `lease_ms`) when it has none, and whether it was: a new session holds no
+    /// advisory lock yet ([`Memory::new_session`]).
+    fn session(&mut self, lease_ms: i64) -> Result<(Self::Session<'_>, bool), Self::Failure>;
+    /// Drops the registry session: after a failed contact, and after one after which
+    /// [`Memory::keeps_session`] says no.
+    fn end_session(&mut self);
     /// Writes the claim just taken into the state file and the WAL, as the one writer;
     /// whether it was written (if not, the next round tries again).
     fn pin(&mut self) -> bool;
@@ -70,7 +79,7 @@ pub trait Server {
 }
 
 /// What one round came to.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq)]
 pub struct Round<F> {
     /// How long the renewer may sleep before its next round (ms).
     pub sleep_ms: i64,
@@ -78,13 +87,15 @@ pub struct Round<F> {
     pub contacted: bool,
     /// The contact failed: tried again within [`RETRY_MS`].
     pub failure: Option<F>,
+    /// What the contact came to, if it did not fail, for the caller to say and show.
+    pub contact: Option<Contact<F>>,
 }
 
 impl Renewer {
     /// A renewer at its start, from what the issuing state kept for it
     /// ([`Issuer::renewer_restarted`](crate::issuer::Issuer::renewer_restarted)): its first
     /// round contacts the registry.
-    pub const fn new(state: HolderState) -> Renewer {
+    pub const fn new(state: Memory) -> Renewer {
         Renewer {
             state,
             skewed: None,
@@ -126,23 +137,37 @@ impl Renewer {
             sleep_ms: 0,
             contacted: false,
             failure: None,
+            contact: None,
         };
         if now >= self.next_contact || switched || session_lost {
             round.contacted = true;
             self.contacted_in = Some(settings.fenced);
             let interval = registry::heartbeat_interval_ms(settings.lease_ms);
             self.next_contact = now.saturating_add(self.state.next_contact_in(interval));
-            match server.contact(&mut self.state, settings) {
-                Ok(offset) => {
-                    if let Some(offset) = offset {
-                        self.skewed = (offset.abs() > settings.max_clock_skew_ms).then_some(offset);
+            let contacted = match server.session(settings.lease_ms) {
+                Ok((mut session, new)) => {
+                    if new {
+                        self.state.new_session();
                     }
-                    // A heartbeat that found the id taken over claims again at once.
+                    session.contact(&mut self.state, settings)
+                }
+                Err(failure) => Err(failure),
+            };
+            match contacted {
+                Ok((offset, contact)) => {
+                    self.skewed = (offset.abs() > settings.max_clock_skew_ms).then_some(offset);
+                    // A heartbeat that found the id taken over claims again at once, on a
+                    // session of its own.
                     if self.state.lost {
                         self.next_contact = now;
                     }
+                    if !self.state.keeps_session() {
+                        server.end_session();
+                    }
+                    round.contact = Some(contact);
                 }
                 Err(failure) => {
+                    server.end_session();
                     self.next_contact = now.saturating_add(RETRY_MS.min(interval));
                     round.failure = Some(failure);
                 }

@@ -3,8 +3,9 @@
 //! copies of a data directory, restored backups and failovers included — and every server's
 //! clock is checked against a second one. Without the setting nothing here runs.
 //!
-//! - [`holder`]: the renewer's side — claim, heartbeats, the clock check, what shared memory
-//!   says about issuing
+//! - [`link`]: the renewer's registry link — its connection, the core's round run over it, and
+//!   what is said of each claim, heartbeat and release
+//! - `member`: the server as the core's round and contact see it (shared memory, the state file)
 //! - [`client`]: the registry's SQL (its table, a claim, a heartbeat, listing, retiring)
 //! - [`libpq`]: the connection, through PostgreSQL's client library
 //!
@@ -13,5 +14,6 @@
 //! guide for operators, docs/FLEETS.md.
 
 pub mod client;
-pub mod holder;
 pub mod libpq;
+pub mod link;
+mod member;

@@ -495,9 +495,9 @@ mod model;
 
 #[test]
 fn the_holder_state_publishes_a_claim_once_pinned_and_a_loss_until_the_next_answer() {
-    use super::holder::HolderState;
+    use crate::renewer::memory::Memory;
     let lease = Lease::granted(0, T0 + 30_000, 30_000);
-    let mut holder = HolderState::new();
+    let mut holder = Memory::new();
     assert_eq!(holder.holding(), Holding::None { refused: false });
     assert_eq!(holder.next_contact_in(10_000), 1_000);
     holder.refused();
@@ -540,9 +540,9 @@ fn the_holder_state_publishes_a_claim_once_pinned_and_a_loss_until_the_next_answ
 /// another refusal, starts the count anew.
 #[test]
 fn the_holder_waits_for_a_session_under_its_own_label_for_two_leases() {
-    use super::holder::HolderState;
+    use crate::renewer::memory::Memory;
     const LEASE_MS: i64 = 3_000;
-    let mut holder = HolderState::new();
+    let mut holder = Memory::new();
     assert!(holder.patient(0, LEASE_MS));
     holder.waits_for_session(1_000);
     assert_eq!(holder.holding(), Holding::None { refused: true });

@@ -610,7 +610,7 @@ pub fn retire<T: Table>(table: &mut T, node: u32) -> Result<Retirement, T::Failu
 }
 
 /// Retires `node` as [`retire`] does, if its row still names `identity`: a promoted standby's
-/// retirement of the claim it gave up (`node::contact`), which ends once the id is claimed
+/// retirement of the claim it gave up (`renewer::contact`), which ends once the id is claimed
 /// again ([`Retirement::ClaimedAgain`]).
 pub fn retire_claim<T: Table>(
     table: &mut T,

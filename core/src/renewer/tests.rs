@@ -1,7 +1,7 @@
 //! The round's order and timing, over a server that records what it was asked.
 
 use super::*;
-use crate::node::holder::Held;
+use crate::node::Held;
 use crate::registry::{Identity, Lease};
 
 /// A server whose registry answers as told, recording each call in order.
@@ -10,11 +10,13 @@ struct Recorder {
     calls: Vec<String>,
     /// What the next contacts come to: `Err(())` a failure, `Ok(offset)` an answer; a claim
     /// is taken by the first answer when none is held.
-    answers: Vec<Result<Option<i64>, ()>>,
+    answers: Vec<Result<i64, ()>>,
     lost_session: bool,
     /// The heartbeat finds the claim taken over.
     loses_claim: bool,
     pin_fails: bool,
+    /// How many times the round ended its session.
+    sessions_ended: u32,
 }
 
 impl Recorder {
@@ -26,6 +28,7 @@ impl Recorder {
             lost_session: false,
             loses_claim: false,
             pin_fails: false,
+            sessions_ended: 0,
         }
     }
 }
@@ -44,8 +47,32 @@ fn lease() -> Lease {
     }
 }
 
+/// A contact on the recorder's session, answered as told.
+struct Scripted<'a>(&'a mut Recorder);
+
+impl contact::Session for Scripted<'_> {
+    type Failure = ();
+
+    fn contact(&mut self, state: &mut Memory, _: &Settings) -> Result<(i64, Contact<()>), ()> {
+        let recorder = &mut *self.0;
+        recorder.calls.push("contact".into());
+        let offset = if recorder.answers.is_empty() {
+            Ok(0)
+        } else {
+            recorder.answers.remove(0)
+        }?;
+        if state.held.is_none() {
+            state.taken(1, IDENTITY, lease());
+        } else if recorder.loses_claim {
+            state.lost();
+        }
+        Ok((offset, Contact::Idle))
+    }
+}
+
 impl Server for Recorder {
     type Failure = ();
+    type Session<'s> = Scripted<'s>;
 
     fn monotonic(&mut self) -> i64 {
         self.now
@@ -55,21 +82,12 @@ impl Server for Recorder {
         std::mem::take(&mut self.lost_session)
     }
 
-    fn contact(&mut self, state: &mut HolderState, _: &Settings) -> Result<Option<i64>, ()> {
-        self.calls.push("contact".into());
-        let answer = if self.answers.is_empty() {
-            Ok(Some(0))
-        } else {
-            self.answers.remove(0)
-        };
-        if answer.is_ok() {
-            if state.held.is_none() {
-                state.taken(1, IDENTITY, lease());
-            } else if self.loses_claim {
-                state.lost();
-            }
-        }
-        answer
+    fn session(&mut self, _: i64) -> Result<(Scripted<'_>, bool), ()> {
+        Ok((Scripted(self), false))
+    }
+
+    fn end_session(&mut self) {
+        self.sessions_ended += 1;
     }
 
     fn pin(&mut self) -> bool {
@@ -194,20 +212,20 @@ fn a_session_the_registry_ended_or_a_claim_found_lost_is_contacted_again_at_once
 #[test]
 fn a_clock_reading_past_the_limit_refuses_until_one_within_it() {
     let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
-    server.answers.push(Ok(Some(501)));
+    server.answers.push(Ok(501));
     renewer.round(&mut server, &settings(false));
     assert_eq!(renewer.skewed(), Some(501));
     assert_eq!(
         server.calls.last().unwrap(),
         "publish held available skewed"
     );
-    // A contact that read no clock leaves the reading as it was.
+    // A contact that failed leaves the reading as it was.
     server.now += 1_000;
-    server.answers.push(Ok(None));
+    server.answers.push(Err(()));
     renewer.round(&mut server, &settings(false));
     assert_eq!(renewer.skewed(), Some(501));
     server.now += 1_000;
-    server.answers.push(Ok(Some(-500)));
+    server.answers.push(Ok(-500));
     renewer.round(&mut server, &settings(false));
     assert_eq!(renewer.skewed(), None);
     assert_eq!(server.calls.last().unwrap(), "publish held available");
@@ -215,14 +233,14 @@ fn a_clock_reading_past_the_limit_refuses_until_one_within_it() {
 
 #[test]
 fn a_restarted_renewer_contacts_at_its_first_round_under_the_claim_it_resumes() {
-    let state = HolderState {
+    let state = Memory {
         held: Some(Held {
             node: 1,
             identity: IDENTITY,
             lease: lease(),
             pinned: true,
         }),
-        ..HolderState::new()
+        ..Memory::new()
     };
     let (mut renewer, mut server) = (Renewer::new(state), Recorder::new(5));
     server.answers.push(Err(()));
@@ -236,4 +254,24 @@ fn a_restarted_renewer_contacts_at_its_first_round_under_the_claim_it_resumes() 
             "publish held available"
         ]
     );
+}
+
+#[test]
+fn a_failed_contact_and_a_lost_claim_end_the_session_and_the_round_returns_what_the_contact_came_to(
+) {
+    let (mut renewer, mut server) = (Renewer::default(), Recorder::new(0));
+    let round = renewer.round(&mut server, &settings(false));
+    assert_eq!(round.contact, Some(Contact::Idle));
+    assert_eq!(server.sessions_ended, 0);
+    server.now += 1_000;
+    server.answers.push(Err(()));
+    let round = renewer.round(&mut server, &settings(false));
+    assert_eq!((round.contact, round.failure), (None, Some(())));
+    assert_eq!(server.sessions_ended, 1);
+    // A heartbeat that finds the claim lost closes its session: the next claim has its own.
+    server.now += 1_000;
+    server.loses_claim = true;
+    let round = renewer.round(&mut server, &settings(false));
+    assert!(round.contacted && round.contact.is_some());
+    assert_eq!(server.sessions_ended, 2);
 }

@@ -2,10 +2,11 @@
 //! the generator, the state file, the WAL and the registry's decisions, by actors that crash,
 //! restart, replay, promote, race, partition, step their clocks and heal at any step. A renewer's
 //! round and its contact with the registry are the core's own (`renewer::Renewer`,
-//! `node::contact`, over `registry::table`'s procedures), run over an in-memory table
-//! ([`Session`]) and the member ([`InRound`], [`MemberView`]) where the extension runs them over
-//! SQL and shared memory; the other actors mirror the extension (`src/reservation/redo.rs`, the
-//! renewer's exit in `src/registry/holder.rs`): only the I/O is modelled.
+//! `renewer::contact`, over `registry::table`'s procedures), run over an in-memory table
+//! ([`Session`]) and the member (`member.rs`: [`InRound`] hands the round its session, a
+//! `MemberView` is the member as a contact sees it) where the extension runs them over SQL and
+//! shared memory; the other actors mirror the extension (`src/reservation/redo.rs`, the
+//! renewer's exit in `src/registry/link.rs`): only the I/O is modelled.
 //!
 //! The properties are the safety model's: no ID issued twice across the servers (in available
 //! mode, none once a partition has healed and the registry was reached), one registry row per
@@ -33,10 +34,10 @@ use crate::clock::Clocks;
 use crate::generator::{Allocation, Limits};
 use crate::issuer::{Issuer, Renewal};
 use crate::layout::{Layout, DEFAULT_EPOCH_UNIX_MS, DEFAULT_LAYOUT};
-use crate::node::contact;
-use crate::node::holder::{GivenUp, HolderState};
 use crate::registry::table::{self, HeartbeatRequest, Request, Retirement, RowRead, Table};
 use crate::registry::{exchange_deadline_ms, Bounds, LayoutRows, Row};
+use crate::renewer::contact;
+use crate::renewer::memory::{GivenUp, Memory};
 use crate::renewer::{self, Renewer};
 use proptest::prelude::*;
 use std::cell::Cell;
@@ -45,8 +46,8 @@ use std::collections::{btree_map::Entry, BTreeMap, BTreeSet, HashMap};
 // The rooms' items, for one another: each room has `use super::*`.
 use acts::{act, Act, Commit};
 use checks::{run_fleet, run_fleet_leased};
-use fleet::{Fleet, LEASE, MARGIN, MAX_NODE, SERVERS};
-use member::{InRound, Member, MemberView};
+use fleet::{Before, Fleet, LEASE, MARGIN, MAX_NODE, SERVERS};
+use member::{InRound, Member};
 use registry::{row_of, Failed, RegRow, Registry, Session};
 
 const L: Layout = DEFAULT_LAYOUT;
@@ -121,14 +122,4 @@ fn issue_in(
         }
     }
     vec![]
-}
-
-/// The durable state of a reservation until `until` with `node`'s identity.
-fn durable(node: &Node, until: i64, configured: Option<u32>) -> Durable {
-    Durable {
-        until,
-        node: node.known_id(configured),
-        history: node.history,
-        identity: node.identity,
-    }
 }

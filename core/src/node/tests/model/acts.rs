@@ -352,12 +352,7 @@ impl Fleet {
                 // The renewer publishes a switch at once, before any contact
                 // (`Renewer::turn`): the contact may wait for the registry.
                 let (now, renewer) = (self.now, self.members[s].renewer);
-                let mut in_round = InRound {
-                    fleet: self,
-                    s,
-                    commit: Commit::Done,
-                    checked: Ok(()),
-                };
+                let mut in_round = InRound::new(self, s, Commit::Done);
                 renewer.publish(&mut in_round, fenced, now);
             }
             Act::Join {

@@ -43,7 +43,22 @@ pub(super) struct Fleet {
     recorded: BTreeMap<i64, i64>,
 }
 
-/// A live row's holder as a claim finds it ([`Fleet::contact`]).
+/// What the registry held before a contact ([`Fleet::open`]), for the checks of what the contact
+/// came to ([`Fleet::contacted`]).
+pub(super) struct Before {
+    /// Each row's claim.
+    holders: BTreeMap<u32, Identity>,
+    /// Each live row's holder.
+    seen: BTreeMap<u32, Seen>,
+    /// The member may take a released claim of its token at once (its planned restart).
+    restarted_clean: bool,
+    /// Its token.
+    token: Option<u128>,
+    /// Its data directory ([`Member::range`]).
+    dir: u128,
+}
+
+/// A live row's holder as a claim finds it ([`Fleet::open`]).
 #[derive(Clone, Copy)]
 struct Seen {
     /// The claim the row names.
@@ -187,18 +202,16 @@ impl Fleet {
         });
     }
 
-    /// A turn's contact ([`renewer::Server::contact`]: `node::contact` on the member's
-    /// session, made anew when it has none), answered as `commit` says: the clock offset it
-    /// read, or `Err(Failed)` if the exchange failed; the outer `Err` is a check that failed.
-    pub(super) fn contact(
+    /// Member `s`'s registry session for a round's contact ([`renewer::Server::session`]),
+    /// made anew when it has none (`true`), and what the registry holds before the contact, for
+    /// [`Fleet::contacted`]'s checks; `Err(Failed)` if the exchange failed already; the outer
+    /// `Err` is a check that failed.
+    pub(super) fn open(
         &mut self,
         s: usize,
-        commit: Commit,
-        holder: &mut HolderState,
-        settings: &contact::Settings,
-    ) -> Result<Result<Option<i64>, Failed>, TestCaseError> {
+    ) -> Result<Result<(Before, bool), Failed>, TestCaseError> {
         self.contacts += 1;
-        let (now, fenced, lease) = (self.now, settings.fenced, self.lease);
+        let (now, lease) = (self.now, self.lease);
         if !self.registry.up || !self.members[s].link {
             // The exchange times out and the server drops its session; the registry's end of
             // it lives on until its keepalives find the server gone.
@@ -271,33 +284,48 @@ impl Fleet {
         };
         let m = &mut self.members[s];
         m.reached_at = now;
-        let session = match m.session {
+        let new = match m.session {
             // Ended by the registry (it noticed the client gone, or restarted): the exchange
             // fails, and the next round connects anew.
             Some(session) if !registry.open.contains(&session) => {
                 m.session = None;
                 return Ok(Err(Failed));
             }
-            Some(session) => session,
+            Some(_) => false,
             None => {
-                holder.new_session();
-                let session = registry.new_session();
-                m.session = Some(session);
-                session
+                m.session = Some(registry.new_session());
+                true
             }
         };
-        let stalled = Cell::new(false);
-        let mut table = Session::new(registry, session, now, commit, &stalled);
-        table.by = m.range;
-        let mut member = MemberView {
-            m,
-            now,
-            fenced,
-            stalled: &stalled,
-            offset: None,
+        let before = Before {
+            holders,
+            seen,
+            restarted_clean,
+            token,
+            dir,
         };
-        let contacted = contact::contact(&mut table, &mut member, holder, settings);
-        let offset = member.offset;
+        Ok(Ok((before, new)))
+    }
+
+    /// Checks what member `s`'s contact came to (`contacted`: `Err` if it failed), against
+    /// what the registry held `before` it, and notes what it recorded.
+    pub(super) fn contacted(
+        &mut self,
+        s: usize,
+        before: Before,
+        memory: &Memory,
+        contacted: Result<&contact::Contact<Failed>, Failed>,
+    ) -> Result<(), TestCaseError> {
+        let (now, lease) = (self.now, self.lease);
+        let Before {
+            holders,
+            seen,
+            restarted_clean,
+            token,
+            dir,
+        } = before;
+        let registry = &mut self.registry;
+        let m = &mut self.members[s];
         // A contact retires only the claim its server gave up on a promotion, never a claim
         // made of the id since.
         if let Ok(
@@ -377,13 +405,9 @@ impl Fleet {
                 );
             }
         }
-        if let Some(old) = holder.retire_pending {
+        if let Some(old) = memory.retire_pending {
             self.given_up
                 .insert(old.node, (m.range, m.crashes, old.identity));
-        }
-        if contacted.is_err() || !holder.keeps_session() {
-            registry.end_session(session);
-            m.session = None;
         }
         if let Some((node, last, ids)) = m.unjoined.clone() {
             // Its claim recorded them (committed, whether or not its answer came back).
@@ -404,7 +428,7 @@ impl Fleet {
             }
         }
         self.note_marks();
-        Ok(contacted.map(|_| offset))
+        Ok(())
     }
 
     /// `renewer.rs`'s exit: a fenced claim's mark comes down to the durable reservation where
@@ -419,7 +443,7 @@ impl Fleet {
                 m.released = Some(lower.mark);
             }
             if reachable {
-                // On a connection of its own (`holder.rs`'s `release_on_exit`).
+                // On a connection of its own (`link.rs`'s `release_on_exit`).
                 let session = self.registry.new_session();
                 let stalled = Cell::new(false);
                 let mut table = Session::new(
@@ -480,19 +504,20 @@ impl Fleet {
         }
         let settings = self.settings_of(s);
         let mut renewer = std::mem::take(&mut self.members[s].renewer);
-        let mut in_round = InRound {
-            fleet: self,
-            s,
-            commit,
-            checked: Ok(()),
-        };
-        renewer.round(&mut in_round, &settings);
-        let checked = in_round.checked;
+        let mut in_round = InRound::new(self, s, commit);
+        let round = renewer.round(&mut in_round, &settings);
+        let (checked, before) = (in_round.checked, in_round.before);
         // Kept due: the next round contacts whenever it comes (and states that differ only in
         // when a contact falls due are one state to the search).
         renewer.contact_now();
+        let memory = renewer.state;
         self.members[s].renewer = renewer;
-        checked
+        checked?;
+        match (before, round.contact) {
+            (Some(before), Some(contact)) => self.contacted(s, before, &memory, Ok(&contact)),
+            (Some(before), None) => self.contacted(s, before, &memory, Err(Failed)),
+            (None, _) => Ok(()),
+        }
     }
 
     pub(super) fn call(&mut self, s: usize, want: u64) -> Result<(), TestCaseError> {

@@ -1,8 +1,13 @@
 //! A server of the fleet ([`Member`]): its settings, state file, issuing state and renewer; as
-//! its renewer's round sees it ([`InRound`], a `renewer::Server`) and as a contact sees it
-//! ([`MemberView`], a `contact::Member`).
+//! its renewer's round sees it ([`InRound`], a `renewer::Server`, which hands the round its
+//! registry session) and as a contact sees it ([`MemberView`], a `contact::Member`).
 
 use super::*;
+use crate::issuer::Turn;
+
+/// The renewer's process id, and a backend's, as the writer's turn records them.
+const RENEWER_PID: i32 = 1;
+const BACKEND_PID: i32 = 2;
 
 #[derive(Clone, Debug, Hash)]
 pub(super) struct Member {
@@ -65,6 +70,11 @@ pub(super) struct Member {
     /// Stopped cleanly ([`Act::Stop`]), or a copy of a stopped server not started yet
     /// ([`Act::ColdCopy`]): no process, no session, no ID, until [`Act::Start`].
     pub(super) stopped: bool,
+    /// A backend standing in for the renewer waits for the writer's turn to write a due
+    /// renewal: it takes the turn the moment the renewer gives it back.
+    pub(super) stand_in_waits: bool,
+    /// The renewal a backend standing in is writing, its turn held ([`Member::end_stand_in`]).
+    pub(super) stand_in: Option<Turn>,
 }
 
 impl Member {
@@ -138,6 +148,8 @@ impl Member {
             slow_disk: false,
             unjoined: None,
             stopped: false,
+            stand_in_waits: false,
+            stand_in: None,
         }
     }
 
@@ -169,6 +181,35 @@ impl Member {
     fn write(&mut self, durable: &Durable) {
         self.file = Some(file_in(durable, self.layout));
     }
+
+    /// Writes `turn`'s reservation into the state file (the WAL record with it), as the one
+    /// writer, and ends the turn: `false` if the state file cannot be written.
+    fn write_turn(&mut self, turn: &Turn) -> bool {
+        if self.unwritable {
+            // EACCES: a directory in the way of its temporary file, a read-only disk.
+            self.issuer.turn_ended(Renewal::Failed { errno: 13 });
+            return false;
+        }
+        self.write(&Durable {
+            until: turn.until,
+            node: Some(turn.node),
+            history: turn.history,
+            identity: turn.identity,
+        });
+        self.issuer.turn_ended(Renewal::Done {
+            until: turn.until,
+            took_ms: 0,
+        });
+        true
+    }
+
+    /// A backend standing in for the renewer finishes writing its renewal, if it is writing
+    /// one, and gives the writer's turn back.
+    pub(super) fn end_stand_in(&mut self) {
+        if let Some(turn) = self.stand_in.take() {
+            self.write_turn(&turn);
+        }
+    }
 }
 
 /// A member as its renewer turns it ([`renewer::Server`]): the fleet's registry, the member's
@@ -180,10 +221,32 @@ pub(super) struct InRound<'f> {
     pub(super) commit: Commit,
     /// A check of the model that failed during the round.
     pub(super) checked: Result<(), TestCaseError>,
+    /// What the registry held before the round's contact, once its session was open
+    /// ([`Fleet::open`]): the contact's outcome is checked against it after the round.
+    pub(super) before: Option<Before>,
+    /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
+    stalled: Cell<bool>,
+}
+
+impl<'f> InRound<'f> {
+    pub(super) fn new(fleet: &'f mut Fleet, s: usize, commit: Commit) -> InRound<'f> {
+        InRound {
+            fleet,
+            s,
+            commit,
+            checked: Ok(()),
+            before: None,
+            stalled: Cell::new(false),
+        }
+    }
 }
 
 impl renewer::Server for InRound<'_> {
     type Failure = Failed;
+    type Session<'s>
+        = contact::Parties<Session<'s>, MemberView<'s>>
+    where
+        Self: 's;
 
     fn monotonic(&mut self) -> i64 {
         self.fleet.now
@@ -199,27 +262,54 @@ impl renewer::Server for InRound<'_> {
                 .is_some_and(|session| !fleet.registry.open.contains(&session))
     }
 
-    fn contact(
-        &mut self,
-        state: &mut HolderState,
-        settings: &contact::Settings,
-    ) -> Result<Option<i64>, Failed> {
-        match self.fleet.contact(self.s, self.commit, state, settings) {
-            Ok(answered) => answered,
-            Err(failed) => {
-                self.checked = Err(failed);
-                Err(Failed)
+    fn session(&mut self, _lease_ms: i64) -> Result<(Self::Session<'_>, bool), Failed> {
+        let new = match self.fleet.open(self.s) {
+            Ok(Ok((before, new))) => {
+                self.before = Some(before);
+                new
             }
+            Ok(Err(failed)) => return Err(failed),
+            Err(check) => {
+                self.checked = Err(check);
+                return Err(Failed);
+            }
+        };
+        let fleet = &mut *self.fleet;
+        let m = &mut fleet.members[self.s];
+        let session = m.session.expect("a session just opened");
+        let mut table = Session::new(
+            &mut fleet.registry,
+            session,
+            fleet.now,
+            self.commit,
+            &self.stalled,
+        );
+        table.by = m.range;
+        let member = MemberView {
+            fenced: m.fenced,
+            m,
+            now: fleet.now,
+            stalled: &self.stalled,
+            role: None,
+        };
+        Ok((contact::Parties { table, member }, new))
+    }
+
+    fn end_session(&mut self) {
+        let m = &mut self.fleet.members[self.s];
+        if let Some(session) = m.session.take() {
+            self.fleet.registry.end_session(session);
         }
     }
 
     fn pin(&mut self) -> bool {
-        // The pin: the state file (and the WAL) with the claim, before any ID.
+        // The pin: the state file (and the WAL) with the claim, before any ID, written as the
+        // one writer (refused while a backend standing in writes a renewal), as the extension's.
         let m = &mut self.fleet.members[self.s];
-        let (node, reserved) = m.issuer.state();
-        let pin = durable(&node, reserved, None);
-        m.write(&pin);
-        true
+        let Some(turn) = m.issuer.rewrite_turn(RENEWER_PID) else {
+            return false;
+        };
+        m.write_turn(&turn)
     }
 
     fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64) {
@@ -229,7 +319,7 @@ impl renewer::Server for InRound<'_> {
     }
 }
 
-/// A member as a contact sees it (`node::contact::Member`; shared memory and the state file in
+/// A member as a contact sees it (`renewer::contact::Member`; shared memory and the state file in
 /// the extension).
 pub(super) struct MemberView<'a> {
     pub(super) m: &'a mut Member,
@@ -237,8 +327,8 @@ pub(super) struct MemberView<'a> {
     pub(super) fenced: bool,
     /// Set when its intent's write stalls ([`Act::Stall`]), for the claim's [`Session`].
     pub(super) stalled: &'a Cell<bool>,
-    /// The clock offset the contact read, if it read one.
-    pub(super) offset: Option<i64>,
+    /// The writer's turn, held while a claim is asked.
+    pub(super) role: Option<Turn>,
 }
 
 impl contact::Member for MemberView<'_> {
@@ -258,15 +348,22 @@ impl contact::Member for MemberView<'_> {
             .reaches(&mut Clocks::at(self.now + self.m.offset))
     }
 
-    fn clock_read(&mut self, offset: i64, _sent: i64) {
-        self.offset = Some(offset);
-    }
+    fn clock_read(&mut self, _offset: i64, _sent: i64) {}
 
     fn start_writing(&mut self) -> bool {
-        true
+        self.role = self.m.issuer.rewrite_turn(RENEWER_PID);
+        self.role.is_some()
     }
 
-    fn stop_writing(&mut self) {}
+    fn stop_writing(&mut self) {
+        if self.role.take().is_some() {
+            self.m.issuer.turn_ended(Renewal::GivenBack);
+        }
+        // A backend waiting to stand in takes the turn the moment it is free, before the pin.
+        if std::mem::take(&mut self.m.stand_in_waits) {
+            self.m.stand_in = self.m.issuer.renewal_turn(false, BACKEND_PID);
+        }
+    }
 
     fn intend(&mut self, taken: &Claim, fenced: bool) -> Result<(), Failed> {
         // A claim's floor may raise the reservation past a released mark: the new claim's

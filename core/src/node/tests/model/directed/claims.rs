@@ -1,6 +1,6 @@
 //! Directed cases on claims: a node id given up on a promotion and claimed again, a heartbeat
-//! queued behind a stalled claim, claims asked again after lost answers, and a stray row under a
-//! pinned id.
+//! queued behind a stalled claim, claims asked again after lost answers, a stray row under a
+//! pinned id, and a pin refused while a stand-in holds the writer's turn.
 
 use super::*;
 
@@ -217,4 +217,67 @@ fn a_stray_row_under_a_pinned_id_sends_an_assigned_server_to_a_fresh_one() {
     assert_ne!(m.issuer.node().id, 1);
     assert_eq!(m.issuer.node().history.named(), &[1], "pinned to 1 first");
     fleet.call(2, 10).expect("no ID made twice");
+}
+
+/// A backend waiting for a reservation stands in for the renewer and takes the writer's turn
+/// the moment a claim gives it back (the renewer restarted in fenced mode claims again while the
+/// server still makes IDs below the released mark): the claim's pin, which takes the same turn,
+/// is refused, so no ID is made under the claim, and the round retries the pin soon. The pin
+/// fails the same way while the state file cannot be written; once both are over, the next round
+/// pins and IDs are made.
+#[test]
+fn a_pin_refused_while_a_stand_in_writes_is_retried_and_no_id_is_made_before_it() {
+    use Act::*;
+    let done = Commit::Done;
+    let start = [
+        Round { s: 0, commit: done },
+        Round { s: 0, commit: done },
+        Call { s: 0, want: 10 },
+        Release {
+            s: 0,
+            restart: false,
+        },
+        Wait { ms: 1_000 },
+    ];
+    let mut fleet = directed(&[Some(0)], true, &start);
+    // A call that needs a reservation past the durable one waits for it: a renewal is due.
+    let now = fleet.now;
+    let m = &mut fleet.members[0];
+    let asked = m.issuer.allocate(&L, &mut Clocks::at(now), &LIMITS, 1);
+    assert!(
+        matches!(asked, Ok((_, Ok(Allocation::AwaitReservation { .. })))),
+        "the call did not wait for a reservation: {asked:?}"
+    );
+    m.stand_in_waits = true;
+    let issued = fleet.issued.len();
+    fleet.act(Round { s: 0, commit: done }).expect("a claim");
+    let m = &fleet.members[0];
+    assert!(m.stand_in.is_some(), "the stand-in took no turn");
+    assert!(
+        m.renewer.state.pin_due() && !m.issuer.issuing(),
+        "the pin passed while a stand-in held the writer's turn: {:?}",
+        m.issuer.node().refusing
+    );
+    fleet.act(Call { s: 0, want: 10 }).expect("a call");
+    assert_eq!(
+        fleet.issued.len(),
+        issued,
+        "IDs made under a claim not pinned"
+    );
+    // The stand-in's write ends, but the disk fails the pin's: still not pinned.
+    fleet.members[0].end_stand_in();
+    fleet.members[0].unwritable = true;
+    fleet.act(Round { s: 0, commit: done }).expect("a round");
+    assert!(
+        fleet.members[0].renewer.state.pin_due(),
+        "a pin that could not be written passed"
+    );
+    fleet.members[0].unwritable = false;
+    fleet.act(Round { s: 0, commit: done }).expect("the pin");
+    fleet.act(Call { s: 0, want: 10 }).expect("a call");
+    assert!(
+        !fleet.members[0].renewer.state.pin_due() && fleet.issued.len() > issued,
+        "the pin retried did not let IDs be made: {:?}",
+        fleet.members[0].issuer.node().refusing
+    );
 }

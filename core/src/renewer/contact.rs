@@ -1,14 +1,16 @@
 //! One contact of the renewer with the registry, written once: the clock read and checked, the
 //! high-water mark the contact records, then a heartbeat of the claim held or a claim of the
 //! id [`Node::claimant`] wants, with the claim's intent written before the registry commits,
-//! and each answer handed to [`HolderState`] and [`Node`]. The extension's
-//! `src/registry/holder.rs` runs it over SQL (`client::Sql`) and shared memory; the fleet
-//! model (`tests/model/fleet.rs`) over its in-memory table and members, so the model runs the
-//! contact that ships. What the extension then says (logs, the registry status it shows) it
-//! reads from the [`Contact`] returned.
+//! and each answer handed to [`Memory`] and [`Node`]. The round ([`Renewer::round`]) runs it on
+//! the [`Parties`] its server hands it: the extension's SQL session (`client::Sql`) and shared
+//! memory, or the fleet model's (`node/tests/model/fleet.rs`) in-memory table and members, so the
+//! model runs the contact that ships. What the caller then says (logs, the registry status it
+//! shows) it reads from the [`Contact`] the round returns.
 
-use super::holder::{GivenUp, HolderState};
-use super::{Claim, Node};
+use super::memory::{GivenUp, Memory};
+#[cfg(doc)]
+use super::Renewer;
+use crate::node::{Claim, Node};
 use crate::registry::table::{
     self, ClaimOutcome, Grant, Heartbeat, HeartbeatRequest, Request, Retirement, Table,
 };
@@ -77,7 +79,7 @@ pub trait Member {
     /// A claim was refused because the holder of the id, under this server's own token, was
     /// connected or seen lately: [`Node::met_holder`] from now on.
     fn met_holder(&mut self);
-    /// Keeps the retirement left pending (`HolderState::retire_pending`) where a restarted
+    /// Keeps the retirement left pending (`Memory::retire_pending`) where a restarted
     /// renewer finds it (`Issuer::retirement_pending`).
     fn retirement_pending(&mut self, given_up: Option<GivenUp>);
     /// How this server is named to the registry.
@@ -119,17 +121,56 @@ pub enum Contact<F> {
     },
     /// No id of the layout (0 to `max`) is free.
     NoFreeId { max: u32 },
+    /// The claim's intent could not be written ([`Member::intend`] failed): the registry rolled
+    /// the claim back. The registry is fine and its session is kept; the disk is not.
+    Unwritten,
 }
 
-/// One contact on `table`'s session: what it came to, and the clock offset it read (`None`:
-/// the clock could not be read). A failed exchange fails the contact: the session is to be
-/// dropped (`HolderState::keeps_session` says when a contact that did not fail drops it too).
+/// Where one contact runs: a registry session and the server's side of it.
+pub trait Session {
+    type Failure;
+
+    /// One [`contact`] under `settings`, `memory` the renewer's: the clock offset it read (ms)
+    /// and what it came to.
+    fn contact(
+        &mut self,
+        memory: &mut Memory,
+        settings: &Settings,
+    ) -> Result<(i64, Contact<Self::Failure>), Self::Failure>;
+}
+
+/// A registry session (`table`) and the server as a contact on it sees it (`member`): what the
+/// extension and the fleet model hand the round for one contact.
+pub struct Parties<T, M> {
+    pub table: T,
+    pub member: M,
+}
+
+impl<T, M> Session for Parties<T, M>
+where
+    T: Table,
+    M: Member<Failure = T::Failure>,
+{
+    type Failure = T::Failure;
+
+    fn contact(
+        &mut self,
+        memory: &mut Memory,
+        settings: &Settings,
+    ) -> Result<(i64, Contact<T::Failure>), T::Failure> {
+        contact(&mut self.table, &mut self.member, memory, settings)
+    }
+}
+
+/// One contact on `table`'s session: the clock offset it read (ms) and what it came to. A
+/// failed exchange fails the contact: the session is to be dropped ([`Memory::keeps_session`]
+/// says when a contact that did not fail drops it too).
 pub fn contact<T, M>(
     table: &mut T,
     member: &mut M,
-    holder: &mut HolderState,
+    memory: &mut Memory,
     settings: &Settings,
-) -> Result<Contact<T::Failure>, T::Failure>
+) -> Result<(i64, Contact<T::Failure>), T::Failure>
 where
     T: Table,
     M: Member<Failure = T::Failure>,
@@ -138,9 +179,28 @@ where
     let registry_now = table.clock()?;
     let offset = registry::clock_offset(sent, member.wall(), registry_now);
     member.clock_read(offset, sent);
-    if offset.abs() > settings.max_clock_skew_ms {
-        return Ok(Contact::Skewed);
-    }
+    let contact = if offset.abs() > settings.max_clock_skew_ms {
+        Contact::Skewed
+    } else {
+        ask(table, member, memory, settings, sent_mono, sent, offset)?
+    };
+    Ok((offset, contact))
+}
+
+/// The contact past its clock check: a claim if no claim is held, else a heartbeat.
+fn ask<T, M>(
+    table: &mut T,
+    member: &mut M,
+    memory: &mut Memory,
+    settings: &Settings,
+    sent_mono: i64,
+    sent: i64,
+    offset: i64,
+) -> Result<Contact<T::Failure>, T::Failure>
+where
+    T: Table,
+    M: Member<Failure = T::Failure>,
+{
     let (node, reaches) = member.state();
     // In both modes the mark covers every ID the holder may make until the lease ends (the
     // reservations stop at it until then), so that a later holder starts above them: a lease
@@ -148,14 +208,14 @@ where
     // is where the next restart resumes).
     let room = registry::lead_room_ms(settings.lease_ms, settings.max_clock_skew_ms);
     let high_water = Lease::ceiling_for(sent, reaches, settings.lease_ms, room);
-    let Some(held) = holder.held else {
+    let Some(held) = memory.held else {
         let at = At {
             sent_mono,
             offset,
             high_water,
             reaches,
         };
-        return claim(table, member, holder, settings, node, &at);
+        return claim(table, member, memory, settings, node, &at);
     };
     let lease_ms = settings.lease_ms;
     let request = HeartbeatRequest {
@@ -165,17 +225,17 @@ where
         boot: node.boot,
         place: node.place,
     };
-    let beat = table::heartbeat(table, holder.needs_lock, held.node, held.identity, &request)?;
+    let beat = table::heartbeat(table, memory.needs_lock, held.node, held.identity, &request)?;
     Ok(match beat {
         Heartbeat::Extended { locked, before } => {
             let lease = Lease::granted(sent_mono, high_water, lease_ms);
-            holder.extended(lease, locked);
+            memory.extended(lease, locked);
             member.lease_extended(&lease, settings.fenced, before);
-            let retired = retire_given_up(table, member, holder);
+            let retired = retire_given_up(table, member, memory);
             Contact::Heartbeat { lease, retired }
         }
         Heartbeat::Lost { label } => {
-            holder.lost();
+            memory.lost();
             Contact::Lost {
                 node: held.node,
                 label,
@@ -200,7 +260,7 @@ struct At {
 fn claim<T, M>(
     table: &mut T,
     member: &mut M,
-    holder: &mut HolderState,
+    memory: &mut Memory,
     settings: &Settings,
     node: Node,
     at: &At,
@@ -217,7 +277,7 @@ where
         settings.configured,
         settings.fresh_on_promotion,
         at.reaches,
-        holder.patient(sent_mono, settings.lease_ms),
+        memory.patient(sent_mono, settings.lease_ms),
     );
     // A promoted standby claiming a fresh id gives up the claim it inherited.
     let given_up = node
@@ -231,11 +291,14 @@ where
     if !member.start_writing() {
         return Ok(Contact::Idle);
     }
+    let mut unwritten = false;
     let claimed = table::claim(table, &claimant, &request, |grant| {
-        member.intend(
+        let intended = member.intend(
             &Claim::of(grant, sent_mono, settings.lease_ms),
             settings.fenced,
-        )
+        );
+        unwritten = intended.is_err();
+        intended
     });
     // Found to be a copy of its claim's live holder: the claim is not this server's, and no
     // later claim of it may pass for the holder's restart (a refused copy that kept the token
@@ -249,12 +312,15 @@ where
         }
     }
     member.stop_writing();
-    let mut contact = answered(holder, settings, at, request, claimed?);
+    if unwritten {
+        return Ok(Contact::Unwritten);
+    }
+    let mut contact = answered(memory, settings, at, request, claimed?);
     if let Contact::Granted { claim, retired, .. } = &mut contact {
         if let Some(old) = given_up.filter(|old| old.node != claim.node) {
-            holder.retire_pending = Some(old);
+            memory.retire_pending = Some(old);
         }
-        *retired = retire_given_up(table, member, holder);
+        *retired = retire_given_up(table, member, memory);
     }
     Ok(contact)
 }
@@ -290,11 +356,11 @@ fn request<M: Member>(
     }
 }
 
-/// What the registry's answer to `request` does to `holder` (a grant held, to be pinned; a
+/// What the registry's answer to `request` does to `memory` (a grant held, to be pinned; a
 /// refusal retried at every contact), and what the contact came to (a grant's retirement of
 /// the claim given up for it, if any, is the caller's).
 fn answered<F>(
-    holder: &mut HolderState,
+    memory: &mut Memory,
     settings: &Settings,
     at: &At,
     request: Request,
@@ -318,7 +384,7 @@ fn answered<F>(
                 at.high_water
             );
             let claim = Claim::of(&grant, at.sent_mono, settings.lease_ms);
-            holder.taken(claim.node, claim.identity, claim.lease);
+            memory.taken(claim.node, claim.identity, claim.lease);
             Contact::Granted {
                 grant,
                 claim,
@@ -332,9 +398,9 @@ fn answered<F>(
             last_seen,
         } => {
             if why == Refusal::OpenSession {
-                holder.waits_for_session(at.sent_mono);
+                memory.waits_for_session(at.sent_mono);
             } else {
-                holder.refused();
+                memory.refused();
             }
             Contact::Refused {
                 node,
@@ -345,7 +411,7 @@ fn answered<F>(
             }
         }
         ClaimOutcome::NoFreeId => {
-            holder.refused();
+            memory.refused();
             Contact::NoFreeId {
                 max: request.max_node,
             }
@@ -360,13 +426,13 @@ fn answered<F>(
 fn retire_given_up<T, M>(
     table: &mut T,
     member: &mut M,
-    holder: &mut HolderState,
+    memory: &mut Memory,
 ) -> Option<(u32, Result<Retirement, T::Failure>)>
 where
     T: Table,
     M: Member<Failure = T::Failure>,
 {
-    let old = holder.retire_pending?;
+    let old = memory.retire_pending?;
     let retired = table::retire_claim(table, old.node, old.identity);
     // Given up only once done, once no live row is left, or once the id is claimed again: a
     // lease still running, a primary still connected, or an exchange that failed, is tried
@@ -375,7 +441,7 @@ where
         retired,
         Ok(Retirement::Retired { .. } | Retirement::NoLiveRow | Retirement::ClaimedAgain { .. })
     );
-    holder.retire_pending = again.then_some(old);
-    member.retirement_pending(holder.retire_pending);
+    memory.retire_pending = again.then_some(old);
+    member.retirement_pending(memory.retire_pending);
     Some((old.node, retired))
 }

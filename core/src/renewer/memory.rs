@@ -1,28 +1,18 @@
 //! The renewer's side of a registry claim, as plain data: whether it holds one (and under which
 //! lease, pinned or not), whether its last claim was refused or its claim was found lost, and
 //! whether its registry session still has to take the id's advisory lock. One contact
-//! ([`contact`](super::contact)) calls one method per outcome, in the extension's
-//! `registry/holder.rs` and in the fleet model (`tests/model/fleet.rs`) alike, so that what the
-//! renewer remembers between contacts is the one the model checks. What a claim does to the
-//! server's identity is [`Node`](super::Node)'s; this says what the renewer tells
-//! [`Node::publish`](super::Node::publish) ([`HolderState::holding`]).
+//! ([`contact`](super::contact)) calls one method per outcome, in the extension and in the fleet
+//! model (`node/tests/model/fleet.rs`) alike, so that what the renewer remembers between contacts
+//! is the one the model checks. What a claim does to the server's identity is
+//! [`Node`](crate::node::Node)'s; this says what the renewer tells
+//! [`Node::publish`](crate::node::Node::publish) ([`Memory::holding`]).
 
-use super::Holding;
+use crate::node::{Held, Holding};
 use crate::registry::{Identity, Lease, OWN_SESSION_PATIENCE_LEASES};
-
-/// A claim the renewer holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Held {
-    pub node: u32,
-    pub identity: Identity,
-    pub lease: Lease,
-    /// The claim is written in the state file and the WAL: IDs may be made under it.
-    pub pinned: bool,
-}
 
 /// What the renewer knows of its claim between contacts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct HolderState {
+pub struct Memory {
     /// The claim held, if any.
     pub held: Option<Held>,
     /// The session does not hold the id's advisory lock yet (a new session, or another session
@@ -50,16 +40,16 @@ pub struct GivenUp {
     pub identity: Identity,
 }
 
-impl Default for HolderState {
+impl Default for Memory {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl HolderState {
+impl Memory {
     /// A renewer that has not claimed yet.
-    pub const fn new() -> HolderState {
-        HolderState {
+    pub const fn new() -> Memory {
+        Memory {
             held: None,
             needs_lock: true,
             refused: false,
@@ -114,7 +104,7 @@ impl HolderState {
 
     /// The claim was refused because a session under this server's own label holds the id
     /// (`Refusal::OpenSession`), at monotonic `now`: retried at every contact, patiently for a
-    /// while ([`HolderState::patient`]).
+    /// while ([`Memory::patient`]).
     pub fn waits_for_session(&mut self, now: i64) {
         let since = self.waiting_since.unwrap_or(now);
         self.refused();
@@ -164,7 +154,7 @@ impl HolderState {
         !self.lost
     }
 
-    /// What [`Node::publish`](super::Node::publish) is told.
+    /// What [`Node::publish`](crate::node::Node::publish) is told.
     pub fn holding(&self) -> Holding {
         match self.held {
             _ if self.lost => Holding::Lost,
