@@ -388,7 +388,7 @@ impl Server {
     /// round again within minutes (`kernel.pid_max` is 32768 on these machines, and tests side
     /// by side start from a hundred to several hundred processes a second: a whole round of
     /// pids in one to five minutes). Left in place, the next `pg_ctl stop` on this
-    /// directory — the immediate stop of `scripts/pgserver destroy` when the `Server` is
+    /// directory — the immediate stop of `scripts/serve/pgserver destroy` when the `Server` is
     /// dropped, or [`Server::stop`] — sends its signal to whatever process holds that pid by
     /// then: as the `postgres` user, any process of any other test's server. A backend that gets
     /// that SIGQUIT exits, its postmaster resets, and every client of that server sees its
@@ -530,7 +530,7 @@ impl Server {
     /// a failed test unwinds, where a second panic would abort the whole test process).
     fn print_log_of_a_failed_test(&self) {
         let (name, port, dir) = (&self.name, self.port, &self.dir);
-        let read = Command::new(repo_root().join("scripts/pgserver"))
+        let read = Command::new(repo_root().join("scripts/serve/pgserver"))
             .args(["log", dir])
             .output();
         let log = match read {
@@ -541,7 +541,9 @@ impl Server {
                 return;
             }
             Err(e) => {
-                eprintln!("==== server {name} (port {port}, {dir}): scripts/pgserver log: {e}");
+                eprintln!(
+                    "==== server {name} (port {port}, {dir}): scripts/serve/pgserver log: {e}"
+                );
                 return;
             }
         };
