@@ -76,6 +76,10 @@ pub trait Server {
     /// Says what IDs may be made ([`Issuer::publish`](crate::issuer::Issuer::publish)) and
     /// wakes the callers waiting for it.
     fn publish(&mut self, holding: Holding, skewed: bool, fenced: bool, now: i64);
+    /// Shows what a contact came to where callers read why they are refused (the registry's
+    /// status: a refusal and whose, a takeover, the lease's end), before the pin and the publish
+    /// that follow it: a caller that meets the refusal published finds its reason already there.
+    fn shown(&mut self, contact: &Contact<Self::Failure>);
 }
 
 /// What one round came to.
@@ -172,6 +176,9 @@ impl Renewer {
                     round.failure = Some(failure);
                 }
             }
+        }
+        if let Some(contact) = &round.contact {
+            server.shown(contact);
         }
         if self.state.pin_due() && server.pin() {
             self.state.pinned();

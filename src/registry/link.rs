@@ -67,15 +67,20 @@ impl Link {
             fresh_on_promotion: registry.fresh_on_promotion,
         };
         let was_refused = self.renewer.state.refused;
-        let mut in_round = InRound::new(&mut self.connection, &mut self.unreachable_log, shm);
+        let mut in_round = InRound::new(
+            &mut self.connection,
+            &mut self.unreachable_log,
+            shm,
+            was_refused,
+        );
         let round = self.renewer.round(&mut in_round, &settings);
-        let unwritten = in_round.unwritten;
+        let (unwritten, warn_refusal) = (in_round.unwritten, in_round.warn_refusal);
         match round.contact {
             // Rolled back: the registry is fine, the disk is not; said as a failed write.
             Some(Contact::Unwritten) => {
                 warn_write_failed(&mut self.unreachable_log, unwritten.unwrap_or(0));
             }
-            Some(contact) => show(shm, contact, was_refused),
+            Some(contact) => say(contact, warn_refusal),
             None => {}
         }
         match round.failure {
@@ -95,30 +100,20 @@ impl Link {
     }
 }
 
-/// What a contact came to, said in the log and shown in shared memory's registry status
-/// (`was_refused`: the claim before it was refused, and warned of).
-fn show(shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
+/// What a contact came to, said in the log (`warn_refusal`: a refusal not warned of before;
+/// shared memory's registry status already shows it: `InRound::shown`).
+fn say(contacted: Contact<Failure>, warn_refusal: bool) {
     match contacted {
         Contact::Skewed | Contact::Idle | Contact::Unwritten => {}
         Contact::Heartbeat { retired, .. } => report_retired(retired),
         Contact::Lost { node, label } => {
-            SnowflakeError::from(RegistryError::ClaimLost {
-                node,
-                label: label.clone(),
-            })
-            .report_warning();
-            shm.exclusive(|issuer| {
-                issuer.lost(label.as_deref().unwrap_or(""));
-            });
+            SnowflakeError::from(RegistryError::ClaimLost { node, label }).report_warning();
         }
         Contact::Granted {
             grant,
             claim,
             retired,
         } => {
-            shm.exclusive(|issuer| {
-                issuer.taken(claim.lease.ends_at);
-            });
             SnowflakeError::from(RegistryError::ClaimOutcome {
                 node: claim.node,
                 generation: claim.identity.generation,
@@ -143,22 +138,13 @@ fn show(shm: Handle, contacted: Contact<Failure>, was_refused: bool) {
             last_seen,
             layout,
         } => {
-            let warn = !was_refused
-                || shm.snapshot().registry().refusal.map(|(_, was, _)| was) != Some(why);
-            if warn {
-                let refused =
-                    RegistryError::refused(node, why, label.clone(), last_seen, || layout);
+            if warn_refusal {
+                let refused = RegistryError::refused(node, why, label, last_seen, || layout);
                 SnowflakeError::from(refused).report_warning();
             }
-            shm.exclusive(|issuer| {
-                issuer.refused(node, why, last_seen, &label);
-            });
         }
         Contact::NoFreeId { max } => {
             SnowflakeError::from(RegistryError::NoFreeNodeId { max }).report_warning();
-            shm.exclusive(|issuer| {
-                issuer.no_free_id();
-            });
         }
     }
 }

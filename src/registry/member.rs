@@ -16,7 +16,7 @@ use snowflake_core::clock::{wall_now, Clock, SystemClock};
 use snowflake_core::node::{Claim, Holding, Node};
 use snowflake_core::registry::{self, Lease};
 use snowflake_core::renewer;
-use snowflake_core::renewer::contact::{self, Parties};
+use snowflake_core::renewer::contact::{self, Contact, Parties};
 use snowflake_core::renewer::memory::GivenUp;
 use snowflake_core::retry::LogThrottle;
 
@@ -57,6 +57,10 @@ pub(super) struct InRound<'a> {
     shm: Handle,
     /// The claim's intent could not be written (the errno): the claim was rolled back.
     pub(super) unwritten: Option<i32>,
+    /// The claim before this round's was refused, and warned of.
+    was_refused: bool,
+    /// This round's refusal is one to warn of: the first, or for another reason than the last.
+    pub(super) warn_refusal: bool,
 }
 
 impl<'a> InRound<'a> {
@@ -64,12 +68,15 @@ impl<'a> InRound<'a> {
         connection: &'a mut Connection,
         log: &'a mut LogThrottle,
         shm: Handle,
+        was_refused: bool,
     ) -> Self {
         InRound {
             connection,
             log,
             shm,
             unwritten: None,
+            was_refused,
+            warn_refusal: false,
         }
     }
 }
@@ -123,6 +130,39 @@ impl renewer::Server for InRound<'_> {
         if changed {
             self.shm.broadcast_renewed();
         }
+    }
+
+    fn shown(&mut self, contact: &Contact<Failure>) {
+        let was_refused = self.was_refused;
+        self.warn_refusal = self.shm.exclusive(|issuer| match contact {
+            Contact::Lost { label, .. } => {
+                issuer.lost(label.as_deref().unwrap_or(""));
+                false
+            }
+            Contact::Granted { claim, .. } => {
+                issuer.taken(claim.lease.ends_at);
+                false
+            }
+            Contact::Refused {
+                node,
+                why,
+                label,
+                last_seen,
+                ..
+            } => {
+                let warn =
+                    !was_refused || issuer.registry().refusal.map(|(_, was, _)| was) != Some(*why);
+                issuer.refused(*node, *why, *last_seen, label);
+                warn
+            }
+            Contact::NoFreeId { .. } => {
+                issuer.no_free_id();
+                false
+            }
+            Contact::Skewed | Contact::Idle | Contact::Unwritten | Contact::Heartbeat { .. } => {
+                false
+            }
+        });
     }
 }
 

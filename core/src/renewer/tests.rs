@@ -106,6 +106,8 @@ impl Server for Recorder {
         let skew = if skewed { " skewed" } else { "" };
         self.calls.push(format!("publish {what} {mode}{skew}"));
     }
+
+    fn shown(&mut self, _: &Contact<()>) {}
 }
 
 fn settings(fenced: bool) -> Settings {

@@ -317,6 +317,9 @@ impl renewer::Server for InRound<'_> {
             .issuer
             .publish(holding, skewed, fenced, now);
     }
+
+    // The registry's status is what a refused caller reads; the model checks the IDs made.
+    fn shown(&mut self, _: &contact::Contact<Failed>) {}
 }
 
 /// A member as a contact sees it (`renewer::contact::Member`; shared memory and the state file in
