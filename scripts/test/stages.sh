@@ -1,12 +1,13 @@
 # shellcheck shell=bash
-# The plan of `./dev test`, sourced by dev: STAGE_TABLE and run_tests, which runs it (what each
-# stage runs: pgrx-tests/README.md#what-dev-test-runs; their bodies: scripts/test/steps.sh).
+# The plan of `./dev test`, sourced by dev: STAGE_TABLE and run_tests, which runs the stages
+# scripts/test/plan picks from it (what each stage runs: pgrx-tests/README.md#what-dev-test-runs;
+# their bodies: scripts/test/steps.sh).
 
 # A line a stage, in the order they run (a trailing backslash goes on on the next): what
 # run_stage prints | which majors | where | the command (@major, @pairs: the pg_upgrade pairs,
 # @newest: the newest released major tested; scripts/...: in this checkout) | what is said
-# where a major is left out. Which majors and where are table_majors' and run_table's words,
-# said in full by MAJORS and WHERE_RUN in scripts/test/plan (pgrx-tests/README.md's table);
+# where a major is left out. Which majors and where are the words of `scripts/test/plan stages`,
+# said in full by MAJORS and WHERE_RUN there (pgrx-tests/README.md's table);
 # beside: once, in the background at the lowest priority while the majors' stages run, its
 # output shown and counted after them; first: the lowest major, which gets the release build.
 read -r -d '' STAGE_TABLE <<'EOF' || true
@@ -47,116 +48,37 @@ pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | ro
     | stage_across_majors @pairs
 EOF
 
-# The phase of the majors line $1 of STAGE_TABLE: once, beside, major or after.
-table_phase() {
-    case "$1" in
-    once | beside) echo "$1" ;;
-    last-host* | across-*) echo after ;;
-    *) echo major ;;
-    esac
-}
-
-# The majors line $1 of STAGE_TABLE picks, in its phase, on major $2 (of TEST_MAJORS; after
-# them, of PAIRS), one a line; none when it leaves the major out.
-table_majors() {
-    local which=$1 major=${2:-} first=${TEST_MAJORS[0]} last
-    case "$which" in
-    once | beside) echo all ;;
-    each) echo "$major" ;;
-    sid) ! is_sid_tree "$major" || echo "$major" ;;
-    first) [ "$major" != "$first" ] || echo "$major" ;;
-    first-host) [ "$major" != "$first" ] || is_sid_tree "$major" || echo "$major" ;;
-    first-sid) [ "$major" != "$first" ] || ! is_sid_tree "$major" || echo "$major" ;;
-    last-host*)
-        last=$(highest_host_major "${TEST_MAJORS[@]}")
-        [ -n "$last" ] || return 0
-        [[ $which != *:* ]] || tree_tests "${which#*:}" "$last" || return 0
-        echo "$last"
-        ;;
-    across-*)
-        # shellcheck disable=SC2086 # the pairs are words
-        pairs_with "--${which#across-}" ${PAIRS:-}
-        ;;
-    *) ! tree_tests "$which" "$major" || echo "$major" ;;
-    esac
-}
-
-# Runs the stages of STAGE_TABLE of the phase $1 (once, major, after) on major $2 (major), or
-# says why one is left out.
+# Runs the stages of PLAN (scripts/test/plan stages: a line a stage, its phase, major, label,
+# name and command words, tab-separated) of the phase $1 (once, beside, major, after) on major $2
+# (major), or says why one is left out.
 run_table() {
-    local phase=$1 major=${2:-} name which where command skipped on word words label
-    # Not read -r: a line of the table ending in a backslash goes on on the next.
-    # shellcheck disable=SC2162
-    while IFS='|' read name which where command skipped; do
-        read -r name <<<"$name"
-        read -r which where <<<"$which $where"
-        [ "$(table_phase "$which")" = "$phase" ] || continue
-        on=$(table_majors "$which" "$major")
-        if [ -z "$on" ]; then
-            [ -n "${skipped// /}" ] || continue
-            skipped=$(table_words "${skipped# }" "$major")
-            say "$skipped"
-            continue
-        fi
-        words=()
-        [ "$where" != home ] || words=(at_home)
-        [ "$where" != root ] || words=(in_root)
-        # shellcheck disable=SC2086 # the command's words
-        for word in $command; do
-            case "$word" in
-            @major | @pairs) words+=("$on") ;;
-            @newest) words+=("$(newest_major)") ;;
-            scripts/*) words+=("$ROOT/$word") ;;
-            *) words+=("$word") ;;
-            esac
-        done
-        label=$on
-        case "$which" in once | beside) label=all ;; across-*) label=across ;; esac
-        name=$(table_words "${name//@pairs/$on}" "$major")
-        if [ "$phase" = beside ] && [ -z "${LIST:-}" ]; then
+    local stage
+    while IFS=$'\t' read -r -a stage; do
+        [ "${stage[*]:0:2}" = "$1 ${2:--}" ] || continue
+        if [ "${stage[2]}" = - ]; then
+            say "${stage[3]}"
+        elif [ "$1" = beside ]; then
             BESIDE+=("$(mktemp)")
             ({ renice -n 19 -p "$BASHPID" && ionice -c 3 -p "$BASHPID"; } >/dev/null 2>&1 || true
-                run_stage "$name" "$label" "${words[@]}"
+                run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
                 echo "${STAGES[-1]}" >"${BESIDE[-1]}.stage") >"${BESIDE[-1]}" 2>&1 &
         else
-            run_stage "$name" "$label" "${words[@]}"
+            run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
         fi
-    done <<<"$STAGE_TABLE"
-}
-
-# Text $1 with @major (the major $2), @first (the lowest tested) and @default (the lowest
-# supported) put in.
-table_words() {
-    local text=${1//@major/$2}
-    text=${text//@first/${TEST_MAJORS[0]}}
-    echo "${text//@default/${PGSF_MAJORS[0]}}"
-}
-
-# The newest released major tested, which runs the tests pgrx-tests/plan.tsv runs once: the
-# highest outside the sid root, or the highest when all are inside it.
-newest_major() {
-    local newest
-    newest=$(highest_host_major "${TEST_MAJORS[@]}")
-    echo "${newest:-${TEST_MAJORS[-1]}}"
+    done <<<"$PLAN"
 }
 
 run_tests() {
     parse_majors "$@"
     [[ ${ARGS[*]} =~ ^(--list)?$ ]] || die "usage: ./dev test [--list] [--pg N]..."
-    LIST=${ARGS[*]}
     # The majors given, or every one; in order, once each.
     mapfile -t TEST_MAJORS < <(printf '%s\n' "${MAJORS[@]:-${PGSF_MAJORS[@]}}" | sort -nu)
-    local pairs
-    pairs=$(upgrade_pairs "${TEST_MAJORS[@]}")
-    # The majors, and the old side of each pair (15-vanilla is a tree of its own).
-    local trees=() sid_trees=() tree
-    # shellcheck disable=SC2086 # the pairs are words
-    for tree in $(printf '%s\n' "${TEST_MAJORS[@]}" ${pairs//:/ } | sort -u); do
+    local trees=() sid_trees=() tree started major no_sid=()
+    for tree in $("$ROOT/scripts/test/plan" trees "${TEST_MAJORS[@]}"); do
         if is_sid_tree "$tree"; then sid_trees+=("$tree"); else trees+=("$tree"); fi
     done
-    local started major
     started=$(date +%s)
-    if [ -n "$LIST" ]; then
+    if [ -n "${ARGS[*]}" ]; then
         list_tests "${sid_trees[@]}"
         return
     fi
@@ -171,8 +93,7 @@ run_tests() {
             mapfile -t TEST_MAJORS < <(for major in "${TEST_MAJORS[@]}"; do
                 is_sid_tree "$major" || echo "$major"
             done)
-            # shellcheck disable=SC2086 # the pairs are words
-            pairs=$(pairs_with --host $pairs)
+            no_sid=(--no-sid)
         else
             # What their stages build, built beside the other majors' tests at the lowest
             # priority: the stages then find it built.
@@ -183,8 +104,8 @@ run_tests() {
         fi
     fi
 
-    # STAGE_TABLE's stages (scripts/test/stages.sh): those run once, then each major's, then those
-    # after the majors.
+    # STAGE_TABLE's stages: those run once, then each major's, then those after the majors.
+    PLAN=$("$ROOT/scripts/test/plan" stages "${no_sid[@]}" "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
     run_table once
     BESIDE=()
     run_table beside
@@ -211,7 +132,6 @@ run_tests() {
         STAGES+=("$(cat "$out.stage")")
         rm -f "$out" "$out.stage"
     done
-    PAIRS=$pairs
     run_table after
 
     say "Stage times"
@@ -240,20 +160,17 @@ run_tests() {
 # nothing is set up, built or run.
 list_tests() {
     [ $# -eq 0 ] || say "[$*] set up the sid root (scripts/setup/sid-root)"
-    run_stage() {
-        local name=$1 major=$2 word
-        say "[$major] $name"
-        shift 2
-        for word in "$@"; do
-            [ "$word" = stage_servers ] || continue
-            "$ROOT/scripts/test/plan" files "$major" "$(newest_major)" | tr '\n' ' ' |
-                fold -s -w 94 | sed 's/^/      /'
-            echo
-        done
-    }
-    run_table once
-    run_table beside
-    for major in "${TEST_MAJORS[@]}"; do run_table major "$major"; done
-    PAIRS=$(upgrade_pairs "${TEST_MAJORS[@]}")
-    run_table after
+    local stage
+    while IFS=$'\t' read -r -a stage; do
+        if [ "${stage[2]}" = - ]; then
+            say "${stage[3]}"
+            continue
+        fi
+        say "[${stage[2]}] ${stage[3]}"
+        # stage_servers MAJOR NEWEST: the plan's test files on MAJOR.
+        [[ " ${stage[*]:4} " =~ \ stage_servers\ ([^ ]+)\ ([^ ]+)\  ]] || continue
+        "$ROOT/scripts/test/plan" files "${BASH_REMATCH[@]:1}" | tr '\n' ' ' | fold -s -w 94 |
+            sed 's/^/      /'
+        echo
+    done < <("$ROOT/scripts/test/plan" stages "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
 }
