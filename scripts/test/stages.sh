@@ -160,7 +160,8 @@ run_tests() {
 # nothing is set up, built or run.
 list_tests() {
     [ $# -eq 0 ] || say "[$*] set up the sid root (scripts/setup/sid-root)"
-    local stage
+    local stage plan
+    plan=$("$ROOT/scripts/test/plan" stages "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
     while IFS=$'\t' read -r -a stage; do
         if [ "${stage[2]}" = - ]; then
             say "${stage[3]}"
@@ -172,5 +173,5 @@ list_tests() {
         "$ROOT/scripts/test/plan" files "${BASH_REMATCH[@]:1}" | tr '\n' ' ' | fold -s -w 94 |
             sed 's/^/      /'
         echo
-    done < <("$ROOT/scripts/test/plan" stages "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
+    done <<<"$plan"
 }
