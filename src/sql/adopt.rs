@@ -364,3 +364,9 @@ extension_sql_file!(
     name = "adopt_comment",
     requires = [snowflake_adopt],
 );
+
+extension_sql_file!(
+    "../../sql/install/sequence_keys.sql",
+    name = "sequence_keys",
+    requires = [snowflake_adopt],
+);

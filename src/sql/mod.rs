@@ -4,7 +4,8 @@
 //! - [`stats`]: the function `snowflake_stats()`
 //! - [`decode`]: IDs → parts, JSON and base 32, and back
 //! - [`bounds`]: time → ID bounds
-//! - [`adopt`]: `snowflake_adopt(table, column)`
+//! - [`adopt`]: `snowflake_adopt(table, column)`; the view `snowflake_sequence_keys` of what is
+//!   left to adopt
 //! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
 //! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
 
