@@ -121,7 +121,7 @@ fn assert_logged(server: &Server, keys: &[(&str, &str)]) {
     let log = server.log();
     for (table, column) in keys {
         let line = format!(
-            "LOG:  pg_snowflake.adopt_new_keys put column \"{column}\" of table \"public.{table}\" \
+            "LOG:  pg_snowflake.adopt_new_keys put column \"{column}\" of table public.{table} \
              on snowflake_nextval()"
         );
         assert!(log.contains(&line), "no line {line:?} in the server's log");

@@ -55,8 +55,9 @@ pub enum AdoptError {
     /// WARNING: foreign-key columns referencing the adopted column are narrower than bigint.
     NarrowReferences { column: String, columns: String },
     /// LOG: with `pg_snowflake.adopt_new_keys` on, the event trigger put a column a CREATE TABLE
-    /// or ALTER TABLE had just made on the generator. `was`: what it was (`serial (integer)`);
-    /// `sequence`: the sequence dropped with it.
+    /// or ALTER TABLE had just made on the generator. `table` and `sequence` (the sequence
+    /// dropped with it) are schema-qualified and quoted as SQL quotes them; `was`: what the
+    /// column was (`serial`, `integer GENERATED ALWAYS AS IDENTITY`).
     NewKeyAdopted {
         table: String,
         column: String,
@@ -64,7 +65,8 @@ pub enum AdoptError {
         sequence: String,
     },
     /// The role running the DDL could not fill the column: it may not call
-    /// `snowflake_nextval()` (`missing`: the privilege it lacks, worded as a GRANT).
+    /// `snowflake_nextval()` (`missing`: the privilege it lacks, worded as a GRANT; `table` and
+    /// `role` quoted as SQL quotes them).
     NewKeyNotAllowed {
         table: String,
         column: String,
@@ -221,7 +223,7 @@ pub(super) fn message_of(error: &AdoptError) -> Message {
         } => message(
             ERRCODE_SUCCESSFUL_COMPLETION,
             format!(
-                "pg_snowflake.adopt_new_keys put column {} of table \"{table}\" on \
+                "pg_snowflake.adopt_new_keys put column {} of table {table} on \
                  snowflake_nextval()",
                 quoted(column)
             ),
@@ -229,9 +231,10 @@ pub(super) fn message_of(error: &AdoptError) -> Message {
                 "It was {was}; it is now bigint, and its sequence {sequence} was dropped."
             )),
             format!(
-                "To keep a table's sequences, exclude it with snowflake_adopt_exclude('{table}'), \
+                "To keep a table's sequences, exclude it with snowflake_adopt_exclude('{}'), \
                  or run SET LOCAL pg_snowflake.adopt_new_keys = off in the migration that makes \
-                 the column."
+                 the column.",
+                table.replace('\'', "''")
             ),
         ),
         NewKeyNotAllowed {
@@ -242,13 +245,12 @@ pub(super) fn message_of(error: &AdoptError) -> Message {
         } => message(
             ERRCODE_INSUFFICIENT_PRIVILEGE,
             format!(
-                "pg_snowflake.adopt_new_keys cannot put column {} of table \"{table}\" on \
+                "pg_snowflake.adopt_new_keys cannot put column {} of table {table} on \
                  snowflake_nextval()",
                 quoted(column)
             ),
             Some(format!(
-                "Role {} lacks {missing}, so it could not insert into the table afterwards.",
-                quoted(role)
+                "Role {role} lacks {missing}, so it could not insert into the table afterwards."
             )),
             format!(
                 "GRANT {missing} TO {role}; or run SET LOCAL pg_snowflake.adopt_new_keys = off \
@@ -265,13 +267,13 @@ pub(super) fn message_of(error: &AdoptError) -> Message {
         ),
         ExcludeNotATable { relation, kind } => message(
             ERRCODE_WRONG_OBJECT_TYPE,
-            format!("\"{relation}\" is a {kind}, not a table"),
+            format!("{relation} is a {kind}, not a table"),
             Some("Only an ordinary or partitioned table has key columns to leave alone.".into()),
             "Exclude the table that holds the rows.",
         ),
         AlreadyExcluded { table } => message(
             ERRCODE_SUCCESSFUL_COMPLETION,
-            format!("table \"{table}\" is already excluded, skipping"),
+            format!("table {table} is already excluded, skipping"),
             None,
             "Nothing was changed; DELETE its row from snowflake_adopt_exclusions to include it \
              again.",

@@ -198,7 +198,7 @@ fn refuse_unless_allowed(
 ) -> SpiResult<()> {
     let row = client
         .update(
-            "SELECT current_user::text AS role,
+            "SELECT quote_ident(current_user) AS role,
                     has_schema_privilege(n.oid, 'USAGE') AS usage,
                     has_function_privilege(p.oid, 'EXECUTE') AS execute
              FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace

@@ -160,5 +160,41 @@ ALTER DATABASE :"db" RESET pg_snowflake.adopt_new_keys;
 RESET client_min_messages;
 DROP TABLE t_serial, t_many, t_old, t_tree, t_kept, t_like_identity, t_like_defaults,
     t_like_adopted, t_as, t_parted, t_restored;
+DROP EXTENSION pg_snowflake;
+
+-- The extension in a schema of its own: the default names it, and a role without USAGE on that
+-- schema is refused naming it. Quoted names reach the DDL quoted; a serial added to a
+-- partitioned table with a partition is adopted in both.
+CREATE SCHEMA sf;
+CREATE EXTENSION pg_snowflake SCHEMA sf;
+SET pg_snowflake.adopt_new_keys = on;
+SET client_min_messages = log;
+CREATE SCHEMA "Odd ""S""";
+CREATE TABLE "Odd ""S"""."x ""y""" ("I d" serial);
+SELECT * FROM show_key('"Odd ""S"""."x ""y"""', 'I d');
+CREATE TABLE t_parted (at date NOT NULL, v integer) PARTITION BY RANGE (at);
+CREATE TABLE t_parted_2026 PARTITION OF t_parted FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');
+INSERT INTO t_parted VALUES ('2026-02-02', 1);
+ALTER TABLE t_parted ADD COLUMN n serial;
+SELECT * FROM show_key('t_parted_2026', 'n');
+SELECT * FROM sequences();
+CREATE ROLE adopt_migrator;
+GRANT CREATE ON SCHEMA public TO adopt_migrator;
+SET ROLE adopt_migrator;
+CREATE TABLE t_denied (id serial PRIMARY KEY);
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+GRANT USAGE ON SCHEMA sf TO adopt_migrator;
+SET ROLE adopt_migrator;
+CREATE TABLE t_allowed (id serial PRIMARY KEY);
+RESET ROLE;
+SELECT * FROM show_key('t_allowed', 'id');
+DROP TABLE t_allowed, t_parted;
+DROP SCHEMA "Odd ""S""" CASCADE;
+REVOKE CREATE ON SCHEMA public FROM adopt_migrator;
+REVOKE USAGE ON SCHEMA sf FROM adopt_migrator;
+DROP ROLE adopt_migrator;
+RESET client_min_messages;
 DROP FUNCTION show_key, sequences;
 DROP EXTENSION pg_snowflake;
+DROP SCHEMA sf;
