@@ -40,6 +40,22 @@ static REGISTRY_MODE: GucSetting<RegistryMode> =
 static REGISTRY_LEASE_MS: GucSetting<i32> = GucSetting::<i32>::new(30_000);
 static MAX_CLOCK_SKEW_MS: GucSetting<i32> = GucSetting::<i32>::new(5_000);
 static FRESH_NODE_ID_ON_PROMOTION: GucSetting<bool> = GucSetting::<bool>::new(false);
+static ADOPT_NEW_KEYS: GucSetting<AdoptNewKeys> =
+    GucSetting::<AdoptNewKeys>::new(AdoptNewKeys::Off);
+
+/// Whether the event trigger puts new serial and identity columns on the generator
+/// (`pg_snowflake.adopt_new_keys`). An enum rather than a boolean: a value it refuses gets
+/// Postgres' hint listing the values it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PostgresGucEnum)]
+pub enum AdoptNewKeys {
+    /// New columns keep their sequences (the default).
+    #[name = c"off"]
+    Off,
+    /// Every serial, bigserial and identity column a CREATE TABLE or ALTER TABLE makes becomes
+    /// bigint DEFAULT snowflake_nextval().
+    #[name = c"on"]
+    On,
+}
 
 /// What a server does when no heartbeat extends its registry lease (`pg_snowflake.registry_mode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PostgresGucEnum)]
@@ -119,6 +135,7 @@ pub fn init(now_unix_ms: i64) -> Result<(), SnowflakeError> {
         GucFlags::default(),
     );
     define_registry();
+    define_adopt_new_keys();
     // SAFETY: called from _PG_init with a static, NUL-terminated name.
     unsafe { pgrx::pg_sys::MarkGUCPrefixReserved(c"pg_snowflake".as_ptr()) };
     Ok(())
@@ -179,6 +196,31 @@ fn define_registry() {
         GucContext::Sighup,
         GucFlags::default(),
     );
+}
+
+/// Defines `pg_snowflake.adopt_new_keys` (`src/sql/adopt_new_keys.rs`). PGC_USERSET, so that a
+/// database's owner can turn it on with ALTER DATABASE … SET and a migration can turn it off
+/// for itself with SET LOCAL: the trigger only changes columns the role running the DDL has just
+/// made, on tables it owns, so restricting who may set it would protect nothing.
+fn define_adopt_new_keys() {
+    GucRegistry::define_enum_guc(
+        c"pg_snowflake.adopt_new_keys",
+        c"Puts every serial, bigserial and identity column that CREATE TABLE or ALTER TABLE makes on snowflake_nextval().",
+        c"on: the extension's event trigger turns each such column into bigint DEFAULT \
+          snowflake_nextval() and drops the sequence it no longer needs, logging each change. \
+          Set it per database with ALTER DATABASE … SET; tables listed in \
+          snowflake_adopt_exclusions are left alone.",
+        &ADOPT_NEW_KEYS,
+        GucContext::Userset,
+        GucFlags::default(),
+    );
+}
+
+/// Whether new serial and identity columns are to be put on the generator; off where the
+/// library was not preloaded (there the setting does not exist, and snowflake_nextval() could
+/// not fill the columns anyway).
+pub fn adopt_new_keys() -> bool {
+    LAYOUT.get().is_some() && ADOPT_NEW_KEYS.get() == AdoptNewKeys::On
 }
 
 /// Defines the layout settings and builds the layout from them.

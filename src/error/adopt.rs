@@ -1,4 +1,5 @@
-//! The wording of `snowflake_adopt`'s refusals and notices (`sql/adopt.rs`).
+//! The wording of `snowflake_adopt`'s refusals and notices (`sql/adopt.rs`), and of the event
+//! trigger that adopts new key columns and its exclusions (`sql/adopt_new_keys.rs`).
 
 use super::report::{message, quoted, Message};
 use pgrx::PgSqlErrorCode::*;
@@ -6,8 +7,11 @@ use pgrx::PgSqlErrorCode::*;
 /// What `snowflake_adopt` refuses or reports.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AdoptError {
-    /// Given NULL for `argument`.
-    NullArgument { argument: &'static str },
+    /// Given NULL for `argument` of `function`.
+    NullArgument {
+        function: &'static str,
+        argument: &'static str,
+    },
     /// Given the OID of no relation (never existed, or dropped since).
     NoSuchRelation { oid: u32 },
     /// Given a relation that is not an ordinary or partitioned table.
@@ -50,16 +54,49 @@ pub enum AdoptError {
     SequenceKept { sequences: String, column: String },
     /// WARNING: foreign-key columns referencing the adopted column are narrower than bigint.
     NarrowReferences { column: String, columns: String },
+    /// LOG: with `pg_snowflake.adopt_new_keys` on, the event trigger put a column a CREATE TABLE
+    /// or ALTER TABLE had just made on the generator. `table` and `sequence` (the sequence
+    /// dropped with it) are schema-qualified and quoted as SQL quotes them; `was`: what the
+    /// column was (`serial`, `integer GENERATED ALWAYS AS IDENTITY`).
+    NewKeyAdopted {
+        table: String,
+        column: String,
+        was: String,
+        sequence: String,
+    },
+    /// The role running the DDL could not fill the column: it may not call
+    /// `snowflake_nextval()` (`missing`: the privilege it lacks, worded as a GRANT; `table` and
+    /// `role` quoted as SQL quotes them).
+    NewKeyNotAllowed {
+        table: String,
+        column: String,
+        role: String,
+        missing: String,
+    },
+    /// `snowflake_adopt_exclude` was given a name that names no relation.
+    ExcludeNoSuchTable { name: String },
+    /// `snowflake_adopt_exclude` was given a relation that is not an ordinary or partitioned
+    /// table.
+    ExcludeNotATable {
+        relation: String,
+        kind: &'static str,
+    },
+    /// NOTICE: the table was already excluded; nothing is done.
+    AlreadyExcluded { table: String },
 }
 
 pub(super) fn message_of(error: &AdoptError) -> Message {
     use AdoptError::*;
     match error {
-        NullArgument { argument } => message(
+        NullArgument { function, argument } => message(
             ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            format!("argument \"{argument}\" of snowflake_adopt must not be null"),
+            format!("argument \"{argument}\" of {function} must not be null"),
             None,
-            "Name the table and its key column, e.g. snowflake_adopt('orders', 'id').",
+            if *function == "snowflake_adopt" {
+                "Name the table and its key column, e.g. snowflake_adopt('orders', 'id')."
+            } else {
+                "Name the table to leave alone, e.g. snowflake_adopt_exclude('public.invoices')."
+            },
         ),
         NoSuchRelation { oid } => message(
             ERRCODE_UNDEFINED_TABLE,
@@ -177,6 +214,69 @@ pub(super) fn message_of(error: &AdoptError) -> Message {
             format!("foreign keys to column {column} are too narrow for snowflake IDs: {columns}"),
             None,
             "Alter each of them to bigint with ALTER TABLE … ALTER COLUMN … TYPE bigint.",
+        ),
+        NewKeyAdopted {
+            table,
+            column,
+            was,
+            sequence,
+        } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!(
+                "pg_snowflake.adopt_new_keys put column {} of table {table} on \
+                 snowflake_nextval()",
+                quoted(column)
+            ),
+            Some(format!(
+                "It was {was}; it is now bigint, and its sequence {sequence} was dropped."
+            )),
+            format!(
+                "To keep a table's sequences, exclude it with snowflake_adopt_exclude('{}'), \
+                 or run SET LOCAL pg_snowflake.adopt_new_keys = off in the migration that makes \
+                 the column.",
+                table.replace('\'', "''")
+            ),
+        ),
+        NewKeyNotAllowed {
+            table,
+            column,
+            role,
+            missing,
+        } => message(
+            ERRCODE_INSUFFICIENT_PRIVILEGE,
+            format!(
+                "pg_snowflake.adopt_new_keys cannot put column {} of table {table} on \
+                 snowflake_nextval()",
+                quoted(column)
+            ),
+            Some(format!(
+                "Role {role} lacks {missing}, so it could not insert into the table afterwards."
+            )),
+            format!(
+                "GRANT {missing} TO {role}; or run SET LOCAL pg_snowflake.adopt_new_keys = off \
+                 in this migration to keep the sequence."
+            ),
+        ),
+        ExcludeNoSuchTable { name } => message(
+            ERRCODE_UNDEFINED_TABLE,
+            format!("relation {} does not exist", quoted(name)),
+            None,
+            "Exclude a table once it exists, by its schema-qualified name, e.g. \
+             snowflake_adopt_exclude('public.invoices'); for a table a migration is about to \
+             make, run SET LOCAL pg_snowflake.adopt_new_keys = off in that migration.",
+        ),
+        ExcludeNotATable { relation, kind } => message(
+            ERRCODE_WRONG_OBJECT_TYPE,
+            format!("{relation} is a {kind}, not a table"),
+            Some("Only an ordinary or partitioned table has key columns to leave alone.".into()),
+            "Exclude the table that holds the rows.",
+        ),
+        AlreadyExcluded { table } => message(
+            ERRCODE_SUCCESSFUL_COMPLETION,
+            format!("table {table} is already excluded, skipping"),
+            None,
+            "Nothing was changed; DELETE its row from snowflake_adopt_exclusions to include it \
+             again.",
         ),
     }
 }

@@ -112,6 +112,11 @@ fn variant(error: &SnowflakeError) -> usize {
             A::IdentitySequenceDropped { .. } => 38,
             A::SequenceKept { .. } => 39,
             A::NarrowReferences { .. } => 40,
+            A::NewKeyAdopted { .. } => 61,
+            A::NewKeyNotAllowed { .. } => 62,
+            A::ExcludeNoSuchTable { .. } => 63,
+            A::ExcludeNotATable { .. } => 64,
+            A::AlreadyExcluded { .. } => 65,
         },
         S::Registry(registry) => match registry {
             R::AwaitingClaim { .. } => 41,
@@ -138,7 +143,7 @@ fn variant(error: &SnowflakeError) -> usize {
     }
 }
 
-const VARIANTS: usize = 61;
+const VARIANTS: usize = 66;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -180,7 +185,14 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         },
     ];
     let adopt = [
-        AdoptError::NullArgument { argument: "tbl" },
+        AdoptError::NullArgument {
+            function: "snowflake_adopt",
+            argument: "tbl",
+        },
+        AdoptError::NullArgument {
+            function: "snowflake_adopt_exclude",
+            argument: "tbl",
+        },
         AdoptError::NoSuchRelation { oid: 999_999 },
         AdoptError::NotATable {
             relation: "v".into(),
@@ -231,6 +243,26 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             column: c(),
             columns: "u.t_id (integer)".into(),
         },
+        AdoptError::NewKeyAdopted {
+            table: t(),
+            column: c(),
+            was: "serial (integer)".into(),
+            sequence: "t_id_seq".into(),
+        },
+        AdoptError::NewKeyNotAllowed {
+            table: t(),
+            column: c(),
+            role: "app".into(),
+            missing: "EXECUTE ON FUNCTION public.snowflake_nextval()".into(),
+        },
+        AdoptError::ExcludeNoSuchTable {
+            name: "nosuch".into(),
+        },
+        AdoptError::ExcludeNotATable {
+            relation: "v".into(),
+            kind: "view",
+        },
+        AdoptError::AlreadyExcluded { table: t() },
     ];
     let server = [
         SnowflakeError::NotPreloaded,

@@ -40,6 +40,7 @@ fn snowflake_adopt(tbl: Option<pg_sys::Oid>, col: Option<&str>) {
     // Not STRICT: a NULL argument is a mistake to report, not a call to skip in silence.
     let (Some(tbl), Some(col)) = (tbl, col) else {
         refuse(AdoptError::NullArgument {
+            function: "snowflake_adopt",
             argument: if tbl.is_none() { "tbl" } else { "col" },
         })
     };
@@ -118,7 +119,7 @@ fn lock_table(client: &mut SpiClient<'_>, tbl: pg_sys::Oid) -> SpiResult<String>
 }
 
 /// The name Postgres' messages use for a relation kind (`pg_class.relkind`).
-fn relation_kind(relkind: &str) -> &'static str {
+pub(super) fn relation_kind(relkind: &str) -> &'static str {
     match relkind {
         "v" => "view",
         "m" => "materialized view",
@@ -132,7 +133,7 @@ fn relation_kind(relkind: &str) -> &'static str {
 }
 
 /// What the catalogs say about the column to adopt.
-struct Column {
+pub(super) struct Column {
     /// Schema-qualified, quoted: ready for DDL.
     qualified_table: String,
     /// As the user named it, for messages.
@@ -183,7 +184,7 @@ const COLUMN_QUERY: &str = "
 impl Column {
     /// Reads the column `col` of the locked table `tbl` from the catalogs; refuses a column the
     /// table does not have.
-    fn inspect(
+    pub(super) fn inspect(
         client: &mut SpiClient<'_>,
         tbl: pg_sys::Oid,
         col: &str,
@@ -277,17 +278,8 @@ fn refuse_on_collision(client: &mut SpiClient<'_>, column: &Column, col: &str) -
 
 /// The switch: identity dropped, type widened to bigint, default set to the extension's
 /// `snowflake_nextval()` (schema-qualified).
-fn alter(client: &mut SpiClient<'_>, column: &Column) -> SpiResult<()> {
-    let extension_schema: String = client
-        .update(
-            "SELECT quote_ident(n.nspname) FROM pg_extension e
-             JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_snowflake'",
-            Some(1),
-            &[],
-        )?
-        .first()
-        .get_one()?
-        .unwrap_or_default();
+pub(super) fn alter(client: &mut SpiClient<'_>, column: &Column) -> SpiResult<()> {
+    let extension_schema = extension_schema(client)?;
     let alter = format!(
         "ALTER TABLE {} ALTER COLUMN {}",
         column.qualified_table, column.quoted
@@ -304,6 +296,20 @@ fn alter(client: &mut SpiClient<'_>, column: &Column) -> SpiResult<()> {
         &[],
     )?;
     Ok(())
+}
+
+/// The schema pg_snowflake is installed in, quoted for DDL.
+pub(super) fn extension_schema(client: &mut SpiClient<'_>) -> SpiResult<String> {
+    Ok(client
+        .update(
+            "SELECT quote_ident(n.nspname) FROM pg_extension e
+             JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_snowflake'",
+            Some(1),
+            &[],
+        )?
+        .first()
+        .get_one()?
+        .unwrap_or_default())
 }
 
 /// Says what became of the sequence the column used to draw from.
@@ -327,7 +333,7 @@ fn notice_about_sequences(column: &Column) {
 
 /// Warns about foreign-key columns referencing the adopted column that are narrower than
 /// bigint: they cannot hold the new IDs.
-fn warn_about_narrow_references(
+pub(super) fn warn_about_narrow_references(
     client: &mut SpiClient<'_>,
     tbl: pg_sys::Oid,
     col: &str,
@@ -362,5 +368,11 @@ fn warn_about_narrow_references(
 extension_sql_file!(
     "../../sql/install/adopt_comment.sql",
     name = "adopt_comment",
+    requires = [snowflake_adopt],
+);
+
+extension_sql_file!(
+    "../../sql/install/sequence_keys.sql",
+    name = "sequence_keys",
     requires = [snowflake_adopt],
 );

@@ -4,11 +4,15 @@
 //! - [`stats`]: the function `snowflake_stats()`
 //! - [`decode`]: IDs → parts, JSON and base 32, and back
 //! - [`bounds`]: time → ID bounds
-//! - [`adopt`]: `snowflake_adopt(table, column)`
+//! - [`adopt`]: `snowflake_adopt(table, column)`; the view `snowflake_sequence_keys` of what is
+//!   left to adopt
+//! - [`adopt_new_keys`]: the event trigger that adopts new key columns
+//!   (`pg_snowflake.adopt_new_keys`), and `snowflake_adopt_exclude(table)`
 //! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
 //! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
 
 mod adopt;
+mod adopt_new_keys;
 mod bounds;
 mod decode;
 mod nextval;
