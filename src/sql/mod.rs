@@ -7,6 +7,7 @@
 //! - [`adopt`]: `snowflake_adopt(table, column)`
 //! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
 //! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
+//! - [`watermark`]: the function `snowflake_watermark()`
 
 mod adopt;
 mod bounds;
@@ -15,3 +16,4 @@ mod nextval;
 mod registry;
 mod stats;
 mod timestamps;
+mod watermark;
