@@ -147,7 +147,8 @@ pub fn watermark() -> Result<i64, SnowflakeError> {
     Ok(open.min(prepared))
 }
 
-/// The xids of the prepared transactions pending now, on the first call after a start.
+/// The xids of the prepared transactions pending now (those the view pg_prepared_xacts shows), on
+/// the first call after a start.
 fn prepared_now() -> Result<Vec<u32>, SnowflakeError> {
     let listed = Spi::get_one::<String>(
         "SELECT coalesce(string_agg(transaction::text, ','), '') FROM pg_catalog.pg_prepared_xact()",
