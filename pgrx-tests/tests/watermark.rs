@@ -377,6 +377,10 @@ fn a_standby_refuses_with_a_hint() {
             "A standby does not know which of its primary's transactions that drew IDs are \
              still open.",
         ),
-        Some("Take the watermark on the primary and poll the primary; …"),
+        Some(
+            "Take the watermark on the primary and poll the primary; or read on the standby with \
+             the primary's watermark once pg_last_wal_replay_lsn() has passed the primary's \
+             pg_current_wal_lsn() taken after it.",
+        ),
     );
 }
