@@ -1,6 +1,7 @@
-# Shared by bench/run, bench/ids, bench/instructions, bench/latency, bench/flood and bench/idle
-# (sourced, not run), on top of scripts/lib/lib.sh: the result rows, the meta rows about the machine
-# and the run (record_machine_meta), throwaway servers and pgbench's per-transaction logs.
+# Shared by bench/run, bench/ids, bench/instructions, bench/latency, bench/flood, bench/idle and
+# bench/watermark (sourced, not run), on top of scripts/lib/lib.sh: the result rows, the meta rows
+# about the machine and the run (record_machine_meta), throwaway servers and pgbench's
+# per-transaction logs.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

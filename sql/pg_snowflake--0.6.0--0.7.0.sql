@@ -107,3 +107,12 @@ COMMENT ON FUNCTION snowflake_adopt_exclude(text) IS
 
 COMMENT ON EVENT TRIGGER snowflake_adopt_new_keys IS
 'Puts new serial, bigserial and identity columns on snowflake_nextval() when pg_snowflake.adopt_new_keys is on.';
+
+-- src/sql/watermark.rs: snowflake_watermark(), new.
+CREATE  FUNCTION "snowflake_watermark"() RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL RESTRICTED
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'snowflake_watermark_wrapper';
+
+COMMENT ON FUNCTION snowflake_watermark() IS
+'Returns an ID below which every ID this server has issued belongs to a transaction that has ended (committed and visible to any snapshot taken after the call, or aborted); IDs issued after the call are above it. Poll with id > last AND id < the watermark.';

@@ -8,38 +8,52 @@
 //! clock under overload, on the process latch; for a reservation, on the `renewed` condition
 //! variable —, both interruptible. Its cost is counted by `bench/instructions` (callgrind):
 //! keep it small.
+//!
+//! Every draw but the watermark's own records its first ID in the backend's slot inside the
+//! lock (`shmem::Slot::mark_with`: a load and a compare, a store once per transaction), so that
+//! a watermark call, which draws under the same lock, finds every lower ID's slot written.
 
 use crate::error::{registry_refusal_error, RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
 use crate::reservation::renew;
-use crate::shmem::{self, Handle};
+use crate::shmem::{self, Handle, Slot};
+use crate::watermark;
 use pgrx::prelude::*;
 use snowflake_core::clock::SystemClock;
 use snowflake_core::error::Error as CoreError;
 use snowflake_core::generator::{Allocation, ClockEvent, Limits, Run, FORWARD_CONFIRM_MS};
 use snowflake_core::issuer::{Refusing, RenewalFailure};
 use snowflake_core::layout::{Layout, Parts};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How long a call waits for the registry's first claim before it gives up (ms).
 const CLAIM_WAIT_MS: i64 = 10_000;
 
 /// The next ID in the common case (`Generator::next_one`: the server out of recovery as this
 /// backend has seen before, the generator making IDs, one ID in the current or a fresh tick,
-/// nothing to wait for, wake or warn of), or `None`, having changed nothing, when
+/// nothing to wait for, wake or warn of; its first ID in a transaction recorded in the backend's
+/// slot), or `None`, having changed nothing, when
 /// [`next_id`] must decide. The fast path of `snowflake_nextval()`, called without pgrx's guard
 /// (`sql/nextval.rs` has the safety argument): nothing here allocates, raises an ERROR or can
 /// panic, and no value with a destructor is alive across the lock's calls.
 #[inline(always)]
 pub fn next_id_fast() -> Option<i64> {
-    if !RECOVERY_OVER.load(Ordering::Relaxed) {
-        return None;
-    }
+    // A slot is claimed once the backend has seen recovery over (`ensure_not_in_recovery`).
+    let slot = shmem::my_slot()?;
     let shm = shmem::get().ok()?;
     let layout = gucs::preloaded_layout()?;
     let limits = gucs::limits();
-    let (time, seq, node) =
-        shm.exclusive(|issuer| issuer.next_one(layout, &mut SystemClock, &limits))?;
+    let (time, seq, node) = shm.exclusive(|issuer| {
+        let drawn = issuer.next_one(layout, &mut SystemClock, &limits)?;
+        let (time, seq, node) = drawn;
+        slot.mark_with(|| {
+            layout.pack(Parts {
+                time: time as u64,
+                node,
+                seq,
+            })
+        });
+        Some(drawn)
+    })?;
     Some(layout.pack(Parts {
         time: time as u64,
         node,
@@ -59,14 +73,38 @@ pub fn next_id() -> Result<i64, SnowflakeError> {
     }))
 }
 
+/// The watermark's own ID (`watermark.rs`): drawn the normal way, so that every later ID is above
+/// it, but not recorded in the backend's slot, as no row holds it.
+pub fn draw_unrecorded(shm: Handle) -> Result<i64, SnowflakeError> {
+    ensure_not_in_recovery()?;
+    let layout = gucs::layout();
+    let (run, node) = draw(shm, layout, 1, None)?;
+    Ok(layout.pack(Parts {
+        time: run.time as u64,
+        node,
+        seq: run.seq,
+    }))
+}
+
 /// The next IDs of `layout` (this server's), up to `want` of them, from one acquisition of the
 /// lock, and the node id they are made under. Waits, outside the lock and interruptibly, under
 /// sustained overload (for the clock), when the issued time has caught up with the durable
 /// reservation (for the renewer), and for the registry's first claim.
+/// The first of them is recorded in the backend's slot when its transaction holds none yet.
 pub fn next_run(shm: Handle, layout: &Layout, want: u64) -> Result<(Run, u32), SnowflakeError> {
-    ensure_not_in_recovery()?;
+    let slot = ensure_not_in_recovery()?;
+    draw(shm, layout, want, Some(slot))
+}
+
+/// [`next_run`], recording the first ID in `slot`, if any.
+fn draw(
+    shm: Handle,
+    layout: &Layout,
+    want: u64,
+    slot: Option<Slot>,
+) -> Result<(Run, u32), SnowflakeError> {
     let limits = gucs::limits();
-    let allocation = allocate(shm, layout, &limits, want);
+    let allocation = allocate(shm, layout, &limits, want, slot);
     // The common case, kept small: IDs under the reservation, nothing to wake, nothing to warn.
     if let Ok((
         node,
@@ -79,17 +117,36 @@ pub fn next_run(shm: Handle, layout: &Layout, want: u64) -> Result<(Run, u32), S
     {
         return Ok((run, node));
     }
-    next_run_otherwise(shm, layout, &limits, want, allocation)
+    next_run_otherwise(shm, layout, &limits, want, allocation, slot)
 }
 
 /// What one allocation came to: IDs (or a wait, or a generator's error) under this node id,
 /// or why no ID may be made (`Issuer::allocate`).
 type Allocated = Result<(u32, Result<Allocation, CoreError>), Refusing>;
 
-/// One allocation under the lock: the core's gate, ceiling and generator (`Issuer::allocate`).
+/// One allocation under the lock: the core's gate, ceiling and generator (`Issuer::allocate`);
+/// a run's first ID recorded in `slot`, if any, in the same critical section.
 #[inline(always)]
-fn allocate(shm: Handle, layout: &Layout, limits: &Limits, want: u64) -> Allocated {
-    shm.exclusive(|issuer| issuer.allocate(layout, &mut SystemClock, limits, want))
+fn allocate(
+    shm: Handle,
+    layout: &Layout,
+    limits: &Limits,
+    want: u64,
+    slot: Option<Slot>,
+) -> Allocated {
+    shm.exclusive(|issuer| {
+        let allocated = issuer.allocate(layout, &mut SystemClock, limits, want);
+        if let (Some(slot), Ok((node, Ok(Allocation::Run { run, .. })))) = (slot, &allocated) {
+            slot.mark_with(|| {
+                layout.pack(Parts {
+                    time: run.time as u64,
+                    node: *node,
+                    seq: run.seq,
+                })
+            });
+        }
+        allocated
+    })
 }
 
 /// [`next_run`] past its first allocation: wakes or stands in for the renewer, warns, waits and
@@ -101,6 +158,7 @@ fn next_run_otherwise(
     limits: &Limits,
     want: u64,
     first: Allocated,
+    slot: Option<Slot>,
 ) -> Result<(Run, u32), SnowflakeError> {
     // The failure count when this call first waited for a reservation.
     let mut failures_seen: Option<u64> = None;
@@ -110,7 +168,7 @@ fn next_run_otherwise(
     loop {
         let allocation = match next.take() {
             Some(first) => first,
-            None => allocate(shm, layout, limits, want),
+            None => allocate(shm, layout, limits, want, slot),
         };
         let (node, allocation) = match allocation {
             Ok(allocated) => allocated,
@@ -231,20 +289,18 @@ fn sleep_ms(ms: i64) {
     pg_sys::check_for_interrupts!();
 }
 
-/// Set once this backend has seen recovery over (see [`ensure_not_in_recovery`]).
-static RECOVERY_OVER: AtomicBool = AtomicBool::new(false);
-
 /// Refuses while the server is in recovery (a standby): it cannot write the WAL record a
 /// reservation needs, and its IDs would carry its primary's node id. Recovery only ever ends, so
-/// once a backend has seen it over, it does not ask again (saving a guarded FFI call per ID).
-fn ensure_not_in_recovery() -> Result<(), SnowflakeError> {
-    if RECOVERY_OVER.load(Ordering::Relaxed) {
-        return Ok(());
+/// once a backend has seen it over, it does not ask again (saving a guarded FFI call per ID):
+/// it then joins the watermark (`watermark::join`: its slot, cleared when its transactions and
+/// the process end), and the slot it claimed says from then on that recovery is over.
+fn ensure_not_in_recovery() -> Result<Slot, SnowflakeError> {
+    if let Some(slot) = shmem::my_slot() {
+        return Ok(slot);
     }
     // SAFETY: a plain read of the server's recovery state.
     if unsafe { pg_sys::RecoveryInProgress() } {
         return Err(SnowflakeError::InRecovery);
     }
-    RECOVERY_OVER.store(true, Ordering::Relaxed);
-    Ok(())
+    watermark::join()
 }

@@ -13,6 +13,7 @@
 //!   standing in), its state file and WAL record, their replay
 //! - [`registry`]: node ids leased from a registry database, the clock checked against it
 //! - [`shmem`]: the generator in shared memory, its lock and condition variables (no I/O)
+//! - [`watermark`]: the IDs still held by open transactions: slots, prepared transactions
 //! - [`gucs`]: every setting, and the layout built from them at start-up
 //! - [`error`]: the one error type; every message, NOTICE and WARNING is worded there
 //! - [`pg`]: the server's functions pgrx does not give as needed, and per-major differences
@@ -30,6 +31,7 @@ mod renewer;
 mod reservation;
 mod shmem;
 mod sql;
+mod watermark;
 
 ::pgrx::pg_module_magic!(name, version);
 
@@ -43,6 +45,7 @@ pub extern "C-unwind" fn _PG_init() {
         gucs::init(wall_now()).unwrap_or_else(|e| e.report_fatal());
         reservation::redo::register();
         shmem::init(reservation::store::start_state);
+        watermark::register();
         renewer::register();
     } else if unsafe { pg_sys::IsBinaryUpgrade } {
         // pg_upgrade's check LOADs every library the old cluster's functions use into the new

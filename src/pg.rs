@@ -101,3 +101,20 @@ pub fn strong_random() -> u128 {
     }
     u128::from_le_bytes(bytes)
 }
+
+/// This backend's proc number (its index among the server's PGPROCs): `MyProc->pgprocno` up to
+/// 16, `MyProcNumber` from 17 on.
+pub fn my_proc_number() -> i64 {
+    // SAFETY: plain reads of this process's own identity, set before any SQL runs.
+    #[cfg(any(feature = "pg15", feature = "pg16"))]
+    unsafe {
+        if pg_sys::MyProc.is_null() {
+            return -1;
+        }
+        i64::from((*pg_sys::MyProc).pgprocno)
+    }
+    #[cfg(not(any(feature = "pg15", feature = "pg16")))]
+    unsafe {
+        i64::from(pg_sys::MyProcNumber)
+    }
+}

@@ -15,6 +15,19 @@
 //!   are served;
 //! - it is taken with `LWLockAcquire`/`LWLockRelease` unguarded (see `Handle::locked`).
 //!
+//! The watermark's part (`watermark.rs` uses it, the core's `watermark` decides with it), in a
+//! second block of its own, sized at start-up:
+//! - one slot per backend (indexed by its proc number, `MaxBackends` of them): the lowest ID
+//!   drawn in the backend's current top-level transaction, or `watermark::NONE`. Written only by
+//!   its backend: set inside the generator's lock, in the critical section that draws the ID and
+//!   only when empty ([`Slot::mark_with`]), so that a watermark call, which draws under the same
+//!   lock, finds every lower ID's slot written; emptied without the lock when the transaction
+//!   ends ([`Slot::clear`]). Atomics: read by watermark calls without the lock;
+//! - the prepared transactions' table (`max_prepared_transactions` + `MaxBackends` entries:
+//!   every pending prepared transaction and one being prepared per backend), under the second
+//!   lock of the tranche, which is never taken with the generator's held; with it, whether the
+//!   transactions prepared before this start have been listed.
+//!
 //! The region exists only when the library is preloaded: [`get`] says so once and hands out a
 //! [`Handle`], the only way in.
 
@@ -25,9 +38,10 @@ use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
 use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::issuer::Issuer;
+use snowflake_core::watermark::{Prepared, NONE};
 use std::cell::UnsafeCell;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
 use std::sync::OnceLock;
 
 /// The locked state as pgrx hands it to the region once, at its creation: the core's
@@ -54,6 +68,61 @@ struct Region {
     renewal_due: pg_sys::ConditionVariable,
     /// The renewer's last round of its loop (monotonic ms), or `NEVER_SEEN`. Atomic, no lock.
     renewer_seen_at: AtomicI64,
+    /// The watermark's block (see the header).
+    marks: *mut Marks,
+}
+
+/// The watermark's block: this header, then `backends` slots (`AtomicI64`), then `capacity`
+/// prepared entries.
+#[repr(C)]
+struct Marks {
+    /// The second lock of the tranche: guards `listed` and the prepared entries.
+    prepared_lock: *mut pg_sys::LWLock,
+    backends: usize,
+    capacity: usize,
+    /// Whether the transactions prepared before this start have been listed. Guarded by
+    /// `prepared_lock`.
+    listed: UnsafeCell<bool>,
+}
+
+impl Marks {
+    /// The block's size for `backends` slots and `capacity` prepared entries.
+    fn size(backends: usize, capacity: usize) -> usize {
+        size_of::<Marks>() + backends * size_of::<AtomicI64>() + capacity * size_of::<Prepared>()
+    }
+
+    /// The sizes the block is made with: asked of Postgres once the server's limits are known
+    /// (the shared memory request hook and later).
+    fn dimensions() -> (usize, usize) {
+        // SAFETY: plain reads of settings fixed at server start.
+        let (backends, prepared) = unsafe { (pg_sys::MaxBackends, pg_sys::max_prepared_xacts) };
+        let backends = backends.max(0) as usize;
+        (backends, backends + prepared.max(0) as usize)
+    }
+
+    fn slots(&self) -> &[AtomicI64] {
+        // SAFETY: `backends` slots follow the header, initialised at creation.
+        unsafe {
+            let first = std::ptr::from_ref(self).add(1).cast::<AtomicI64>();
+            std::slice::from_raw_parts(first, self.backends)
+        }
+    }
+
+    /// The prepared entries; only under `prepared_lock`.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn prepared(&self) -> &mut [Prepared] {
+        // SAFETY: `capacity` entries follow the slots, initialised at creation; the caller
+        // holds `prepared_lock`, so no one else touches them.
+        unsafe {
+            let first = self
+                .slots()
+                .as_ptr()
+                .add(self.backends)
+                .cast::<Prepared>()
+                .cast_mut();
+            std::slice::from_raw_parts_mut(first, self.capacity)
+        }
+    }
 }
 
 const NEVER_SEEN: i64 = i64::MIN;
@@ -73,6 +142,7 @@ struct SharedRegion {
 unsafe impl Sync for SharedRegion {}
 
 const NAME: &CStr = c"pg_snowflake";
+const MARKS_NAME: &CStr = c"pg_snowflake watermark";
 
 static REGION: SharedRegion = SharedRegion {
     region: UnsafeCell::new(std::ptr::null_mut()),
@@ -86,9 +156,12 @@ impl PgSharedMemoryInitialization for SharedRegion {
 
     unsafe fn on_shmem_request(&'static self) {
         unsafe {
+            let (backends, capacity) = Marks::dimensions();
             pg_sys::RequestAddinShmemSpace(size_of::<Region>());
+            pg_sys::RequestAddinShmemSpace(Marks::size(backends, capacity));
             // The name is the extension's own, so no other library's tranche can clash with it.
-            pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 1);
+            // The generator's lock, then the prepared transactions' (see the header).
+            pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 2);
         }
     }
 
@@ -100,12 +173,36 @@ impl PgSharedMemoryInitialization for SharedRegion {
             let region = pg_sys::ShmemInitStruct(NAME.as_ptr(), size_of::<Region>(), &mut found)
                 .cast::<Region>();
             if !found {
+                let locks = pg_sys::GetNamedLWLockTranche(NAME.as_ptr());
+                let (backends, capacity) = Marks::dimensions();
+                let mut marks_found = false;
+                let marks = pg_sys::ShmemInitStruct(
+                    MARKS_NAME.as_ptr(),
+                    Marks::size(backends, capacity),
+                    &mut marks_found,
+                )
+                .cast::<Marks>();
+                marks.write(Marks {
+                    prepared_lock: &raw mut (*locks.add(1)).lock,
+                    backends,
+                    capacity,
+                    listed: UnsafeCell::new(false),
+                });
+                let slots = marks.add(1).cast::<AtomicI64>();
+                for i in 0..backends {
+                    slots.add(i).write(AtomicI64::new(NONE));
+                }
+                let prepared = slots.add(backends).cast::<Prepared>();
+                for i in 0..capacity {
+                    prepared.add(i).write(Prepared::FREE);
+                }
                 region.write(Region {
-                    lock: &raw mut (*pg_sys::GetNamedLWLockTranche(NAME.as_ptr())).lock,
+                    lock: &raw mut (*locks).lock,
                     state: UnsafeCell::new(value.0),
                     renewed: std::mem::zeroed(),
                     renewal_due: std::mem::zeroed(),
                     renewer_seen_at: AtomicI64::new(NEVER_SEEN),
+                    marks,
                 });
                 pg_sys::ConditionVariableInit(&raw mut (*region).renewed);
                 pg_sys::ConditionVariableInit(&raw mut (*region).renewal_due);
@@ -178,6 +275,47 @@ impl Handle {
             unguarded::LWLockAcquire(self.0.lock, mode);
             let result = f(&mut *self.0.state.get());
             unguarded::LWLockRelease(self.0.lock);
+            result
+        }
+    }
+
+    /// Claims the slot of proc number `number` for this backend ([`my_slot`] gives it from now
+    /// on), emptied: a backend that held it before emptied it when it exited. `None` when the
+    /// number has no slot (not a backend's).
+    pub fn claim_slot(self, number: usize) -> Option<Slot> {
+        // SAFETY: the block lives as long as the region.
+        let marks = unsafe { &*self.0.marks };
+        let slot = marks.slots().get(number)?;
+        slot.store(NONE, Ordering::Release);
+        MY_SLOT.store(std::ptr::from_ref(slot).cast_mut(), Ordering::Relaxed);
+        Some(Slot(slot))
+    }
+
+    /// What every backend's slot holds now. Read after the caller drew an ID under the
+    /// generator's lock: every slot written before that draw is seen (the lock's acquisition is
+    /// a full barrier); a slot emptied since (`Acquire`, paired with [`Slot::clear`]'s
+    /// `Release`) belongs to a transaction that has ended.
+    pub fn open_slots(self) -> impl Iterator<Item = i64> {
+        // SAFETY: the block lives as long as the region.
+        let marks = unsafe { &*self.0.marks };
+        marks
+            .slots()
+            .iter()
+            .map(|slot| slot.load(Ordering::Acquire))
+    }
+
+    /// Runs `f` on the prepared transactions' table and the flag that says whether those of
+    /// before this start were listed, under the second lock, exclusively. `f` may ask Postgres
+    /// (`TransactionIdIsInProgress`, which takes the ProcArrayLock): no other lock of ours is
+    /// held, and an ERROR releases this one with the others (`LWLockReleaseAll`).
+    pub fn prepared<R>(self, f: impl FnOnce(&mut [Prepared], &mut bool) -> R) -> R {
+        // SAFETY: the block lives as long as the region; its entries and flag are only touched
+        // while the lock is held.
+        unsafe {
+            let marks = &*self.0.marks;
+            pg_sys::LWLockAcquire(marks.prepared_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+            let result = f(marks.prepared(), &mut *marks.listed.get());
+            pg_sys::LWLockRelease(marks.prepared_lock);
             result
         }
     }
@@ -270,5 +408,46 @@ pub fn sleep_on_latch(ms: i64) {
             pg_sys::PG_WAIT_EXTENSION,
         );
         pg_sys::ResetLatch(pg_sys::MyLatch);
+    }
+}
+
+/// This backend's slot: the lowest ID drawn in its current top-level transaction (see the
+/// header). Only its backend writes it.
+#[derive(Clone, Copy)]
+pub struct Slot(&'static AtomicI64);
+
+/// This backend's slot, once claimed ([`Handle::claim_slot`]); null before.
+static MY_SLOT: AtomicPtr<AtomicI64> = AtomicPtr::new(std::ptr::null_mut());
+
+/// This backend's slot, once it has claimed one: the backend has seen recovery over and is
+/// ready to draw IDs (`allocate.rs`).
+#[inline(always)]
+pub fn my_slot() -> Option<Slot> {
+    let slot = MY_SLOT.load(Ordering::Relaxed);
+    // SAFETY: a pointer into the block, which lives as long as the process, or null.
+    unsafe { slot.as_ref() }.map(Slot)
+}
+
+impl Slot {
+    /// Records the first ID of a draw when the transaction holds none yet (IDs increase, so the
+    /// first is the lowest). Only inside the generator's lock, in the draw's critical section:
+    /// a load, a compare and, once per transaction, `id()` and a store.
+    #[inline(always)]
+    pub fn mark_with(self, id: impl FnOnce() -> i64) {
+        if self.0.load(Ordering::Relaxed) == NONE {
+            self.0.store(id(), Ordering::Relaxed);
+        }
+    }
+
+    /// The lowest ID the current transaction drew, or `NONE`.
+    pub fn lowest(self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Empties the slot: the transaction has ended (or moved to the prepared table). `Release`:
+    /// a watermark call that sees it empty sees what the backend did before (its transaction's
+    /// end in the proc array).
+    pub fn clear(self) {
+        self.0.store(NONE, Ordering::Release);
     }
 }

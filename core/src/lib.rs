@@ -12,6 +12,7 @@
 //! - [`retry`]: pacing retries and their log lines after failures
 //! - [`base32`]: the 13-character text form
 //! - [`state_file`] and [`wal_record`]: the bytes of the durable reservation
+//! - [`watermark`]: the least ID still held by a transaction that has not ended
 //! - [`error`]: what can go wrong, as data (the extension words it)
 
 pub mod base32;
@@ -27,5 +28,6 @@ pub mod renewer;
 pub mod retry;
 pub mod state_file;
 pub mod wal_record;
+pub mod watermark;
 
 pub use error::Error;

@@ -42,6 +42,9 @@ pub enum SnowflakeError {
     },
     /// `snowflake_nextval()` on a standby (or during crash recovery).
     InRecovery,
+    /// `snowflake_watermark()` on a standby: it cannot know which of the primary's transactions
+    /// that drew IDs are still open.
+    WatermarkInRecovery,
     /// Not an error: no renewer process runs, so a backend writes a reservation itself
     /// (reported to the server log, once per backend).
     RenewerNotRunning,
@@ -182,6 +185,18 @@ impl SnowflakeError {
                 None,
                 "Make IDs on the primary. A standby follows the primary's reservations through \
                  the WAL and makes IDs once it is promoted.",
+            ),
+            WatermarkInRecovery => message(
+                ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+                "cannot take a snowflake watermark during recovery",
+                Some(
+                    "A standby does not know which of its primary's transactions that drew IDs \
+                     are still open."
+                        .into(),
+                ),
+                "Take the watermark on the primary and poll the primary; or read on the standby \
+                 with the primary's watermark once pg_last_wal_replay_lsn() has passed the \
+                 primary's pg_current_wal_lsn() taken after it.",
             ),
             RenewerNotRunning => message(
                 ERRCODE_WARNING,

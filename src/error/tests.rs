@@ -140,10 +140,11 @@ fn variant(error: &SnowflakeError) -> usize {
             R::AwaitingLease { .. } => 60,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
+        S::WatermarkInRecovery => 61,
     }
 }
 
-const VARIANTS: usize = 66;
+const VARIANTS: usize = 67;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -273,6 +274,7 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             reason: "It is not a date.".into(),
         },
         SnowflakeError::InRecovery,
+        SnowflakeError::WatermarkInRecovery,
         SnowflakeError::RenewerNotRunning,
         SnowflakeError::ClockSteppedBack { ms: 5 },
         SnowflakeError::ClockJumpHeld {

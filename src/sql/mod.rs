@@ -10,6 +10,7 @@
 //!   (`pg_snowflake.adopt_new_keys`), and `snowflake_adopt_exclude(table)`
 //! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
 //! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
+//! - [`watermark`]: the function `snowflake_watermark()`
 
 mod adopt;
 mod adopt_new_keys;
@@ -19,3 +20,4 @@ mod nextval;
 mod registry;
 mod stats;
 mod timestamps;
+mod watermark;

@@ -13,10 +13,11 @@ use snowflake_core::generator::{self, Run};
 // to 0.5.0), so no upgrade script is needed and every installed version calls this.
 //
 // Safety argument. `snowflake_nextval_wrapper` is called by the executor (fmgr) like any C
-// function. It calls `allocate::next_id_fast`, which reads a process-local flag, the shared
-// memory pointer and the settings (plain loads), takes the generator's LWLock, reads the clock
-// (`clock_gettime`, which cannot fail), runs the core's `Generator::next_one` (arithmetic that
-// never panics: its doc says why), and releases the lock. So:
+// function. It calls `allocate::next_id_fast`, which reads a process-local pointer (the
+// backend's watermark slot), the shared memory pointer and the settings (plain loads), takes the
+// generator's LWLock, reads the clock (`clock_gettime`, which cannot fail), runs the core's
+// `Generator::next_one` (arithmetic that never panics: its doc says why), records the
+// transaction's first ID in the slot (an atomic load and store), and releases the lock. So:
 // - no ERROR can be raised in it but by `LWLockAcquire`/`LWLockRelease` themselves (only for a
 //   backend holding 200 LWLocks, or releasing one it does not hold: neither can happen here);
 //   were one raised, its longjmp would cross only frames with nothing to drop (no allocation, no

@@ -11,6 +11,10 @@ SELECT snowflake_nextval();
 SELECT * FROM snowflake_nextval_batch(10);
 \echo :LAST_ERROR_SQLSTATE
 
+-- Nor a watermark: it draws an ID like snowflake_nextval().
+SELECT snowflake_watermark();
+\echo :LAST_ERROR_SQLSTATE
+
 -- The generator reports the node as unknown, and why it makes no IDs.
 SELECT node_id, ids_issued, refusing FROM snowflake_stats();
 

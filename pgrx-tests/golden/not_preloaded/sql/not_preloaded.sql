@@ -14,6 +14,9 @@ ROLLBACK;
 SELECT * FROM snowflake_nextval_batch(10);
 \echo :LAST_ERROR_SQLSTATE
 
+SELECT snowflake_watermark();
+\echo :LAST_ERROR_SQLSTATE
+
 -- Nor is there a generator to report on.
 SELECT * FROM snowflake_stats();
 \echo :LAST_ERROR_SQLSTATE

@@ -20,6 +20,12 @@ SHOW pg_snowflake.node_id;
 SELECT snowflake_node_id(snowflake_nextval()) AS node;
 SELECT snowflake_nextval() > 0 AS positive;
 
+-- The watermark: below every ID made after it, and, with no transaction open, above every ID
+-- made before it.
+SELECT snowflake_nextval() AS before \gset
+SELECT snowflake_watermark() AS mark \gset
+SELECT :before < :mark AS above_earlier_ids, :mark < snowflake_nextval() AS below_later_ids;
+
 -- Decoding, by the documented arithmetic: ts = 2024-01-01 + (id >> 22) ms,
 -- node = (id >> 12) & 1023, seq = id & 4095.
 SELECT v.id, d.* FROM (VALUES
