@@ -6,11 +6,14 @@
 //! - [`bounds`]: time → ID bounds
 //! - [`adopt`]: `snowflake_adopt(table, column)`
 //! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
+//! - [`lease`]: node-id leases for applications: `snowflake_lease_acquire(label)`, `_renew`,
+//!   `_release`
 //! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
 
 mod adopt;
 mod bounds;
 mod decode;
+mod lease;
 mod nextval;
 mod registry;
 mod stats;
