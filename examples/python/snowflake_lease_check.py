@@ -5,8 +5,8 @@
                                                        line ("error: Class: text") per failure
     snowflake_lease_check.py CONNINFO LABEL clock      the clock stepped back and ahead
 
-Every line is "lease NODE FLOOR CEILING", "id ID", "error: ..." or "done"; a failed assert exits
-non-zero.
+Every line is "lease NODE CEILING LEASE_MS", "id ID", "key ID" (the recipe's, under a lease of
+its own), "error: ..." or "done"; a failed assert exits non-zero.
 """
 
 import sys
@@ -18,6 +18,14 @@ from snowflake_lease import CeilingReached, ClockBehind, LeaseError, SnowflakeLe
 
 def say(text: str) -> None:
     print(text, flush=True)
+
+
+# snippet: lease
+def keyed(conninfo: str, orders: list[str]) -> list[tuple[int, str]]:
+    """Kafka keys for orders, made in this process under a node id leased from the fleet."""
+    with SnowflakeLease(conninfo, "orders-producer") as ids:
+        return [(ids.next_id(), order) for order in orders]
+# end snippet
 
 
 def make(lease: SnowflakeLease, n: int) -> None:
@@ -75,6 +83,11 @@ def clock(lease: SnowflakeLease) -> None:
 
 def main() -> None:
     conninfo, label, mode = sys.argv[1:4]
+    if mode == "make":
+        keys = [key for key, _ in keyed(conninfo, ["apple", "pear"])]
+        assert keys[0] < keys[1], keys
+        for key in keys:
+            say(f"key {key}")
     with SnowflakeLease(conninfo, label) as lease:
         say(f"lease {lease.node_id} {lease.ceiling_ms} {lease.lease_ms}")
         if mode == "make":

@@ -94,9 +94,18 @@ impl App {
     }
 
     fn ids(&self) -> Vec<i64> {
+        self.said("id ")
+    }
+
+    /// The IDs its recipe made under a lease of its own (mode `make`).
+    fn keys(&self) -> Vec<i64> {
+        self.said("key ")
+    }
+
+    fn said(&self, prefix: &str) -> Vec<i64> {
         self.lines()
             .iter()
-            .filter_map(|l| l.strip_prefix("id "))
+            .filter_map(|l| l.strip_prefix(prefix))
             .map(|id| id.parse().unwrap())
             .collect()
     }
@@ -200,14 +209,19 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
         "one node id each: {nodes:?}\n{}",
         registry_rows(&registry)
     );
-    let made = all_distinct(apps.iter().flat_map(App::ids).chain(servers.concat()));
-    assert_eq!(made, 3 * 30_000 + 2 * 50_000);
-    // Released: the registry says so, and each application's row names its label.
+    let made = all_distinct(
+        apps.iter()
+            .flat_map(|app| app.ids().into_iter().chain(app.keys()))
+            .chain(servers.concat()),
+    );
+    assert_eq!(made, 3 * (30_000 + 2) + 2 * 50_000);
+    // Released (each process's and its recipe's): the registry says so, and each application's
+    // row names its label.
     let released: i64 = registry.query_one(
         "SELECT count(*) FROM snowflake_nodes WHERE system_identifier = '0' \
          AND released_at IS NOT NULL AND holder_label LIKE '% (application via %'",
     );
-    assert_eq!(released, 3, "{}", registry_rows(&registry));
+    assert_eq!(released, 6, "{}", registry_rows(&registry));
 }
 
 #[test]
@@ -252,7 +266,13 @@ fn a_killed_application_is_recycled_after_its_lease_and_the_margin_above_its_ids
     );
     // The next holder's IDs (the client's) lie above.
     let next = App::start(&member.conninfo("postgres"), "after", &["make", "1000"]).finish();
-    all_distinct(killed_ids.iter().copied().chain(next.ids()));
+    all_distinct(
+        killed_ids
+            .iter()
+            .copied()
+            .chain(next.ids())
+            .chain(next.keys()),
+    );
 }
 
 #[test]
@@ -292,7 +312,7 @@ fn an_application_cut_off_from_its_member_stops_at_its_ceiling() {
     );
     // The id goes to the next application only above every ID the cut-off one made.
     let next = App::start(&member.conninfo("postgres"), "next", &["make", "1000"]).finish();
-    all_distinct(ids.iter().copied().chain(next.ids()));
+    all_distinct(ids.iter().copied().chain(next.ids()).chain(next.keys()));
 }
 
 #[test]
@@ -307,10 +327,32 @@ fn an_application_goes_on_through_a_registry_restart() {
     wait_until(Duration::from_secs(10), "IDs after the restart", || {
         app.ids().len() > after + 1_000
     });
-    // Well past a lease: the lease was renewed after the restart.
+    // Well past a lease: the lease was renewed after the restart. A restart longer than the
+    // lease less a renewal's interval stops the IDs for a moment (fenced, as a server), never
+    // for good: the lease is not lost, and IDs come after the last refusal.
     thread::sleep(Duration::from_millis(2 * LEASE_MS as u64));
+    let lines = app.lines();
     let errors = app.errors();
-    assert!(errors.is_empty(), "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.starts_with("error: LeaseExpired: ")
+                || e.starts_with("error: CeilingReached: ")),
+        "{errors:?}"
+    );
+    let last_error = lines.iter().rposition(|l| l.starts_with("error: "));
+    let after_errors = lines[last_error.map_or(0, |i| i + 1)..]
+        .iter()
+        .filter(|l| l.starts_with("id "))
+        .count();
+    println!(
+        "{} refusals during the restart, {after_errors} IDs after the last",
+        errors.len()
+    );
+    assert!(
+        after_errors > 500,
+        "{after_errors} IDs after the last refusal"
+    );
     let server_ids = take_ids(&mut member.connect(), 10_000, 10_000);
     all_distinct(app.ids().into_iter().chain(server_ids));
 }
