@@ -1,7 +1,7 @@
 //! Node-id leases for application processes (docs/FLEETS.md, "Applications"), on real servers:
-//! a registry, members that make IDs, and applications that make their own through the Python
-//! reference client (examples/python/snowflake_lease.py, run as a process of its own by
-//! examples/python/snowflake_lease_check.py) or through the SQL protocol driven from here. Every
+//! a registry, members that make IDs, and applications that make their own through the reference
+//! clients (examples/python/snowflake_lease.py and examples/js/snowflake-lease.mjs, each run as a
+//! process of its own by its check program) or through the SQL protocol driven from here. Every
 //! case counts every ID made, by applications and servers: none twice.
 
 use snowflake_it::registry::{member_config, registry_rows, registry_server, LEASE_MS};
@@ -40,7 +40,26 @@ fn python() -> String {
     python
 }
 
-/// An application process: the Python client's check in one mode, its output lines gathered.
+/// Node.js, with examples/js/node_modules installed (`scripts/test/clients node-pg` installs
+/// them).
+fn node() -> String {
+    let modules = repo_root().join("examples/js/node_modules/pg");
+    assert!(
+        modules.exists(),
+        "{} is missing: `scripts/test/clients node-pg` installs it (npm ci in examples/js)",
+        modules.display()
+    );
+    "node".into()
+}
+
+/// A reference client.
+#[derive(Clone, Copy, Debug)]
+enum Lang {
+    Python,
+    Node,
+}
+
+/// An application process: a client's check in one mode, its output lines gathered.
 struct App {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
@@ -48,9 +67,17 @@ struct App {
 
 impl App {
     fn start(conninfo: &str, label: &str, mode: &[&str]) -> App {
-        let dir = repo_root().join("examples/python");
-        let mut child = Command::new(python())
-            .arg(dir.join("snowflake_lease_check.py"))
+        App::start_in(Lang::Python, conninfo, label, mode)
+    }
+
+    fn start_in(lang: Lang, conninfo: &str, label: &str, mode: &[&str]) -> App {
+        let (program, dir, check) = match lang {
+            Lang::Python => (python(), "examples/python", "snowflake_lease_check.py"),
+            Lang::Node => (node(), "examples/js", "snowflake-lease-check.mjs"),
+        };
+        let dir = repo_root().join(dir);
+        let mut child = Command::new(program)
+            .arg(dir.join(check))
             .args([conninfo, label])
             .args(mode)
             .current_dir(&dir)
@@ -187,6 +214,12 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
         App::start(&first.conninfo("postgres"), "orders", &["make", "30000"]),
         App::start(&first.conninfo("postgres"), "orders", &["make", "30000"]),
         App::start(&second.conninfo("postgres"), "billing", &["make", "30000"]),
+        App::start_in(
+            Lang::Node,
+            &first.conninfo("postgres"),
+            "orders",
+            &["make", "30000"],
+        ),
     ];
     let servers: Vec<Vec<i64>> = [&first, &second]
         .iter()
@@ -205,7 +238,7 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
     nodes.extend([900, assigned]);
     assert_eq!(
         nodes.iter().collect::<HashSet<_>>().len(),
-        5,
+        6,
         "one node id each: {nodes:?}\n{}",
         registry_rows(&registry)
     );
@@ -214,14 +247,14 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
             .flat_map(|app| app.ids().into_iter().chain(app.keys()))
             .chain(servers.concat()),
     );
-    assert_eq!(made, 3 * (30_000 + 2) + 2 * 50_000);
+    assert_eq!(made, 4 * (30_000 + 2) + 2 * 50_000);
     // Released (each process's and its recipe's): the registry says so, and each application's
     // row names its label.
     let released: i64 = registry.query_one(
         "SELECT count(*) FROM snowflake_nodes WHERE system_identifier = '0' \
          AND released_at IS NOT NULL AND holder_label LIKE '% (application via %'",
     );
-    assert_eq!(released, 6, "{}", registry_rows(&registry));
+    assert_eq!(released, 8, "{}", registry_rows(&registry));
 }
 
 #[test]
@@ -229,6 +262,8 @@ fn a_killed_application_is_recycled_after_its_lease_and_the_margin_above_its_ids
     let (registry, member) = fleet("apps-kill", 900);
     let mut app = App::start(&member.conninfo("postgres"), "killed", &["hold"]);
     let node = app.node();
+    // Two leases of IDs, so that the IDs killed with it lie under renewals' marks.
+    thread::sleep(Duration::from_millis(2 * LEASE_MS as u64));
     wait_until(Duration::from_secs(10), "IDs", || app.ids().len() > 500);
     app.kill();
     let killed_at = now_ms();
@@ -277,9 +312,18 @@ fn a_killed_application_is_recycled_after_its_lease_and_the_margin_above_its_ids
 
 #[test]
 fn an_application_cut_off_from_its_member_stops_at_its_ceiling() {
-    let (registry, member) = fleet("apps-cut", 900);
+    cut_off(Lang::Python);
+}
+
+#[test]
+fn a_node_application_cut_off_from_its_member_stops_at_its_ceiling() {
+    cut_off(Lang::Node);
+}
+
+fn cut_off(lang: Lang) {
+    let (registry, member) = fleet(&format!("apps-cut-{lang:?}").to_lowercase(), 900);
     let proxy = Proxy::to(member.port);
-    let app = App::start(&proxy.conninfo("postgres"), "cut", &["hold"]);
+    let app = App::start_in(lang, &proxy.conninfo("postgres"), "cut", &["hold"]);
     let node = app.node();
     wait_until(Duration::from_secs(10), "IDs", || app.ids().len() > 200);
     proxy.cut();
@@ -359,8 +403,17 @@ fn an_application_goes_on_through_a_registry_restart() {
 
 #[test]
 fn an_application_clock_stepped_back_holds_and_ahead_is_refused() {
-    let (_registry, member) = fleet("apps-clock", 900);
-    let app = App::start(&member.conninfo("postgres"), "clock", &["clock"]).finish();
+    clock_steps(Lang::Python);
+}
+
+#[test]
+fn a_node_application_clock_stepped_back_holds_and_ahead_is_refused() {
+    clock_steps(Lang::Node);
+}
+
+fn clock_steps(lang: Lang) {
+    let (_registry, member) = fleet(&format!("apps-clock-{lang:?}").to_lowercase(), 900);
+    let app = App::start_in(lang, &member.conninfo("postgres"), "clock", &["clock"]).finish();
     let errors = app.errors();
     assert!(errors[0].starts_with("error: ClockBehind: "), "{errors:?}");
     assert!(
