@@ -23,9 +23,9 @@ STRICT VOLATILE PARALLEL UNSAFE
 LANGUAGE c /* Rust */
 AS 'MODULE_PATHNAME', 'snowflake_lease_acquire_wrapper';
 CREATE  FUNCTION "snowflake_lease_release"(
-	"node_id" INT, /* i32 */
-	"token" TEXT, /* & str */
-	"generation" bigint, /* i64 */
+	"node_id" INT, /* Option < i32 > */
+	"token" TEXT, /* Option < & str > */
+	"generation" bigint, /* Option < i64 > */
 	"ceiling_ms" bigint DEFAULT NULL, /* Option < i64 > */
 	"last_ms" bigint DEFAULT NULL /* Option < i64 > */
 ) RETURNS bool /* bool */

@@ -627,7 +627,8 @@ fn lease_argument(what: &str) -> Message {
         ERRCODE_INVALID_PARAMETER_VALUE,
         format!("invalid node-id lease argument: {what}"),
         None,
-        "Pass the values snowflake_lease_acquire() returned, as it returned them.",
+        "Name the application by 1 to 100 printable characters; renew or release a lease with \
+         the node id, token and generation snowflake_lease_acquire() returned.",
     )
 }
 

@@ -219,13 +219,20 @@ fn snowflake_lease_renew(
 /// else it stays. True if released, false if the registry holds the lease no more.
 #[pg_extern(volatile, parallel_unsafe)]
 fn snowflake_lease_release(
-    node_id: i32,
-    token: &str,
-    generation: i64,
+    node_id: Option<i32>,
+    token: Option<&str>,
+    generation: Option<i64>,
     ceiling_ms: default!(Option<i64>, "NULL"),
     last_ms: default!(Option<i64>, "NULL"),
 ) -> bool {
     check_right();
+    // Not STRICT (the last two may be NULL): the first three are checked here.
+    let (Some(node_id), Some(token), Some(generation)) = (node_id, token, generation) else {
+        SnowflakeError::from(RegistryError::LeaseArgument {
+            what: "the node id, token or generation is NULL",
+        })
+        .report()
+    };
     let (node, identity) = identity(node_id, token, generation);
     const ACTION: &str = "release a node-id lease";
     let (conn, asked) = connect(String::new(), ACTION);
