@@ -59,15 +59,21 @@ export class SnowflakeLease {
    * @returns {Promise<SnowflakeLease>}
    */
   static async acquire(config, label) {
+    // A member that never answers must not hang the renewals for good (the caller's win).
+    const settings = {
+      connectionTimeoutMillis: 10_000,
+      query_timeout: 10_000,
+      ...(typeof config === 'string' ? { connectionString: config } : config),
+    };
     const sent = clocks.monotonic();
-    const client = new pg.Client(config);
+    const client = new pg.Client(settings);
     client.on('error', () => {}); // a broken link is met by the next query
     await client.connect();
     try {
       const { rows: [row] } = await client.query(
         `SELECT node_id, token, generation, floor_ms, ceiling_ms, lease_ms, epoch_ms, unit_ms,
                 time_bits, node_bits, sequence_bits FROM snowflake_lease_acquire($1)`, [label]);
-      return new SnowflakeLease(config, client, row, sent);
+      return new SnowflakeLease(settings, client, row, sent);
     } catch (error) {
       await client.end().catch(() => {});
       throw error;

@@ -78,22 +78,32 @@ class SnowflakeLease:
 
     def __init__(self, conninfo: str, label: str, **connect_kwargs: Any) -> None:
         self._conninfo = conninfo
-        self._connect_kwargs = connect_kwargs
+        # A member that never answers must not hang the renewals for good (keyword arguments
+        # are libpq's; the caller's win).
+        self._connect_kwargs = {"connect_timeout": 10, "tcp_user_timeout": 10_000,
+                                **connect_kwargs}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._lost: Optional[LeaseError] = None
         self._conn: Optional[psycopg.Connection[Any]] = None
         sent = _mono_ms()
-        conn = self._connection()
-        row = conn.execute(
-            "SELECT node_id, token, generation, floor_ms, ceiling_ms, lease_ms, epoch_ms, unit_ms,"
-            " time_bits, node_bits, sequence_bits FROM snowflake_lease_acquire(%s)",
-            (label,),
-        ).fetchone()
+        try:
+            row = self._connection().execute(
+                "SELECT node_id, token, generation, floor_ms, ceiling_ms, lease_ms, epoch_ms,"
+                " unit_ms, time_bits, node_bits, sequence_bits FROM snowflake_lease_acquire(%s)",
+                (label,),
+            ).fetchone()
+        except BaseException:
+            self._drop_connection()
+            raise
         assert row is not None
-        (self.node_id, self._token, self._generation, floor_ms, self._ceiling, self.lease_ms,
-         *layout) = row
+        node_id, token, generation, floor_ms, ceiling, lease_ms, *layout = row
+        self.node_id: int = node_id
+        self.lease_ms: int = lease_ms
         self.layout = Layout(*layout)
+        self._token: str = token
+        self._generation: int = generation
+        self._ceiling: int = ceiling
         self._mark_own = True  # the registry's mark is the one our lease wrote
         self._lease_ends = sent + self.lease_ms  # monotonic: never after the registry's end
         self._max_seq = (1 << self.layout.sequence_bits) - 1
