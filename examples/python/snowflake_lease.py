@@ -256,6 +256,7 @@ _live: "weakref.WeakSet[SnowflakeLease]" = weakref.WeakSet()
 
 def _after_fork_in_child() -> None:
     for lease in list(_live):
+        lease._lock = threading.Lock()  # another thread of the parent may have held it
         lease._lost = LeaseLost(f"node id {lease.node_id}: the lease belongs to the parent process")
         lease._stop.set()
         lease._conn = None  # the parent's socket: never used, never closed here

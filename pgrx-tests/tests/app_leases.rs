@@ -23,7 +23,8 @@ fn now_ms() -> i64 {
         .as_millis() as i64
 }
 
-/// The Python with psycopg 3 that scripts/test/clients makes (`PGSF_PYTHON` to name another).
+/// A Python with psycopg 3: `PGSF_PYTHON`, or the virtualenv `scripts/test/clients` makes, or
+/// else one made here once (in target/), with psycopg as examples/python/requirements.txt pins it.
 fn python() -> String {
     if let Ok(python) = std::env::var("PGSF_PYTHON") {
         return python;
@@ -31,24 +32,54 @@ fn python() -> String {
     let home = std::env::var("HOME").unwrap_or_default();
     let cache = std::env::var("CLIENTS_CACHE")
         .unwrap_or_else(|_| format!("{home}/.cache/pg_snowflake/clients"));
-    let python = format!("{cache}/python/bin/python");
-    assert!(
-        std::path::Path::new(&python).exists(),
-        "{python} is missing: `scripts/test/clients psycopg` makes it (or set PGSF_PYTHON to a \
-         Python with psycopg 3)"
-    );
-    python
+    let clients = format!("{cache}/python/bin/python");
+    if std::path::Path::new(&clients).exists() {
+        return clients;
+    }
+    static MADE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MADE.get_or_init(|| {
+        let venv = repo_root().join("target/lease-python");
+        let python = venv.join("bin/python");
+        if !python.exists() {
+            let requirements =
+                std::fs::read_to_string(repo_root().join("examples/python/requirements.txt"))
+                    .expect("examples/python/requirements.txt");
+            let psycopg = requirements
+                .lines()
+                .find(|l| l.starts_with("psycopg"))
+                .expect("psycopg pinned in requirements.txt");
+            let run = |program: &std::path::Path, args: &[&str]| {
+                let status = Command::new(program).args(args).status();
+                assert!(
+                    status.is_ok_and(|s| s.success()),
+                    "{} {args:?} (Debian's python3-venv)",
+                    program.display()
+                );
+            };
+            run("python3".as_ref(), &["-m", "venv", &venv.to_string_lossy()]);
+            run(&python, &["-m", "pip", "install", "--quiet", psycopg]);
+        }
+        python.to_string_lossy().into_owned()
+    })
+    .clone()
 }
 
-/// Node.js, with examples/js/node_modules installed (`scripts/test/clients node-pg` installs
-/// them).
+/// Node.js, with examples/js/node_modules installed: by `scripts/test/clients node-pg`, or here,
+/// as it does (`npm ci` from examples/js/package-lock.json), once per test process.
 fn node() -> String {
-    let modules = repo_root().join("examples/js/node_modules/pg");
-    assert!(
-        modules.exists(),
-        "{} is missing: `scripts/test/clients node-pg` installs it (npm ci in examples/js)",
-        modules.display()
-    );
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let dir = repo_root().join("examples/js");
+        if dir.join("node_modules/pg").exists() {
+            return;
+        }
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm runs (Debian's npm)");
+        assert!(status.success(), "npm ci in {}", dir.display());
+    });
     "node".into()
 }
 
