@@ -392,12 +392,31 @@ fn cut_off(lang: Lang) {
 
 #[test]
 fn an_application_goes_on_through_a_registry_restart() {
-    let (registry, member) = fleet("apps-restart", 900);
+    goes_on_through_a_restart(Restarted::Registry);
+}
+
+#[test]
+fn an_application_goes_on_through_its_members_restart() {
+    goes_on_through_a_restart(Restarted::Member);
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Restarted {
+    Registry,
+    Member,
+}
+
+fn goes_on_through_a_restart(restarted: Restarted) {
+    let (registry, member) = fleet(&format!("apps-restart-{restarted:?}").to_lowercase(), 900);
     let app = App::start(&member.conninfo("postgres"), "through", &["hold"]);
     app.node();
     wait_until(Duration::from_secs(10), "IDs", || app.ids().len() > 200);
-    registry.stop();
-    registry.start_again();
+    let server = match restarted {
+        Restarted::Registry => &registry,
+        Restarted::Member => &member,
+    };
+    server.stop();
+    server.start_again();
     let after = app.ids().len();
     wait_until(Duration::from_secs(10), "IDs after the restart", || {
         app.ids().len() > after + 1_000
