@@ -23,6 +23,7 @@
 //! holder made, even one still running and cut off from the registry.
 
 mod cases;
+pub mod lease;
 pub mod table;
 
 /// What a server wants to claim.

@@ -79,6 +79,18 @@ pub enum RegistryError {
     },
     /// `snowflake_registry_retire` of an id the registry has no live row for.
     NoSuchNode { node: i64 },
+    /// A `snowflake_lease_*` function called by a role not granted `snowflake_lease`.
+    LeaseNotGranted { role: String },
+    /// A `snowflake_lease_*` function given an argument that is not one (`what`: which, and
+    /// why).
+    LeaseArgument { what: &'static str },
+    /// An application's lease on `node` is lost: its row was retired (its lease ran out) or
+    /// another holder's (`label`), or the token or generation given is not its holder's.
+    LeaseLost { node: u32, label: Option<String> },
+    /// A `snowflake_lease_*` function's exchange with the registry failed: "could not
+    /// `action`". The cause goes to the server log only, never to the caller: the caller may
+    /// be any role granted a lease, and libpq's causes name the registry's host and user.
+    LeaseRegistryFailed { action: &'static str },
 }
 
 impl RegistryError {
@@ -190,6 +202,10 @@ pub(super) fn message_of(error: &RegistryError) -> Message {
         RetireLive { node, label } => retire_live(node, label),
         RetireLeaseRuns { node, label, until } => retire_lease_runs(node, label, until),
         NoSuchNode { node } => no_such_node(node),
+        LeaseNotGranted { role } => lease_not_granted(role),
+        LeaseArgument { what } => lease_argument(what),
+        LeaseLost { node, label } => lease_lost(node, label),
+        LeaseRegistryFailed { action } => lease_registry_failed(action),
     }
 }
 
@@ -585,5 +601,71 @@ fn no_such_node(node: &i64) -> Message {
         format!("the registry holds no live node id {node}"),
         None,
         "snowflake_registry() lists the ids the registry knows.",
+    )
+}
+
+// The node-id leases of applications (`snowflake_lease_*`).
+
+fn lease_not_granted(role: &str) -> Message {
+    message(
+        ERRCODE_INSUFFICIENT_PRIVILEGE,
+        format!(
+            "role {} may not take a node-id lease from the pg_snowflake registry",
+            quoted(role)
+        ),
+        Some(
+            "A node-id lease lets its holder make IDs under one of the fleet's node ids: only \
+             members of the role snowflake_lease may take, renew or release one."
+                .into(),
+        ),
+        "A superuser may grant it: GRANT snowflake_lease TO the application's role.",
+    )
+}
+
+fn lease_argument(what: &str) -> Message {
+    message(
+        ERRCODE_INVALID_PARAMETER_VALUE,
+        format!("invalid node-id lease argument: {what}"),
+        None,
+        "Name the application by 1 to 100 printable characters; renew or release a lease with \
+         the node id, token and generation snowflake_lease_acquire() returned.",
+    )
+}
+
+fn lease_lost(node: &u32, label: &Option<String>) -> Message {
+    message(
+        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+        match label {
+            Some(label) => format!(
+                "the lease on node id {node} is lost: the registry's row is another lease's, {}",
+                quoted(label)
+            ),
+            None => format!(
+                "the lease on node id {node} is lost: the registry holds no live lease on it \
+                 under this token and generation"
+            ),
+        },
+        Some(
+            "A lease not renewed before it runs out is retired and its node id handed out \
+             again, above every ID made under it; a token or generation not the lease's \
+             own is no lease."
+                .into(),
+        ),
+        "Stop making IDs under this node id and acquire a new lease with \
+         snowflake_lease_acquire().",
+    )
+}
+
+fn lease_registry_failed(action: &str) -> Message {
+    message(
+        ERRCODE_CONNECTION_FAILURE,
+        format!("could not {action}: the pg_snowflake registry did not answer"),
+        Some(
+            "The cause is in this server's log: the registry's address is not shown to \
+             lease holders."
+                .into(),
+        ),
+        "Try again (an application keeps its lease until its ceiling); if it persists, an \
+         operator checks pg_snowflake.registry and the registry's server.",
     )
 }

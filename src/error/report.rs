@@ -77,6 +77,12 @@ impl SnowflakeError {
         self.raise_at(PgLogLevel::LOG);
     }
 
+    /// Reports this to the server log only, never to the client whatever its
+    /// `client_min_messages` (LOG_SERVER_ONLY), and carries on.
+    pub fn report_server_only(self) {
+        self.raise_at(PgLogLevel::LOG_SERVER_ONLY);
+    }
+
     /// Reports this as a NOTICE (to the client) and carries on.
     pub fn report_notice(self) {
         self.raise_at(PgLogLevel::NOTICE);

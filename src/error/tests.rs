@@ -138,13 +138,17 @@ fn variant(error: &SnowflakeError) -> usize {
             R::OtherLayout { .. } => 58,
             R::StrayLayout { .. } => 59,
             R::AwaitingLease { .. } => 60,
+            R::LeaseNotGranted { .. } => 61,
+            R::LeaseArgument { .. } => 62,
+            R::LeaseLost { .. } => 63,
+            R::LeaseRegistryFailed { .. } => 64,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
         S::WatermarkInRecovery => 61,
     }
 }
 
-const VARIANTS: usize = 67;
+const VARIANTS: usize = 70;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -415,6 +419,23 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         RegistryError::Release {
             node: 3,
             lowered_to: None,
+        },
+        RegistryError::LeaseNotGranted {
+            role: "orders_app".into(),
+        },
+        RegistryError::LeaseArgument {
+            what: "the token is not 32 hex digits",
+        },
+        RegistryError::LeaseLost {
+            node: 3,
+            label: Some("orders (application via db-1 (10.0.0.1:5432))".into()),
+        },
+        RegistryError::LeaseLost {
+            node: 3,
+            label: None,
+        },
+        RegistryError::LeaseRegistryFailed {
+            action: "acquire a node-id lease",
         },
         RegistryError::StrayLayout {
             node: 900,

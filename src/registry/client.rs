@@ -10,6 +10,7 @@
 //! a clone carries its origin's; keepalives end a vanished holder's.
 
 use super::libpq::{Conn, Failure, Record, Rows};
+use snowflake_core::registry::lease::{Applications, APPLICATION_SYSTEM};
 use snowflake_core::registry::table::{HeartbeatRequest, Request, RowRead, Table};
 use snowflake_core::registry::{self, Identity, LayoutRows, Row, Token};
 
@@ -450,6 +451,18 @@ impl Table for Sql<'_> {
             &[text(node)],
         )?;
         Ok(())
+    }
+}
+
+impl Applications for Sql<'_> {
+    fn lapsed(&mut self) -> Result<Vec<u32>, Failure> {
+        // A few at a time: each acquisition retires what it finds, the next the rest.
+        let rows = self.0.query(
+            "SELECT node_id FROM snowflake_nodes WHERE system_identifier = $1 \
+             AND state = 'live' AND lease_until < clock_timestamp() ORDER BY node_id LIMIT 16",
+            &[text(APPLICATION_SYSTEM)],
+        )?;
+        rows.iter().map(|row| number(row, "node_id")).collect()
     }
 }
 

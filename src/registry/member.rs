@@ -295,7 +295,7 @@ impl contact::Member for ServerSide<'_> {
 }
 
 /// How this server is named in the registry: `cluster_name` if set, and its host and port.
-fn label() -> String {
+pub(crate) fn label() -> String {
     let setting = |name: &std::ffi::CStr| {
         // SAFETY: a NUL-terminated name; missing_ok; the value is copied at once.
         let value = unsafe { pg_sys::GetConfigOption(name.as_ptr(), true, false) };

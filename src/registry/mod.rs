@@ -16,4 +16,4 @@
 pub mod client;
 pub mod libpq;
 pub mod link;
-mod member;
+pub(crate) mod member;

@@ -9,6 +9,8 @@
 //! - [`adopt_new_keys`]: the event trigger that adopts new key columns
 //!   (`pg_snowflake.adopt_new_keys`), and `snowflake_adopt_exclude(table)`
 //! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
+//! - [`lease`]: node-id leases for applications: `snowflake_lease_acquire(label)`, `_renew`,
+//!   `_release`
 //! - [`timestamps`]: Unix milliseconds ↔ timestamptz, for the others
 //! - [`watermark`]: the function `snowflake_watermark()`
 
@@ -16,6 +18,7 @@ mod adopt;
 mod adopt_new_keys;
 mod bounds;
 mod decode;
+mod lease;
 mod nextval;
 mod registry;
 mod stats;

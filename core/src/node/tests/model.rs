@@ -20,6 +20,7 @@
 //! by act); [`sim`] and [`search`] drive the fleet from seeds and exhaustively.
 
 mod acts;
+mod applications;
 mod checks;
 mod directed;
 mod fleet;

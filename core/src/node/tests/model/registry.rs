@@ -357,6 +357,24 @@ impl Table for Session<'_> {
     }
 }
 
+/// The applications whose lease ran out, as `client::Sql` lists them: live rows of no cluster's
+/// system identifier, the registry's clock past their lease.
+impl crate::registry::lease::Applications for Session<'_> {
+    fn lapsed(&mut self) -> Result<Vec<u32>, Failed> {
+        let now = self.now;
+        Ok(self
+            .rows()
+            .iter()
+            .filter(|(_, r)| {
+                r.system == crate::registry::lease::APPLICATION_SYSTEM
+                    && !r.retired
+                    && r.lease_until < now
+            })
+            .map(|(&node, _)| node)
+            .collect())
+    }
+}
+
 /// A row of the in-memory table as the rules read it (connected and same label: the caller's
 /// to set).
 pub(super) fn row_of(node: u32, r: &RegRow) -> Row {
