@@ -112,6 +112,11 @@ fn variant(error: &SnowflakeError) -> usize {
             A::IdentitySequenceDropped { .. } => 38,
             A::SequenceKept { .. } => 39,
             A::NarrowReferences { .. } => 40,
+            A::OnlinePartitioned { .. } => 61,
+            A::OnlineNoPrimaryKey { .. } => 62,
+            A::OnlineNotPrimaryKey { .. } => 63,
+            A::OnlineAlreadyBigint { .. } => 64,
+            A::OnlineCompositeReference { .. } => 65,
         },
         S::Registry(registry) => match registry {
             R::AwaitingClaim { .. } => 41,
@@ -138,7 +143,7 @@ fn variant(error: &SnowflakeError) -> usize {
     }
 }
 
-const VARIANTS: usize = 61;
+const VARIANTS: usize = 66;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -230,6 +235,21 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         AdoptError::NarrowReferences {
             column: c(),
             columns: "u.t_id (integer)".into(),
+        },
+        AdoptError::OnlinePartitioned { table: t() },
+        AdoptError::OnlineNoPrimaryKey { table: t() },
+        AdoptError::OnlineNotPrimaryKey {
+            table: t(),
+            column: c(),
+            key: "PRIMARY KEY (a, b)".into(),
+        },
+        AdoptError::OnlineAlreadyBigint {
+            table: t(),
+            column: c(),
+        },
+        AdoptError::OnlineCompositeReference {
+            constraint: "u_fk".into(),
+            table: "u".into(),
         },
     ];
     let server = [
