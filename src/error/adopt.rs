@@ -83,6 +83,21 @@ pub enum AdoptError {
     },
     /// NOTICE: the table was already excluded; nothing is done.
     AlreadyExcluded { table: String },
+    /// `snowflake_adopt_online` given a partitioned table.
+    OnlinePartitioned { table: String },
+    /// `snowflake_adopt_online` given a table without a primary key.
+    OnlineNoPrimaryKey { table: String },
+    /// `snowflake_adopt_online` given a column that is not the table's one-column primary key;
+    /// `key` is the primary key's definition.
+    OnlineNotPrimaryKey {
+        table: String,
+        column: String,
+        key: String,
+    },
+    /// `snowflake_adopt_online` given a column that is already bigint: nothing to rewrite.
+    OnlineAlreadyBigint { table: String, column: String },
+    /// `snowflake_adopt_online` found a foreign key of several columns referencing the key.
+    OnlineCompositeReference { constraint: String, table: String },
 }
 
 pub(super) fn message_of(error: &AdoptError) -> Message {
@@ -92,10 +107,18 @@ pub(super) fn message_of(error: &AdoptError) -> Message {
             ERRCODE_NULL_VALUE_NOT_ALLOWED,
             format!("argument \"{argument}\" of {function} must not be null"),
             None,
-            if *function == "snowflake_adopt" {
-                "Name the table and its key column, e.g. snowflake_adopt('orders', 'id')."
-            } else {
-                "Name the table to leave alone, e.g. snowflake_adopt_exclude('public.invoices')."
+            match *function {
+                "snowflake_adopt" => {
+                    "Name the table and its key column, e.g. snowflake_adopt('orders', 'id')."
+                }
+                "snowflake_adopt_online_check" => {
+                    "Name the table and its integer primary key column, e.g. CALL \
+                     snowflake_adopt_online('orders', 'id')."
+                }
+                _ => {
+                    "Name the table to leave alone, e.g. \
+                     snowflake_adopt_exclude('public.invoices')."
+                }
             },
         ),
         NoSuchRelation { oid } => message(
@@ -277,6 +300,54 @@ pub(super) fn message_of(error: &AdoptError) -> Message {
             None,
             "Nothing was changed; DELETE its row from snowflake_adopt_exclusions to include it \
              again.",
+        ),
+        OnlinePartitioned { table } => message(
+            ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!("snowflake_adopt_online does not adopt partitioned table \"{table}\""),
+            Some(
+                "A partitioned table's primary key cannot be swapped with \
+                 ADD CONSTRAINT … USING INDEX."
+                    .into(),
+            ),
+            "Use snowflake_adopt in a maintenance window (it rewrites every partition under \
+             its lock), or adopt a new partitioned table and move the rows.",
+        ),
+        OnlineNoPrimaryKey { table } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!("table \"{table}\" has no primary key"),
+            None,
+            "snowflake_adopt_online swaps a primary key without a long lock; for a table \
+             without one, use snowflake_adopt.",
+        ),
+        OnlineNotPrimaryKey { table, column, key } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "column {} of table \"{table}\" is not its one-column primary key",
+                quoted(column)
+            ),
+            Some(format!("The primary key is {}.", quoted(key))),
+            "Name the primary key's column; other columns (and keys of several columns) are \
+             snowflake_adopt's.",
+        ),
+        OnlineAlreadyBigint { table, column } => message(
+            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
+            format!(
+                "column {} of table \"{table}\" is already bigint: there is nothing to rewrite",
+                quoted(column)
+            ),
+            None,
+            "Use snowflake_adopt: on a bigint column it only changes the catalog, under a \
+             lock held for milliseconds.",
+        ),
+        OnlineCompositeReference { constraint, table } => message(
+            ERRCODE_FEATURE_NOT_SUPPORTED,
+            format!(
+                "foreign key {} of table \"{table}\" references the key with several columns",
+                quoted(constraint)
+            ),
+            None,
+            "snowflake_adopt_online widens one-column foreign keys only; drop this one and \
+             make it again after the adoption, or use snowflake_adopt.",
         ),
     }
 }

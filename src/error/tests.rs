@@ -117,6 +117,11 @@ fn variant(error: &SnowflakeError) -> usize {
             A::ExcludeNoSuchTable { .. } => 63,
             A::ExcludeNotATable { .. } => 64,
             A::AlreadyExcluded { .. } => 65,
+            A::OnlinePartitioned { .. } => 71,
+            A::OnlineNoPrimaryKey { .. } => 72,
+            A::OnlineNotPrimaryKey { .. } => 73,
+            A::OnlineAlreadyBigint { .. } => 74,
+            A::OnlineCompositeReference { .. } => 75,
         },
         S::Registry(registry) => match registry {
             R::AwaitingClaim { .. } => 41,
@@ -138,17 +143,17 @@ fn variant(error: &SnowflakeError) -> usize {
             R::OtherLayout { .. } => 58,
             R::StrayLayout { .. } => 59,
             R::AwaitingLease { .. } => 60,
-            R::LeaseNotGranted { .. } => 61,
-            R::LeaseArgument { .. } => 62,
-            R::LeaseLost { .. } => 63,
-            R::LeaseRegistryFailed { .. } => 64,
+            R::LeaseNotGranted { .. } => 66,
+            R::LeaseArgument { .. } => 67,
+            R::LeaseLost { .. } => 68,
+            R::LeaseRegistryFailed { .. } => 69,
         },
         S::DamagedStateFileMovedAside { .. } => 54,
-        S::WatermarkInRecovery => 61,
+        S::WatermarkInRecovery => 70,
     }
 }
 
-const VARIANTS: usize = 70;
+const VARIANTS: usize = 76;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -268,6 +273,21 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
             kind: "view",
         },
         AdoptError::AlreadyExcluded { table: t() },
+        AdoptError::OnlinePartitioned { table: t() },
+        AdoptError::OnlineNoPrimaryKey { table: t() },
+        AdoptError::OnlineNotPrimaryKey {
+            table: t(),
+            column: c(),
+            key: "PRIMARY KEY (a, b)".into(),
+        },
+        AdoptError::OnlineAlreadyBigint {
+            table: t(),
+            column: c(),
+        },
+        AdoptError::OnlineCompositeReference {
+            constraint: "u_fk".into(),
+            table: "u".into(),
+        },
     ];
     let server = [
         SnowflakeError::NotPreloaded,

@@ -73,7 +73,7 @@ fn adopt(client: &mut SpiClient<'_>, tbl: pg_sys::Oid, col: &str) -> SpiResult<(
 }
 
 /// Raises `error` as an ERROR.
-fn refuse(error: AdoptError) -> ! {
+pub(super) fn refuse(error: AdoptError) -> ! {
     SnowflakeError::from(error).report()
 }
 
@@ -87,6 +87,21 @@ impl AdoptError {
 /// that no row arrives between the check and the switch); returns its schema-qualified,
 /// quoted name.
 fn lock_table(client: &mut SpiClient<'_>, tbl: pg_sys::Oid) -> SpiResult<String> {
+    let (qualified, _) = checked_table(client, tbl)?;
+    client.update(
+        &format!("LOCK TABLE {qualified} IN ACCESS EXCLUSIVE MODE"),
+        None,
+        &[],
+    )?;
+    Ok(qualified)
+}
+
+/// Refuses unless `tbl` names an ordinary or partitioned table; returns its schema-qualified,
+/// quoted name and its `relkind` (`r` or `p`).
+pub(super) fn checked_table(
+    client: &mut SpiClient<'_>,
+    tbl: pg_sys::Oid,
+) -> SpiResult<(String, String)> {
     // A regclass argument is only an OID: the relation may never have existed
     // (999999::regclass) or may have been dropped since the OID was taken.
     let relation = client.update(
@@ -110,12 +125,7 @@ fn lock_table(client: &mut SpiClient<'_>, tbl: pg_sys::Oid) -> SpiResult<String>
             kind: relation_kind(&relkind),
         })
     }
-    client.update(
-        &format!("LOCK TABLE {qualified} IN ACCESS EXCLUSIVE MODE"),
-        None,
-        &[],
-    )?;
-    Ok(qualified)
+    Ok((qualified, relkind))
 }
 
 /// The name Postgres' messages use for a relation kind (`pg_class.relkind`).
@@ -135,15 +145,15 @@ pub(super) fn relation_kind(relkind: &str) -> &'static str {
 /// What the catalogs say about the column to adopt.
 pub(super) struct Column {
     /// Schema-qualified, quoted: ready for DDL.
-    qualified_table: String,
+    pub(super) qualified_table: String,
     /// As the user named it, for messages.
-    table: String,
+    pub(super) table: String,
     /// Quoted, ready for DDL.
-    quoted: String,
-    type_name: String,
+    pub(super) quoted: String,
+    pub(super) type_name: String,
     integer: bool,
     generated: bool,
-    identity: bool,
+    pub(super) identity: bool,
     /// The default expression, if any.
     default: Option<String>,
     /// Sequences the column's default reads (serial, bigserial, `nextval('…')`), as regclass text.
@@ -218,14 +228,14 @@ impl Column {
         })
     }
 
-    fn already_adopted(&self) -> bool {
+    pub(super) fn already_adopted(&self) -> bool {
         self.default
             .as_deref()
             .is_some_and(|d| d.contains("snowflake_nextval()"))
     }
 
     /// Refuses a generated column and a non-integer one (`col`: the name as the user gave it).
-    fn refuse_unless_integer(&self, col: &str) {
+    pub(super) fn refuse_unless_integer(&self, col: &str) {
         let (table, column) = (self.table.clone(), col.to_string());
         if self.generated {
             refuse(AdoptError::GeneratedColumn { table, column })
@@ -241,7 +251,7 @@ impl Column {
 
     /// Refuses a column that draws from no sequence: only such a column has values a server
     /// numbered on its own; anything else is the application's to migrate.
-    fn refuse_without_sequence(&self, col: &str) {
+    pub(super) fn refuse_without_sequence(&self, col: &str) {
         if !self.identity && self.default_sequences.is_none() {
             refuse(AdoptError::NoSequence {
                 table: self.table.clone(),
@@ -253,7 +263,11 @@ impl Column {
 }
 
 /// Refuses unless every existing value is below the smallest ID any server can issue now.
-fn refuse_on_collision(client: &mut SpiClient<'_>, column: &Column, col: &str) -> SpiResult<()> {
+pub(super) fn refuse_on_collision(
+    client: &mut SpiClient<'_>,
+    column: &Column,
+    col: &str,
+) -> SpiResult<()> {
     let max: Option<i64> = client
         .update(
             &format!(

@@ -8,6 +8,8 @@
 //!   left to adopt
 //! - [`adopt_new_keys`]: the event trigger that adopts new key columns
 //!   (`pg_snowflake.adopt_new_keys`), and `snowflake_adopt_exclude(table)`
+//! - [`adopt_online`]: `CALL snowflake_adopt_online(table, column)`: the checks in Rust, the
+//!   procedure in `sql/install/adopt_online.sql`
 //! - [`registry`]: the node-id registry: `snowflake_registry()`, `_create()`, `_retire(id)`
 //! - [`lease`]: node-id leases for applications: `snowflake_lease_acquire(label)`, `_renew`,
 //!   `_release`
@@ -16,6 +18,7 @@
 
 mod adopt;
 mod adopt_new_keys;
+mod adopt_online;
 mod bounds;
 mod decode;
 mod lease;
