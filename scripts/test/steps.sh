@@ -204,13 +204,18 @@ stage_from_release() {
 }
 
 # The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
-# sum to the whole) and the ID-type benchmark's quick run (on a major without uuidv7(), 15, with
-# the three other keys).
+# sum to the whole), the ID-type benchmark's quick run (on a major without uuidv7(), 15, with
+# the three other keys), and the smoke runs of the watermark's cost and of the online adoption.
 stage_bench_smoke() {
     use_pg "$1"
     INSTALLED_BUILD=release run_suite bench --smoke
     "$ROOT/bench/report" --self-check
     INSTALLED_BUILD=release run_suite bench-ids --quick
+    local out
+    out=$(mktemp -d)
+    "$ROOT/bench/watermark" --smoke "$out/watermark.tsv"
+    "$ROOT/bench/adopt-online" --smoke "$out/adopt-online.tsv"
+    rm -rf "$out"
 }
 
 # bench/fleet-scale's smoke run: fails on errors, never on a figure. Any build installed in the
