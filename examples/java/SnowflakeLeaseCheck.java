@@ -5,6 +5,10 @@
 //   java SnowflakeLeaseCheck CONNINFO LABEL hold     IDs every few ms until killed; an error line
 //                                                    ("error: Class: text") per failure
 //   java SnowflakeLeaseCheck CONNINFO LABEL clock    the clock stepped back and ahead
+//   java SnowflakeLeaseCheck CONNINFO - bench SECS   bench/lease-clients: acquire to first ID,
+//                                                    IDs per second, a plain synchronized counter
+//                                                    beside (the ceiling: Maven is out of reach)
+//   java SnowflakeLeaseCheck CONNINFO - idle SECS    a lease held SECS seconds, no ID made
 //
 // Every line is "lease NODE CEILING LEASE_MS", "id ID", "key ID" (the recipe's, under a lease of
 // its own), "error: ..." or "done"; a failed check exits non-zero.
@@ -90,6 +94,36 @@ public final class SnowflakeLeaseCheck {
         for (long id : ids) say("id " + id);
     }
 
+    /** IDs per second of one thread calling next for secs seconds. */
+    static double rate(java.util.function.LongSupplier next, double secs) {
+        long start = System.nanoTime(), end = start + (long) (secs * 1e9), sink = 0;
+        for (long n = 1000; ; n += 1000) {
+            for (int i = 0; i < 1000; i++) sink ^= next.getAsLong();
+            if (System.nanoTime() >= end) {
+                check(sink != 42, "");
+                return n / ((System.nanoTime() - start) / 1e9);
+            }
+        }
+    }
+
+    static long counter;
+
+    static synchronized long count() { return ++counter; }
+
+    static void bench(String url, Properties props, String mode, double secs) throws Exception {
+        long started = System.nanoTime();
+        try (var lease = new SnowflakeLease(url, props, mode)) {
+            if (mode.equals("idle")) {
+                Thread.sleep((long) (secs * 1000));
+                return;
+            }
+            lease.next();
+            say(String.format("first_id_ms %.1f", (System.nanoTime() - started) / 1e6));
+            say(String.format("lease_ids_per_s %.0f", rate(lease::next, secs)));
+        }
+        say(String.format("other counter %.0f", rate(SnowflakeLeaseCheck::count, secs)));
+    }
+
     public static void main(String[] args) throws Exception {
         String label = args[1], mode = args[2];
         // A libpq keyword string, as the Rust test passes it, made a JDBC URL.
@@ -102,6 +136,10 @@ public final class SnowflakeLeaseCheck {
                 + conninfo.get("dbname");
         var props = new Properties();
         props.setProperty("user", conninfo.get("user"));
+        if (mode.equals("bench") || mode.equals("idle")) {
+            bench(url, props, mode, Double.parseDouble(args[3]));
+            System.exit(0);
+        }
         if (mode.equals("make")) {
             var keys = keyed(url, props, List.of("apple", "pear"));
             check(keys.size() == 2, "keys " + keys);

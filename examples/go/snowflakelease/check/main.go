@@ -5,6 +5,10 @@
 //	check CONNINFO LABEL hold     IDs every few ms until killed; an error line
 //	                              ("error: Name: text") per failure
 //	check CONNINFO LABEL clock    the clock stepped back and ahead
+//	check CONNINFO - bench SECS   bench/lease-clients: acquire to first ID, IDs per second, a
+//	                              plain counter under a mutex beside (the ceiling: no module
+//	                              proxy here for a Go snowflake library)
+//	check CONNINFO - idle SECS    a lease held SECS seconds, no ID made
 //
 // Every line is "lease NODE CEILING LEASE_MS", "id ID", "key ID" (the recipe's, under a lease of
 // its own), "error: ..." or "done"; a failed check exits non-zero.
@@ -16,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,8 +126,53 @@ func clock(lease *snowflakelease.Lease, offset *atomic.Int64) {
 	}
 }
 
+// rate is the IDs per second of one goroutine calling next for secs seconds.
+func rate(next func() (int64, error), secs float64) float64 {
+	start := time.Now()
+	end := start.Add(time.Duration(secs * float64(time.Second)))
+	for n := 1000; ; n += 1000 {
+		for i := 0; i < 1000; i++ {
+			_, err := next()
+			must(err)
+		}
+		if time.Now().After(end) {
+			return float64(n) / time.Since(start).Seconds()
+		}
+	}
+}
+
+func bench(conninfo, mode string, secs float64) {
+	started := time.Now()
+	lease, err := snowflakelease.Acquire(ctx, conninfo, mode, snowflakelease.Options{})
+	must(err)
+	if mode == "idle" {
+		time.Sleep(time.Duration(secs * float64(time.Second)))
+		must(lease.Close(ctx))
+		return
+	}
+	_, err = lease.Next()
+	must(err)
+	say("first_id_ms %.1f", time.Since(started).Seconds()*1000)
+	say("lease_ids_per_s %.0f", rate(lease.Next, secs))
+	must(lease.Close(ctx))
+	var mu sync.Mutex
+	var counter int64
+	say("other counter %.0f", rate(func() (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		counter++
+		return counter, nil
+	}, secs))
+}
+
 func main() {
 	conninfo, label, mode := os.Args[1], os.Args[2], os.Args[3]
+	if mode == "bench" || mode == "idle" {
+		secs, err := strconv.ParseFloat(os.Args[4], 64)
+		must(err)
+		bench(conninfo, mode, secs)
+		return
+	}
 	if mode == "make" {
 		keys, err := keyed(conninfo, []string{"apple", "pear"})
 		must(err)
