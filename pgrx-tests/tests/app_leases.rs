@@ -484,6 +484,14 @@ fn applications_cut_off_from_their_member_stop_at_their_ceiling() {
             highest <= mark,
             "{lang:?}: an ID at {highest}, past the mark {mark}"
         );
+        // Its lease ran out on its own monotonic clock (timed from before the renewal was sent)
+        // no later than its ceiling (the member's clock when it answered, plus the lease).
+        let errors = app.errors();
+        assert!(
+            errors[0].starts_with("error: LeaseExpired: "),
+            "{lang:?}: {:?}",
+            &errors[..errors.len().min(2)]
+        );
         assert!(
             stopped_after <= Duration::from_millis(LEASE_MS as u64 + 500),
             "{lang:?}"
