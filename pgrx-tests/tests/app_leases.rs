@@ -465,7 +465,7 @@ fn applications_cut_off_from_their_member_stop_at_their_ceiling() {
     proxy.cut();
     let cut_at = Instant::now();
     let mut all = Vec::new();
-    for ((app, node), lang) in apps.iter().zip(nodes).zip(LANGS) {
+    for ((app, &node), lang) in apps.iter().zip(&nodes).zip(LANGS) {
         wait_until(
             Duration::from_secs(3 * LEASE_MS as u64 / 1000),
             "the client to stop",
@@ -513,6 +513,29 @@ fn applications_cut_off_from_their_member_stop_at_their_ceiling() {
     // The ids go to the next application only above every ID the cut-off ones made.
     let next = App::start(&member.conninfo("postgres"), "next", &["make", "1000"]).finish();
     all_distinct(all.into_iter().chain(next.ids()).chain(next.keys()));
+    // Its acquisitions retired their lapsed rows, or handed their ids out again: reconnected,
+    // each client is told its lease is lost, and makes no ID again.
+    proxy.heal();
+    for (app, lang) in apps.iter().zip(LANGS) {
+        wait_until(
+            Duration::from_secs(10),
+            "the client to find its lease lost",
+            || {
+                app.errors()
+                    .iter()
+                    .any(|e| e.starts_with("error: LeaseLost: "))
+            },
+        );
+        let lines = app.lines();
+        let lost = lines
+            .iter()
+            .position(|l| l.starts_with("error: LeaseLost: "))
+            .unwrap();
+        assert!(
+            !lines[lost..].iter().any(|l| l.starts_with("id ")),
+            "{lang:?}: an ID after its lease was lost"
+        );
+    }
 }
 
 #[test]
