@@ -4,6 +4,10 @@
 //   node snowflake-lease-check.mjs CONNINFO LABEL hold     IDs every few ms until killed; an error
 //                                                          line ("error: Class: text") per failure
 //   node snowflake-lease-check.mjs CONNINFO LABEL clock    the clock stepped back and ahead
+//   node snowflake-lease-check.mjs CONNINFO - bench SECS   bench/lease-clients: acquire to first
+//                                                          ID, IDs per second, @sapphire/snowflake's
+//                                                          beside (its path in SAPPHIRE_SNOWFLAKE)
+//   node snowflake-lease-check.mjs CONNINFO - idle SECS    a lease held SECS seconds, no ID made
 //
 // Every line is "lease NODE CEILING LEASE_MS", "id ID", "key ID" (the recipe's, under a lease of
 // its own), "error: ..." or "done"; a failed assert exits non-zero.
@@ -84,6 +88,36 @@ const [conninfo, label, mode, n] = process.argv.slice(2);
 // A libpq keyword string, as the Rust test passes it, made a pg configuration.
 const config = Object.fromEntries(conninfo.split(' ').map((pair) => pair.split('=')));
 const connectionString = `postgresql://${config.user}@${config.host}:${config.port}/${config.dbname}`;
+// IDs per second from one caller of nextId for secs seconds (awaited: nextId is a promise).
+async function rate(nextId, secs) {
+  let n = 0;
+  const start = performance.now();
+  const end = start + secs * 1000;
+  for (;;) {
+    for (let i = 0; i < 1000; i += 1) await nextId();
+    n += 1000;
+    if (performance.now() >= end) return n / ((performance.now() - start) / 1000);
+  }
+}
+
+if (mode === 'bench' || mode === 'idle') {
+  const secs = Number(n);
+  const started = performance.now();
+  const lease = await SnowflakeLease.acquire({ connectionString }, mode);
+  if (mode === 'idle') await sleep(secs * 1000);
+  else {
+    await lease.nextId();
+    say(`first_id_ms ${(performance.now() - started).toFixed(1)}`);
+    say(`lease_ids_per_s ${(await rate(() => lease.nextId(), secs)).toFixed(0)}`);
+  }
+  await lease.close();
+  if (mode === 'bench' && process.env.SAPPHIRE_SNOWFLAKE) {
+    const { Snowflake } = await import(process.env.SAPPHIRE_SNOWFLAKE);
+    const other = new Snowflake(1704067200000n);
+    say(`other @sapphire/snowflake ${(await rate(() => other.generate(), secs)).toFixed(0)}`);
+  } else if (mode === 'bench') say('other none');
+  process.exit(0);
+}
 if (mode === 'make') {
   const keys = (await keyed(connectionString, ['apple', 'pear'])).map(([key]) => key);
   assert.ok(keys[0] < keys[1], `${keys}`);

@@ -4,6 +4,9 @@
     snowflake_lease_check.py CONNINFO LABEL hold       IDs every few ms until killed; an error
                                                        line ("error: Class: text") per failure
     snowflake_lease_check.py CONNINFO LABEL clock      the clock stepped back and ahead
+    snowflake_lease_check.py CONNINFO - bench SECS     bench/lease-clients: acquire to first ID,
+                                                       IDs per second, snowflake-id's beside
+    snowflake_lease_check.py CONNINFO - idle SECS      a lease held SECS seconds, no ID made
 
 Every line is "lease NODE CEILING LEASE_MS", "id ID", "key ID" (the recipe's, under a lease of
 its own), "error: ..." or "done"; a failed assert exits non-zero.
@@ -81,8 +84,48 @@ def clock(lease: SnowflakeLease) -> None:
         say(f"id {i}")
 
 
+def rate(next_id, secs: float) -> float:
+    """IDs per second from one thread calling next_id for secs seconds."""
+    n, start = 0, time.perf_counter()
+    end = start + secs
+    while True:
+        for _ in range(1000):
+            next_id()
+        n += 1000
+        if time.perf_counter() >= end:
+            return n / (time.perf_counter() - start)
+
+
+def bench(conninfo: str, secs: float) -> None:
+    started = time.perf_counter()
+    with SnowflakeLease(conninfo, "bench") as lease:
+        lease.next_id()
+        say(f"first_id_ms {(time.perf_counter() - started) * 1000:.1f}")
+        say(f"lease_ids_per_s {rate(lease.next_id, secs):.0f}")
+    try:
+        from snowflake import SnowflakeGenerator  # PyPI's snowflake-id, if installed
+    except ImportError:
+        say("other none")
+        return
+    generator = SnowflakeGenerator(1)
+
+    def spin() -> int:  # it answers None once a millisecond's sequence is used up
+        while (made := next(generator)) is None:
+            pass
+        return made
+
+    say(f"other snowflake-id {rate(spin, secs):.0f}")
+
+
 def main() -> None:
     conninfo, label, mode = sys.argv[1:4]
+    if mode == "bench":
+        bench(conninfo, float(sys.argv[4]))
+        return
+    if mode == "idle":
+        with SnowflakeLease(conninfo, "idle"):
+            time.sleep(float(sys.argv[4]))
+        return
     if mode == "make":
         keys = [key for key, _ in keyed(conninfo, ["apple", "pear"])]
         assert keys[0] < keys[1], keys

@@ -1,6 +1,7 @@
 //! Node-id leases for application processes (docs/FLEETS.md, "Applications"), on real servers:
 //! a registry, members that make IDs, and applications that make their own through the reference
-//! clients (examples/python/snowflake_lease.py and examples/js/snowflake-lease.mjs, each run as a
+//! clients (examples/python/snowflake_lease.py, examples/js/snowflake-lease.mjs,
+//! examples/go/snowflakelease and examples/java/SnowflakeLease.java, each run as a
 //! process of its own by its check program) or through the SQL protocol driven from here. Every
 //! case counts every ID made, by applications and servers: none twice.
 
@@ -83,11 +84,99 @@ fn node() -> String {
     "node".into()
 }
 
+/// The Go client's check, built once per test process in GOPATH mode with Debian's Go and pgx
+/// (what `scripts/test/clients go` installs): the package linked into a GOPATH of its own in target/.
+fn go_check() -> String {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let work = repo_root().join("target/lease-go");
+            let src = work.join("gopath/src");
+            std::fs::create_dir_all(&src).unwrap();
+            let link = src.join("snowflakelease");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(repo_root().join("examples/go/snowflakelease"), &link)
+                .unwrap();
+            let binary = work.join("check");
+            let status = Command::new("go")
+                .args(["build", "-o", &binary.to_string_lossy(), "snowflakelease/check"])
+                .env("GO111MODULE", "off")
+                .env("GOPATH", format!("{}:/usr/share/gocode", work.join("gopath").display()))
+                .env("GOPROXY", "off")
+                .env("GOFLAGS", "")
+                .env("GOCACHE", work.join("cache"))
+                .status();
+            assert!(
+                status.is_ok_and(|s| s.success()),
+                "building examples/go/snowflakelease/check: needs Debian's golang-go and \
+                 golang-github-jackc-pgx-v4-dev (apt-get install them, or run scripts/test/clients go)"
+            );
+            binary.to_string_lossy().into_owned()
+        })
+        .clone()
+}
+
+/// Debian's PostgreSQL JDBC driver (`scripts/test/clients java` installs it).
+const JDBC_JAR: &str = "/usr/share/java/postgresql.jar";
+
+/// The Java client and its check, compiled once per test process into target/lease-java.
+fn java_classes() -> String {
+    static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let classes = repo_root().join("target/lease-java");
+            let dir = repo_root().join("examples/java");
+            let status = Command::new("javac")
+                .arg("-d")
+                .arg(&classes)
+                .args(["-cp", JDBC_JAR])
+                .arg(dir.join("SnowflakeLease.java"))
+                .arg(dir.join("SnowflakeLeaseCheck.java"))
+                .status();
+            assert!(
+                status.is_ok_and(|s| s.success()) && std::path::Path::new(JDBC_JAR).exists(),
+                "compiling examples/java/SnowflakeLease*.java: needs a JDK (17 or later: Debian's \
+                 default-jdk-headless) and libpostgresql-jdbc-java (apt-get install them, or run \
+                 scripts/test/clients java)"
+            );
+            format!("{}:{JDBC_JAR}", classes.display())
+        })
+        .clone()
+}
+
 /// A reference client.
 #[derive(Clone, Copy, Debug)]
 enum Lang {
     Python,
     Node,
+    Go,
+    Java,
+}
+
+const LANGS: [Lang; 4] = [Lang::Python, Lang::Node, Lang::Go, Lang::Java];
+
+/// The command that runs a client's check (its arguments follow), and the folder it runs in.
+fn check_command(lang: Lang) -> Command {
+    let (mut command, dir) = match lang {
+        Lang::Python => {
+            let mut c = Command::new(python());
+            c.arg("snowflake_lease_check.py");
+            (c, "examples/python")
+        }
+        Lang::Node => {
+            let mut c = Command::new(node());
+            c.arg("snowflake-lease-check.mjs");
+            (c, "examples/js")
+        }
+        Lang::Go => (Command::new(go_check()), "examples/go"),
+        Lang::Java => {
+            let mut c = Command::new("java");
+            c.args(["-cp", &java_classes(), "SnowflakeLeaseCheck"]);
+            (c, "examples/java")
+        }
+    };
+    command.current_dir(repo_root().join(dir));
+    command
 }
 
 /// An application process: a client's check in one mode, its output lines gathered.
@@ -102,19 +191,12 @@ impl App {
     }
 
     fn start_in(lang: Lang, conninfo: &str, label: &str, mode: &[&str]) -> App {
-        let (program, dir, check) = match lang {
-            Lang::Python => (python(), "examples/python", "snowflake_lease_check.py"),
-            Lang::Node => (node(), "examples/js", "snowflake-lease-check.mjs"),
-        };
-        let dir = repo_root().join(dir);
-        let mut child = Command::new(program)
-            .arg(dir.join(check))
+        let mut child = check_command(lang)
             .args([conninfo, label])
             .args(mode)
-            .current_dir(&dir)
             .stdout(Stdio::piped())
             .spawn()
-            .expect("the Python client starts");
+            .unwrap_or_else(|e| panic!("the {lang:?} client starts: {e}"));
         let lines = Arc::new(Mutex::new(Vec::new()));
         let out = child.stdout.take().unwrap();
         let gathered = Arc::clone(&lines);
@@ -240,7 +322,8 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
         member_config(&registry.conninfo("postgres"), None),
     );
     let assigned = snowflake_it::registry::claimed_node(&second);
-    // Two processes with the same label, and a third through the other member.
+    // Two processes with the same label, a third through the other member, and the other
+    // clients: Node and Go through the first member, Java through the second.
     let apps = [
         App::start(&first.conninfo("postgres"), "orders", &["make", "30000"]),
         App::start(&first.conninfo("postgres"), "orders", &["make", "30000"]),
@@ -249,6 +332,18 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
             Lang::Node,
             &first.conninfo("postgres"),
             "orders",
+            &["make", "30000"],
+        ),
+        App::start_in(
+            Lang::Go,
+            &first.conninfo("postgres"),
+            "orders",
+            &["make", "30000"],
+        ),
+        App::start_in(
+            Lang::Java,
+            &second.conninfo("postgres"),
+            "billing",
             &["make", "30000"],
         ),
     ];
@@ -269,7 +364,7 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
     nodes.extend([900, assigned]);
     assert_eq!(
         nodes.iter().collect::<HashSet<_>>().len(),
-        6,
+        8,
         "one node id each: {nodes:?}\n{}",
         registry_rows(&registry)
     );
@@ -278,116 +373,169 @@ fn applications_and_servers_share_one_registry_each_its_own_id() {
             .flat_map(|app| app.ids().into_iter().chain(app.keys()))
             .chain(servers.concat()),
     );
-    assert_eq!(made, 4 * (30_000 + 2) + 2 * 50_000);
+    assert_eq!(made, 6 * (30_000 + 2) + 2 * 50_000);
     // Released (each process's and its recipe's): the registry says so, and each application's
     // row names its label.
     let released: i64 = registry.query_one(
         "SELECT count(*) FROM snowflake_nodes WHERE system_identifier = '0' \
          AND released_at IS NOT NULL AND holder_label LIKE '% (application via %'",
     );
-    assert_eq!(released, 8, "{}", registry_rows(&registry));
+    assert_eq!(released, 12, "{}", registry_rows(&registry));
 }
 
 #[test]
 fn a_killed_application_is_recycled_after_its_lease_and_the_margin_above_its_ids() {
     let (registry, member) = fleet("apps-kill", 900);
-    let mut app = App::start(&member.conninfo("postgres"), "killed", &["hold"]);
-    let node = app.node();
-    // Two leases of IDs, so that the IDs killed with it lie under renewals' marks.
+    // One process of each client, each killed with -9.
+    let mut apps: Vec<App> = LANGS
+        .iter()
+        .map(|&lang| App::start_in(lang, &member.conninfo("postgres"), "killed", &["hold"]))
+        .collect();
+    let nodes: Vec<i32> = apps.iter().map(App::node).collect();
+    // Two leases of IDs, so that the IDs killed with them lie under renewals' marks.
     thread::sleep(Duration::from_millis(2 * LEASE_MS as u64));
-    wait_until(Duration::from_secs(10), "IDs", || app.ids().len() > 500);
-    app.kill();
-    let killed_at = now_ms();
-    let killed_ids = app.ids();
-    let last = killed_ids.iter().map(|&id| time_of(id)).max().unwrap();
-    // Leases taken (and released) every 300 ms until one is the killed id again.
-    let (recycled_at, floor) = loop {
+    let mut killed = Vec::new(); // (node, killed at, last ID's time)
+    let mut killed_ids = Vec::new();
+    for (app, &node) in apps.iter_mut().zip(&nodes) {
+        wait_until(Duration::from_secs(10), "IDs", || app.ids().len() > 500);
+        app.kill();
+        let ids = app.ids();
+        killed.push((
+            node,
+            now_ms(),
+            ids.iter().map(|&id| time_of(id)).max().unwrap(),
+        ));
+        killed_ids.extend(ids);
+    }
+    // Leases taken every 300 ms (and released, but for a killed id's) until each killed id is
+    // handed out again: the lowest free id comes first.
+    let first_kill = killed[0].1;
+    let mut recycled = Vec::new(); // (node, at, floor)
+    while recycled.len() < killed.len() {
         let (got, token, generation, floor, ceiling) = acquire(&member, "next");
         let at = now_ms();
+        if nodes.contains(&got) {
+            recycled.push((got, at, floor.expect("a recycled id's floor")));
+            continue;
+        }
         member.execute(&format!(
             "SELECT snowflake_lease_release({got}, '{token}', {generation}, {ceiling}, {at})"
         ));
-        if got == node {
-            break (at, floor.expect("a recycled id's floor"));
-        }
         assert!(
-            at - killed_at < 30_000,
-            "node id {node} not recycled in 30 s\n{}",
+            at - first_kill < 30_000,
+            "node ids {nodes:?} not all recycled in 30 s\n{}",
             registry_rows(&registry)
         );
         thread::sleep(Duration::from_millis(300));
-    };
-    println!(
-        "killed: last ID at {last}, recycled after {} ms, floor {floor}",
-        recycled_at - killed_at
-    );
-    assert!(
-        floor >= last,
-        "the next holder's floor {floor} below the killed one's ID at {last}"
-    );
-    // Not before the lease ran out and the clock passed the mark by the margin.
-    assert!(
-        recycled_at > floor + MARGIN_MS && recycled_at - killed_at >= LEASE_MS,
-        "recycled at {recycled_at}, floor {floor}, killed at {killed_at}"
-    );
+    }
+    for (lang, (node, killed_at, last)) in LANGS.iter().zip(killed) {
+        let &(_, recycled_at, floor) = recycled.iter().find(|r| r.0 == node).unwrap();
+        println!(
+            "{lang:?} killed: last ID at {last}, recycled after {} ms, floor {floor}",
+            recycled_at - killed_at
+        );
+        assert!(
+            floor >= last,
+            "{lang:?}: the next holder's floor {floor} below the killed one's ID at {last}"
+        );
+        // Not before the lease ran out and the clock passed the mark by the margin.
+        assert!(
+            recycled_at > floor + MARGIN_MS && recycled_at - killed_at >= LEASE_MS,
+            "{lang:?}: recycled at {recycled_at}, floor {floor}, killed at {killed_at}"
+        );
+    }
     // The next holder's IDs (the client's) lie above.
     let next = App::start(&member.conninfo("postgres"), "after", &["make", "1000"]).finish();
-    all_distinct(
-        killed_ids
-            .iter()
-            .copied()
-            .chain(next.ids())
-            .chain(next.keys()),
-    );
+    all_distinct(killed_ids.into_iter().chain(next.ids()).chain(next.keys()));
 }
 
 #[test]
-fn an_application_cut_off_from_its_member_stops_at_its_ceiling() {
-    cut_off(Lang::Python);
-}
-
-#[test]
-fn a_node_application_cut_off_from_its_member_stops_at_its_ceiling() {
-    cut_off(Lang::Node);
-}
-
-fn cut_off(lang: Lang) {
-    let (registry, member) = fleet(&format!("apps-cut-{lang:?}").to_lowercase(), 900);
+fn applications_cut_off_from_their_member_stop_at_their_ceiling() {
+    let (registry, member) = fleet("apps-cut", 900);
     let proxy = Proxy::to(member.port);
-    let app = App::start_in(lang, &proxy.conninfo("postgres"), "cut", &["hold"]);
-    let node = app.node();
-    wait_until(Duration::from_secs(10), "IDs", || app.ids().len() > 200);
+    // One process of each client behind one proxy.
+    let apps: Vec<App> = LANGS
+        .iter()
+        .map(|&lang| App::start_in(lang, &proxy.conninfo("postgres"), "cut", &["hold"]))
+        .collect();
+    let nodes: Vec<i32> = apps.iter().map(App::node).collect();
+    for app in &apps {
+        wait_until(Duration::from_secs(10), "IDs", || app.ids().len() > 200);
+    }
     proxy.cut();
     let cut_at = Instant::now();
-    wait_until(
-        Duration::from_secs(3 * LEASE_MS as u64 / 1000),
-        "the client to stop",
-        || !app.errors().is_empty(),
-    );
-    let stopped_after = cut_at.elapsed();
-    let ids = app.ids();
-    let mark: i64 = registry.query_one(&format!(
-        "SELECT high_water_ms FROM snowflake_nodes WHERE node_id = {node}"
-    ));
-    let highest = ids.iter().map(|&id| time_of(id)).max().unwrap();
-    println!(
-        "stopped {stopped_after:?} after the cut: {:?}",
-        app.errors()[0]
-    );
-    assert!(highest <= mark, "an ID at {highest}, past the mark {mark}");
-    assert!(stopped_after <= Duration::from_millis(LEASE_MS as u64 + 500));
+    let mut all = Vec::new();
+    for ((app, &node), lang) in apps.iter().zip(&nodes).zip(LANGS) {
+        wait_until(
+            Duration::from_secs(3 * LEASE_MS as u64 / 1000),
+            "the client to stop",
+            || !app.errors().is_empty(),
+        );
+        let stopped_after = cut_at.elapsed();
+        let mark: i64 = registry.query_one(&format!(
+            "SELECT high_water_ms FROM snowflake_nodes WHERE node_id = {node}"
+        ));
+        let highest = app.ids().iter().map(|&id| time_of(id)).max().unwrap();
+        println!(
+            "{lang:?} stopped {stopped_after:?} after the cut: {:?}",
+            app.errors()[0]
+        );
+        assert!(
+            highest <= mark,
+            "{lang:?}: an ID at {highest}, past the mark {mark}"
+        );
+        // Its lease ran out on its own monotonic clock (timed from before the renewal was sent)
+        // no later than its ceiling (the member's clock when it answered, plus the lease).
+        let errors = app.errors();
+        assert!(
+            errors[0].starts_with("error: LeaseExpired: "),
+            "{lang:?}: {:?}",
+            &errors[..errors.len().min(2)]
+        );
+        assert!(
+            stopped_after <= Duration::from_millis(LEASE_MS as u64 + 500),
+            "{lang:?}"
+        );
+    }
     thread::sleep(Duration::from_millis(500));
-    let stopped = app.ids().len();
+    let stopped: Vec<usize> = apps.iter().map(|app| app.ids().len()).collect();
     thread::sleep(Duration::from_millis(500));
-    assert_eq!(
-        app.ids().len(),
-        stopped,
-        "IDs while cut off: {:?}",
-        app.errors()
-    );
-    // The id goes to the next application only above every ID the cut-off one made.
+    for ((app, stopped), lang) in apps.iter().zip(stopped).zip(LANGS) {
+        let ids = app.ids();
+        assert_eq!(
+            ids.len(),
+            stopped,
+            "{lang:?}: IDs while cut off: {:?}",
+            app.errors()
+        );
+        all.extend(ids);
+    }
+    // The ids go to the next application only above every ID the cut-off ones made.
     let next = App::start(&member.conninfo("postgres"), "next", &["make", "1000"]).finish();
-    all_distinct(ids.iter().copied().chain(next.ids()).chain(next.keys()));
+    all_distinct(all.into_iter().chain(next.ids()).chain(next.keys()));
+    // Its acquisitions retired their lapsed rows, or handed their ids out again: reconnected,
+    // each client is told its lease is lost, and makes no ID again.
+    proxy.heal();
+    for (app, lang) in apps.iter().zip(LANGS) {
+        wait_until(
+            Duration::from_secs(10),
+            "the client to find its lease lost",
+            || {
+                app.errors()
+                    .iter()
+                    .any(|e| e.starts_with("error: LeaseLost: "))
+            },
+        );
+        let lines = app.lines();
+        let lost = lines
+            .iter()
+            .position(|l| l.starts_with("error: LeaseLost: "))
+            .unwrap();
+        assert!(
+            !lines[lost..].iter().any(|l| l.starts_with("id ")),
+            "{lang:?}: an ID after its lease was lost"
+        );
+    }
 }
 
 #[test]
@@ -451,26 +599,29 @@ fn goes_on_through_a_restart(restarted: Restarted) {
     all_distinct(app.ids().into_iter().chain(server_ids));
 }
 
+/// Each client's clock stepped in its process: Python and Node through the module's one reading
+/// of the wall clock, Go and Java through the clock given at construction (libfaketime cannot
+/// step Go's: its runtime reads the clock through the vDSO, past LD_PRELOAD).
 #[test]
 fn an_application_clock_stepped_back_holds_and_ahead_is_refused() {
-    clock_steps(Lang::Python);
-}
-
-#[test]
-fn a_node_application_clock_stepped_back_holds_and_ahead_is_refused() {
-    clock_steps(Lang::Node);
-}
-
-fn clock_steps(lang: Lang) {
-    let (_registry, member) = fleet(&format!("apps-clock-{lang:?}").to_lowercase(), 900);
-    let app = App::start_in(lang, &member.conninfo("postgres"), "clock", &["clock"]).finish();
-    let errors = app.errors();
-    assert!(errors[0].starts_with("error: ClockBehind: "), "{errors:?}");
-    assert!(
-        errors[1].starts_with("error: CeilingReached: "),
-        "{errors:?}"
-    );
-    all_distinct(app.ids());
+    let (_registry, member) = fleet("apps-clock", 900);
+    let apps: Vec<App> = LANGS
+        .iter()
+        .map(|&lang| App::start_in(lang, &member.conninfo("postgres"), "clock", &["clock"]))
+        .collect();
+    for (app, lang) in apps.into_iter().zip(LANGS) {
+        let app = app.finish();
+        let errors = app.errors();
+        assert!(
+            errors[0].starts_with("error: ClockBehind: "),
+            "{lang:?}: {errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("error: CeilingReached: "),
+            "{lang:?}: {errors:?}"
+        );
+        all_distinct(app.ids());
+    }
 }
 
 #[test]
@@ -481,6 +632,21 @@ fn leases_need_the_right_and_their_token() {
         .connect_as("app")
         .query_one("SELECT * FROM snowflake_lease_acquire('x')", &[]);
     let err = refused.expect_err("refused");
+    // Each client says so, and fails.
+    for lang in LANGS {
+        let out = check_command(lang)
+            .args([&member.conninfo_as("app", "postgres"), "x", "make", "1"])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && said.contains(
+                    "role \"app\" may not take a node-id lease from the pg_snowflake registry"
+                ),
+            "{lang:?}: {said}"
+        );
+    }
     assert_error(
         &err,
         "42501",
