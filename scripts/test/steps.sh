@@ -130,6 +130,8 @@ stage_servers() {
     if [ "$major" = "$newest" ] && runs_here "${PGSF_MAJORS[0]}" && [ -x "$lowest" ]; then
         export PGSF_REGISTRY_PG_CONFIG=$lowest
     fi
+    # The newest's tests run the lease clients and the ORMs' migrations: their toolchains first.
+    [ "$major" != "$newest" ] || "$ROOT/scripts/test/clients" --install-only psycopg node-pg go java
     "$ROOT/scripts/test/side-by-side" --plan "$major" "$newest" || rc=1
     staged=$("$ROOT/scripts/test/plan" staged)
     while read -r binary test; do
@@ -205,7 +207,8 @@ stage_from_release() {
 
 # The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
 # sum to the whole), the ID-type benchmark's quick run (on a major without uuidv7(), 15, with
-# the three other keys), and the smoke runs of the watermark's cost and of the online adoption.
+# the three other keys), and the smoke runs of the watermark's cost, the online adoption and the
+# lease clients.
 stage_bench_smoke() {
     use_pg "$1"
     INSTALLED_BUILD=release run_suite bench --smoke
@@ -216,6 +219,8 @@ stage_bench_smoke() {
     "$ROOT/bench/watermark" --smoke "$out/watermark.tsv"
     "$ROOT/bench/adopt-online" --smoke "$out/adopt-online.tsv"
     rm -rf "$out"
+    "$ROOT/scripts/test/clients" --install-only psycopg node-pg go java
+    "$ROOT/bench/lease-clients" --smoke
 }
 
 # bench/fleet-scale's smoke run: fails on errors, never on a figure. Any build installed in the
