@@ -422,3 +422,36 @@ RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN snowflake_read_from_base32(snowflake_from_base32.text,
                                   replace(snowflake_from_base32.text, '-', ''));
+
+COMMENT ON FUNCTION snowflake_timestamp(bigint, timestamptz, integer, integer, integer) IS
+'Returns the time a snowflake ID of the given layout (epoch, time unit in ms, node bits, sequence bits) was made; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_node_id(bigint, timestamptz, integer, integer, integer) IS
+'Returns the node id of a snowflake ID of the given layout (epoch, time unit in ms, node bits, sequence bits); pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_seq(bigint, timestamptz, integer, integer, integer) IS
+'Returns the sequence number of a snowflake ID of the given layout (epoch, time unit in ms, node bits, sequence bits); pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_decode(bigint, timestamptz, integer, integer, integer) IS
+'Splits a snowflake ID of the given layout (epoch, time unit in ms, node bits, sequence bits) into time, node and sequence; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_decode_jsonb(bigint, timestamptz, integer, integer, integer) IS
+'Returns a snowflake ID of the given layout decoded as jsonb with the ID as a string: {"id", "ts", "node_id", "seq"}; in SQL.';
+COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz, timestamptz, integer, integer, integer) IS
+'Returns the smallest snowflake ID of the given layout any node can issue at this instant: id >= it selects the rows made from then on; in SQL.';
+COMMENT ON FUNCTION snowflake_max_from_timestamp(timestamptz, timestamptz, integer, integer, integer) IS
+'Returns the largest snowflake ID of the given layout any node can issue at this instant: id <= it selects the rows made up to then; in SQL.';
+COMMENT ON FUNCTION snowflake_timestamp(bigint) IS
+'Returns the time a snowflake ID of the default layout was made; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_node_id(bigint) IS
+'Returns the node id of a snowflake ID of the default layout; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_seq(bigint) IS
+'Returns the sequence number of a snowflake ID of the default layout; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_decode(bigint) IS
+'Splits a snowflake ID of the default layout into time, node and sequence; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_decode_jsonb(bigint) IS
+'Returns a snowflake ID of the default layout decoded as jsonb with the ID as a string; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_from_timestamp(timestamptz) IS
+'Returns the smallest snowflake ID of the default layout any node can issue at this instant; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_max_from_timestamp(timestamptz) IS
+'Returns the largest snowflake ID of the default layout any node can issue at this instant; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_to_base32(bigint) IS
+'Returns the 13-character Crockford base-32 text of a snowflake ID: sorts like the ID, safe in JSON and URLs; pg_snowflake''s, in SQL.';
+COMMENT ON FUNCTION snowflake_from_base32(text) IS
+'Returns the snowflake ID of a Crockford base-32 text (case-insensitive; I and L read as 1, O as 0, hyphens ignored); pg_snowflake''s, in SQL.';

@@ -341,40 +341,41 @@ fn four_more_layouts_give_the_librarys_results_and_errors() {
 }
 
 /// A copy of the PostgreSQL tree under test without pg_snowflake's library and control file:
-/// its programs copied (PostgreSQL finds its library and share directories beside its own
-/// binary), everything else linked.
+/// its programs copied, its library and share folders made of links to every other file, each
+/// at the same place relative to the programs as in the tree (PostgreSQL finds them from where
+/// its own binary is: bin/../lib in a tree of its own, ../../../share/postgresql/N on Debian).
 fn tree_without_the_library(dir: &Path) -> PathBuf {
-    let root = pg_config_value(&pg_config(), "--bindir")
-        .parent()
-        .expect("the tree's top")
-        .to_path_buf();
+    let [bin, lib, share] =
+        ["--bindir", "--pkglibdir", "--sharedir"].map(|flag| pg_config_value(&pg_config(), flag));
+    // The deepest folder holding all three.
+    let mut top = bin.clone();
+    while !(lib.starts_with(&top) && share.starts_with(&top)) {
+        top = top.parent().expect("a common folder").to_path_buf();
+    }
+    let copy = |path: &Path| dir.join(path.strip_prefix(&top).unwrap());
     let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).unwrap();
+    std::fs::create_dir_all(copy(&bin).parent().unwrap()).unwrap();
     run(
         "cp",
-        &[
-            "-a",
-            root.join("bin").to_str().unwrap(),
-            dir.join("bin").to_str().unwrap(),
-        ],
+        &["-a", bin.to_str().unwrap(), copy(&bin).to_str().unwrap()],
     );
-    for sub in ["lib", "share", "share/extension"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-        for entry in std::fs::read_dir(root.join(sub)).unwrap() {
+    for folder in [lib.clone(), share.clone(), share.join("extension")] {
+        std::fs::create_dir_all(copy(&folder)).unwrap();
+        for entry in std::fs::read_dir(&folder).unwrap() {
             let entry = entry.unwrap();
             let name = entry.file_name().into_string().unwrap();
             let ours = name == "pg_snowflake.so"
                 || name == "pg_snowflake.control"
                 || name.starts_with("pg_snowflake--");
             // share/extension is a folder of its own, filled on the next round.
-            let made_here = sub == "share" && name == "extension";
+            let made_here = entry.path() == share.join("extension");
             if !ours && !made_here {
-                std::os::unix::fs::symlink(entry.path(), dir.join(sub).join(&name)).unwrap();
+                std::os::unix::fs::symlink(entry.path(), copy(&folder).join(&name)).unwrap();
             }
         }
     }
     run("chmod", &["-R", "a+rX", dir.to_str().unwrap()]);
-    dir.join("bin/pg_config")
+    copy(&bin).join("pg_config")
 }
 
 #[test]
@@ -419,6 +420,13 @@ fn it_runs_where_the_library_is_absent_installed_by_a_role_that_is_no_superuser(
          AND proname NOT LIKE 'snowflake_read_%' AND (provolatile, proparallel) <> ('i', 's')",
     );
     assert_eq!(unlike, 0);
+    // And a comment each, which psql's \df+ shows.
+    let uncommented: i64 = one(
+        &mut reader,
+        "SELECT count(*) FROM pg_proc WHERE pronamespace = 'snowflake'::regnamespace
+         AND proname NOT LIKE 'snowflake_read_%' AND obj_description(oid, 'pg_proc') IS NULL",
+    );
+    assert_eq!(uncommented, 0);
     // The same file as a plain psql script, in a schema the reader picks.
     let script = repo_root().join("sql/pg_snowflake_read--0.7.0.sql");
     run(
