@@ -32,20 +32,14 @@ BEGIN
 END
 $$;
 
--- The library's check that a layout's epoch is not in the future reads the clock; no SQL
--- expression that may be inlined into an IMMUTABLE function can. Returns epoch_ms.
-CREATE OR REPLACE FUNCTION snowflake_read_epoch_not_future(epoch_ms bigint, shown text)
-RETURNS bigint
+-- Whether a Unix millisecond lies in the future: the library's check that a layout's epoch is
+-- not reads the clock, which no SQL expression that may be inlined into an IMMUTABLE function can.
+CREATE OR REPLACE FUNCTION snowflake_read_in_future(ms bigint)
+RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
 AS $$
 BEGIN
-    IF epoch_ms > floor(extract(epoch FROM clock_timestamp()) * 1000) THEN
-        RAISE EXCEPTION USING ERRCODE = '22023', MESSAGE = 'invalid snowflake layout',
-            DETAIL = 'The layout is invalid: the epoch ' || shown || ' is in the future.',
-            HINT = 'Choose pg_snowflake.epoch, time_unit_ms, node_bits and sequence_bits so '
-                   'that the time field covers the present; see "Layouts" in pg_snowflake''s README.';
-    END IF;
-    RETURN epoch_ms;
+    RETURN ms > floor(extract(epoch FROM clock_timestamp()) * 1000);
 END
 $$;
 
@@ -109,6 +103,7 @@ RETURN CASE
          OR node_bits NOT BETWEEN 0 AND 31 OR sequence_bits NOT BETWEEN 1 AND 31
          OR 63 - node_bits - sequence_bits < 16
          OR snowflake_read_unix_ms(epoch) NOT BETWEEN 0 AND 253402300799999
+         OR snowflake_read_in_future(snowflake_read_unix_ms(epoch))
     THEN snowflake_read_raise('22023', 'invalid snowflake layout', 'The layout is invalid: ' ||
         CASE WHEN time_unit_ms < 1
              THEN 'the time unit is ' || time_unit_ms::text || ' ms; it must be at least 1 ms'
@@ -125,12 +120,14 @@ RETURN CASE
              THEN node_bits::text || ' node bits and ' || sequence_bits::text
                   || ' sequence bits leave ' || (63 - node_bits - sequence_bits)::text
                   || ' bits of time; the time field needs at least 16'
+             WHEN snowflake_read_unix_ms(epoch) NOT BETWEEN 0 AND 253402300799999
+             THEN 'the epoch ' || snowflake_read_format_ms(snowflake_read_unix_ms(epoch))
+                  || ' is not between 1970-01-01 and 9999-12-31'
              ELSE 'the epoch ' || snowflake_read_format_ms(snowflake_read_unix_ms(epoch))
-                  || ' is not between 1970-01-01 and 9999-12-31' END || '.',
+                  || ' is in the future' END || '.',
         'Choose pg_snowflake.epoch, time_unit_ms, node_bits and sequence_bits so that the time '
         'field covers the present; see "Layouts" in pg_snowflake''s README.', NULL::bigint)
-    ELSE snowflake_read_epoch_not_future(snowflake_read_unix_ms(epoch),
-                                         snowflake_read_format_ms(snowflake_read_unix_ms(epoch)))
+    ELSE snowflake_read_unix_ms(epoch)
 END;
 
 -- The last tick IDs of a valid layout can be made in: the end of the time field or of 9999.
