@@ -26,9 +26,10 @@ PG_MAJOR := $(shell "$(PG_CONFIG)" --version | sed -E 's/^PostgreSQL ([0-9]+).*/
 BUILT = target/pgxn/pg$(PG_MAJOR)
 
 MODULEDIR = extension
-# The base and upgrade scripts as sql/ keeps them; the control file and the current version's
-# script as pgrx generates them.
-DATA = $(wildcard sql/pg_snowflake--*.sql)
+# The base and upgrade scripts as sql/ keeps them, and the SQL-only read extension's files; the
+# control file and the current version's script as pgrx generates them.
+DATA = $(wildcard sql/pg_snowflake--*.sql) pg_snowflake_read.control \
+	$(wildcard sql/pg_snowflake_read--*.sql)
 DATA_built = $(BUILT)/pg_snowflake.control $(BUILT)/pg_snowflake--$(EXTVERSION).sql
 REGRESS = pg_snowflake
 REGRESS_OPTS = --inputdir=test

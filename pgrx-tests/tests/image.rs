@@ -247,13 +247,16 @@ fn the_image_alone_serves_ids_decodes_and_upgrades_from_0_4_0_in_postgresql_18()
         "lib/pg_snowflake.so".to_string(),
         "share/extension/pg_snowflake.control".to_string(),
         format!("share/extension/pg_snowflake--{version}.sql"),
+        "share/extension/pg_snowflake_read.control".to_string(),
         "licenses/pg_snowflake/LICENSE".to_string(),
         "licenses/pg_snowflake/copyright".to_string(),
     ]
     .into();
     for entry in std::fs::read_dir(repo_root().join("sql")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        if name.starts_with("pg_snowflake--") && name.ends_with(".sql") {
+        if (name.starts_with("pg_snowflake--") || name.starts_with("pg_snowflake_read--"))
+            && name.ends_with(".sql")
+        {
             expected.insert(format!("share/extension/{name}"));
         }
     }

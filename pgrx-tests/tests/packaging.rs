@@ -386,6 +386,7 @@ fn dev_package_pgxn_zips_every_tracked_file_a_user_needs_under_one_top_folder() 
         "docs/",
         "Makefile",
         "pg_snowflake.control",
+        "pg_snowflake_read.control",
         "Cargo.toml",
         "Cargo.lock",
         ".cargo/",
@@ -519,17 +520,26 @@ fn dev_package_packs_the_library_the_control_file_and_every_script_in_debians_la
     );
 
     // Exactly the library, the control file, the generated install script of this version and
-    // every script of sql/, those byte for byte, at Debian's paths for this major.
+    // every script of sql/ (the SQL-only read extension's too, with its control file), those byte
+    // for byte, at Debian's paths for this major.
     let (lib, ext) = debian_layout(major);
     let mut expected: BTreeSet<String> = [
         format!("{lib}/pg_snowflake.so"),
         format!("{ext}/pg_snowflake.control"),
         format!("{ext}/pg_snowflake--{version}.sql"),
+        format!("{ext}/pg_snowflake_read.control"),
     ]
     .into();
+    assert!(
+        std::fs::read(unpacked.join(&ext).join("pg_snowflake_read.control")).unwrap()
+            == std::fs::read(root.join("pg_snowflake_read.control")).unwrap(),
+        "pg_snowflake_read.control in the package differs from the checkout's"
+    );
     for entry in std::fs::read_dir(root.join("sql")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        if name.starts_with("pg_snowflake--") && name.ends_with(".sql") {
+        if (name.starts_with("pg_snowflake--") || name.starts_with("pg_snowflake_read--"))
+            && name.ends_with(".sql")
+        {
             let packed = std::fs::read(unpacked.join(&ext).join(&name))
                 .unwrap_or_else(|e| panic!("{name} is not in the package: {e}"));
             assert!(

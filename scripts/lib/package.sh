@@ -2,13 +2,17 @@
 # What ./dev install and scripts/package/ share, sourced by lib.sh.
 
 # Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql), which
-# CREATE EXTENSION ... VERSION '0.1.0' needs and pgrx does not copy, into the extension directory
-# $1 (through as_root where it is not writable), from the sources in $2 (default: this checkout).
+# CREATE EXTENSION ... VERSION '0.1.0' needs and pgrx does not copy, and the SQL-only read
+# extension's files (pg_snowflake_read), into the extension directory $1 (through as_root where it
+# is not writable), from the sources in $2 (default: this checkout; an old one may lack the latter).
 copy_base_scripts() {
     local dest=$1 script scripts=() sudo=()
     for script in "${2:-$PGSF_ROOT}"/sql/pg_snowflake--*.sql; do
         # An upgrade script (pg_snowflake--A--B.sql): pgrx copies those.
         [[ ${script##*/pg_snowflake--} == *--* ]] || scripts+=("$script")
+    done
+    for script in "${2:-$PGSF_ROOT}"/pg_snowflake_read.control "${2:-$PGSF_ROOT}"/sql/pg_snowflake_read--*.sql; do
+        [ ! -e "$script" ] || scripts+=("$script")
     done
     [ -w "$dest" ] || sudo=(as_root)
     [ ${#scripts[@]} -eq 0 ] || "${sudo[@]}" install -m 644 -t "$dest" "${scripts[@]}"
