@@ -40,6 +40,27 @@ pub fn member_config(conninfo: &str, node: Option<i32>) -> Config {
     .setting("pg_snowflake.max_clock_skew_ms = 2000")
 }
 
+/// What a member is given to reach a registry with a standby: both servers in one libpq
+/// multi-host string, the writable one chosen (`target_session_attrs=read-write`).
+pub fn both(primary: &Server, standby: &Server) -> String {
+    format!(
+        "host=127.0.0.1,127.0.0.1 port={},{} dbname=postgres user=postgres \
+         target_session_attrs=read-write",
+        primary.port, standby.port
+    )
+}
+
+/// The registry's standby: a streaming replica of `primary`, returned once it streams.
+pub fn registry_standby(primary: &Server, name: &str) -> Server {
+    let standby = Server::standby_of(primary, name, Config::default());
+    crate::wait_until(Duration::from_secs(30), "the standby to stream", || {
+        primary.query_one::<bool>(
+            "SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'",
+        )
+    });
+    standby
+}
+
 /// Why the server refuses IDs (`snowflake_stats().refusing`), None when it does not.
 pub fn refusing(server: &Server) -> Option<String> {
     server.query_one("SELECT refusing FROM snowflake_stats()")

@@ -5,11 +5,16 @@
 //! process of its own by its check program) or through the SQL protocol driven from here. Every
 //! case counts every ID made, by applications and servers: none twice.
 
-use snowflake_it::registry::{member_config, registry_rows, registry_server, LEASE_MS};
-use snowflake_it::{assert_error, describe, repo_root, take_ids, wait_until, Proxy, Server};
+use snowflake_it::registry::{
+    both, member_config, registry_rows, registry_server, registry_standby, LEASE_MS,
+};
+use snowflake_it::{
+    assert_error, describe, repo_root, take_ids, wait_until, Config, Proxy, Server,
+};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -145,7 +150,7 @@ fn java_classes() -> String {
 }
 
 /// A reference client.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Lang {
     Python,
     Node,
@@ -729,4 +734,338 @@ fn leases_need_the_right_and_their_token() {
     assert!(member
         .log()
         .contains("could not acquire a node-id lease: \""));
+}
+
+/// An error's wording, its numbers left out.
+fn wording(error: &str) -> String {
+    error.chars().filter(|c| !c.is_ascii_digit()).collect()
+}
+
+/// One maker of IDs in the shared table: a client's process or a server, its name in the
+/// table's `maker` column.
+struct Maker {
+    name: String,
+    node: i32,
+}
+
+/// The landing condition of application leases: a Python, a Node, a Go and a Java process each
+/// hold a node id leased from the registry of three servers, the registry a primary with a
+/// synchronous standby that every member names in its multi-host `pg_snowflake.registry`. The
+/// clients' IDs go in batches into one table on the first member (copied there from their
+/// output by this test, as they come); each server inserts rows with
+/// `DEFAULT snowflake_nextval()` into a table of its own from a thread, collected into the
+/// first member's at the end. Meanwhile the Go process is killed with -9 and a fresh one
+/// started, then the registry's primary is killed with -9 and its standby promoted: every client
+/// and server makes IDs again (a client that does not within two leases is killed and started
+/// afresh; the output says which). At the end, no ID is in the table twice, every process's
+/// and server's IDs carry its node id, and no two makers with one node id made IDs in the same
+/// span of time.
+#[test]
+fn four_clients_and_three_servers_share_tables_through_a_kill_and_a_registry_failover() {
+    let primary = Server::start("appfo-primary", Config::default());
+    let standby = registry_standby(&primary, "appfo-standby");
+    primary.make_standby_synchronous();
+    let conninfo = both(&primary, &standby);
+    let first = Server::start("appfo-m0", member_config(&conninfo, None));
+    first.execute("SELECT snowflake_registry_create()");
+    let members = [
+        first,
+        Server::start("appfo-m1", member_config(&conninfo, None)),
+        Server::start("appfo-m2", member_config(&conninfo, None)),
+    ];
+    let mut makers: Vec<Maker> = Vec::new();
+    for (i, member) in members.iter().enumerate() {
+        member.execute(
+            "CREATE TABLE made (id bigint NOT NULL DEFAULT snowflake_nextval(), \
+             maker text NOT NULL)",
+        );
+        makers.push(Maker {
+            name: format!("server m{i}"),
+            node: snowflake_it::registry::claimed_node(member),
+        });
+    }
+    let through = |lang: Lang| {
+        let i = LANGS.iter().position(|&l| l == lang).unwrap();
+        members[i % members.len()].conninfo("postgres")
+    };
+
+    // The clients' outputs this test copies into the shared table: maker, lines, lines copied.
+    type Feed = (String, Arc<Mutex<Vec<String>>>, usize);
+    let feeds: Mutex<Vec<Feed>> = Mutex::default();
+    let stop = AtomicBool::new(false);
+    let server_calls: Vec<(AtomicUsize, Mutex<Vec<String>>)> = members
+        .iter()
+        .map(|_| (AtomicUsize::new(0), Mutex::default()))
+        .collect();
+    let started = Instant::now();
+    let mut apps: Vec<(Lang, String, App)> = Vec::new();
+    let mut restarted = Vec::new();
+    thread::scope(|scope| {
+        for (i, (member, (answered, errors))) in members.iter().zip(&server_calls).enumerate() {
+            let stop = &stop;
+            scope.spawn(move || {
+                let mut client = member.connect();
+                let maker = format!("server m{i}");
+                while !stop.load(Ordering::Relaxed) {
+                    match client.execute(
+                        "INSERT INTO made (maker) SELECT $1::text FROM generate_series(1, 100)",
+                        &[&maker],
+                    ) {
+                        Ok(_) => {
+                            answered.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => errors.lock().unwrap().push(describe(&e)),
+                    }
+                    thread::sleep(Duration::from_millis(5));
+                }
+            });
+        }
+        let (feeds, stop) = (&feeds, &stop);
+        let table = &members[0];
+        scope.spawn(move || {
+            let mut client = table.connect();
+            loop {
+                let stopping = stop.load(Ordering::Relaxed);
+                for (maker, lines, copied) in feeds.lock().unwrap().iter_mut() {
+                    let batch: Vec<i64> = {
+                        let lines = lines.lock().unwrap();
+                        let new = lines[*copied..]
+                            .iter()
+                            .filter_map(|l| l.strip_prefix("id "))
+                            .map(|id| id.parse().unwrap())
+                            .collect();
+                        *copied = lines.len();
+                        new
+                    };
+                    if !batch.is_empty() {
+                        client
+                            .execute(
+                                "INSERT INTO made (id, maker) SELECT unnest($1::bigint[]), $2",
+                                &[&batch, maker],
+                            )
+                            .unwrap_or_else(|e| panic!("the shared table: {}", describe(&e)));
+                    }
+                }
+                if stopping {
+                    break;
+                }
+                thread::sleep(Duration::from_millis(200));
+            }
+        });
+        let start = |lang: Lang, name: String, apps: &mut Vec<(Lang, String, App)>| {
+            let app = App::start_in(lang, &through(lang), "landing", &["hold"]);
+            feeds
+                .lock()
+                .unwrap()
+                .push((name.clone(), Arc::clone(&app.lines), 0));
+            apps.push((lang, name, app));
+        };
+        for lang in LANGS {
+            start(lang, format!("{lang:?}").to_lowercase(), &mut apps);
+        }
+        for (_, _, app) in &apps {
+            app.node();
+            wait_until(Duration::from_secs(20), "IDs", || app.ids().len() > 200);
+        }
+
+        // The Go process killed with -9, and a fresh one started at once: the killed one's id
+        // is still leased, so the fresh one gets another, or the same only above its IDs.
+        let go = apps.iter().position(|a| a.0 == Lang::Go).unwrap();
+        apps[go].2.kill();
+        let killed_node = apps[go].2.node();
+        let killed_last = apps[go]
+            .2
+            .ids()
+            .iter()
+            .map(|&id| time_of(id))
+            .max()
+            .unwrap();
+        start(Lang::Go, "go (after the kill)".into(), &mut apps);
+        let fresh = apps.last().unwrap();
+        wait_until(Duration::from_secs(20), "the fresh Go's IDs", || {
+            fresh.2.ids().len() > 200
+        });
+        let fresh_first = fresh.2.ids().iter().map(|&id| time_of(id)).min().unwrap();
+        println!(
+            "Go killed with -9 holding node id {killed_node}; the fresh process holds {}",
+            fresh.2.node()
+        );
+        assert!(
+            fresh.2.node() != killed_node || fresh_first > killed_last,
+            "the fresh Go process makes IDs under node id {killed_node} from {fresh_first}, \
+             the killed one's last at {killed_last}"
+        );
+
+        // The registry's primary killed with -9 and its standby promoted.
+        primary.crash();
+        let failed_over = Instant::now();
+        standby.promote();
+        let promoted = Instant::now();
+        let before = apps.len();
+        let answered: Vec<usize> = server_calls
+            .iter()
+            .map(|c| c.0.load(Ordering::Relaxed))
+            .collect();
+        let promoted_ms = now_ms();
+        // Gone on: IDs a lease past the promotion, which only a renewal through the new
+        // primary allows (a lease taken before the failover runs out by then).
+        let resumed = |app: &App| {
+            app.ids()
+                .iter()
+                .any(|&id| time_of(id) > promoted_ms + LEASE_MS)
+        };
+        // A killed process (the Go one) stays killed; each other one goes on within three
+        // leases, or is killed and started afresh.
+        let live: Vec<usize> = (0..apps.len()).filter(|&i| i != go).collect();
+        let deadline = promoted + Duration::from_millis(3 * LEASE_MS as u64);
+        while Instant::now() < deadline && !live.iter().all(|&i| resumed(&apps[i].2)) {
+            thread::sleep(Duration::from_millis(100));
+        }
+        for &i in &live {
+            if !resumed(&apps[i].2) {
+                let (lang, name) = (apps[i].0, apps[i].1.clone());
+                println!(
+                    "{name}: no ID a lease past the promotion within three leases ({:?}): \
+                     killed and started afresh",
+                    apps[i].2.errors().last()
+                );
+                apps[i].2.kill();
+                start(lang, format!("{name} (after the failover)"), &mut apps);
+                restarted.push(name);
+            }
+        }
+        for (_, name, app) in &apps[before..] {
+            wait_until(
+                Duration::from_secs(20),
+                "the restarted client's IDs",
+                || app.ids().len() > 100,
+            );
+            println!("{name} holds node id {}", app.node());
+        }
+        wait_until(
+            Duration::from_secs(20),
+            "every server's IDs after the failover",
+            || {
+                server_calls
+                    .iter()
+                    .zip(&answered)
+                    .all(|(c, &before)| c.0.load(Ordering::Relaxed) > before + 10)
+            },
+        );
+        println!(
+            "the registry's primary killed, its standby promoted {:?} later; every client made \
+             an ID a lease past the promotion, and every server IDs, {:?} after the promotion",
+            promoted - failed_over,
+            promoted.elapsed()
+        );
+        thread::sleep(Duration::from_millis(500));
+        for (_, _, app) in &mut apps {
+            app.kill();
+        }
+        thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+    });
+    println!("made for {:?}", started.elapsed());
+
+    // The servers' tables collected into the first member's.
+    let mut table = members[0].connect();
+    for member in &members[1..] {
+        let rows = member
+            .connect()
+            .query("SELECT id, maker FROM made", &[])
+            .unwrap();
+        let ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        let names: Vec<String> = rows.iter().map(|r| r.get(1)).collect();
+        table
+            .execute(
+                "INSERT INTO made SELECT * FROM unnest($1::bigint[], $2::text[])",
+                &[&ids, &names],
+            )
+            .unwrap();
+    }
+    for (_, name, app) in &apps {
+        makers.push(Maker {
+            name: name.clone(),
+            node: app.node(),
+        });
+    }
+    let rows = table.query("SELECT id, maker FROM made", &[]).unwrap();
+    let mut by_maker: std::collections::HashMap<String, Vec<i64>> = Default::default();
+    for row in &rows {
+        by_maker.entry(row.get(1)).or_default().push(row.get(0));
+    }
+    let twice: i64 = members[0].query_one("SELECT count(*) - count(DISTINCT id) FROM made");
+    // Each maker's IDs carry its node id; its span of time (first and last ID's).
+    let mut spans = Vec::new();
+    for maker in &makers {
+        let ids = by_maker.get(&maker.name).cloned().unwrap_or_default();
+        assert!(!ids.is_empty(), "no ID of {}", maker.name);
+        // Every ID a client said it made is in the table.
+        if let Some((_, _, app)) = apps.iter().find(|a| a.1 == maker.name) {
+            assert_eq!(
+                ids.len(),
+                app.ids().len(),
+                "{}'s IDs in the table",
+                maker.name
+            );
+        }
+        let wrong: Vec<&i64> = ids
+            .iter()
+            .filter(|&&id| node_of(id) != maker.node)
+            .collect();
+        assert!(
+            wrong.is_empty(),
+            "{} (node id {}) made {} IDs under another node id, the first {}",
+            maker.name,
+            maker.node,
+            wrong.len(),
+            wrong[0]
+        );
+        let times = ids.iter().map(|&id| time_of(id));
+        spans.push((
+            maker.node,
+            times.clone().min().unwrap(),
+            times.max().unwrap(),
+            &maker.name,
+        ));
+        println!("{}: node id {}, {} IDs", maker.name, maker.node, ids.len());
+    }
+    for ((answered, errors), member) in server_calls.iter().zip(["m0", "m1", "m2"]) {
+        let mut wordings: Vec<String> = errors.lock().unwrap().iter().map(|e| wording(e)).collect();
+        wordings.dedup();
+        println!(
+            "server {member}: {} inserts of 100, {} refused: {wordings:?}",
+            answered.load(Ordering::Relaxed),
+            errors.lock().unwrap().len()
+        );
+    }
+    // Each client's pause (the longest time between two of its IDs) and refusals.
+    for (_, name, app) in &apps {
+        let mut times: Vec<i64> = app.ids().iter().map(|&id| time_of(id)).collect();
+        times.sort();
+        let pause = times.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let mut wordings: Vec<String> = app.errors().iter().map(|e| wording(e)).collect();
+        wordings.dedup();
+        println!(
+            "{name}: longest pause {pause} ms, {} refusals: {wordings:?}",
+            app.errors().len()
+        );
+    }
+    println!("restarted after the failover: {restarted:?}; IDs in the table twice: {twice}");
+    // No two holders of one node id at once.
+    spans.sort();
+    for pair in spans.windows(2) {
+        let ((node, _, last, earlier), (next, first, _, later)) = (pair[0], pair[1]);
+        assert!(
+            node != next || last < first,
+            "node id {node}: {earlier} made IDs until {last}, {later} from {first}"
+        );
+    }
+    assert_eq!(twice, 0, "IDs made twice");
+    all_distinct(rows.iter().map(|r| r.get::<_, i64>(0)));
+    println!(
+        "{} IDs in the shared table, none twice\nthe registry:\n{}",
+        rows.len(),
+        registry_rows(&standby)
+    );
 }

@@ -28,8 +28,8 @@
 //! WAL never received is.
 
 use snowflake_it::registry::{
-    claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, refusing,
-    registry_rows, LEASE_MS,
+    both, claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, refusing,
+    registry_rows, registry_standby, LEASE_MS,
 };
 use snowflake_it::{describe, take_ids, wait_until, Config, Proxy, Server};
 use std::collections::{HashMap, HashSet};
@@ -41,26 +41,6 @@ use std::time::{Duration, Instant};
 /// The lease, as a duration.
 fn lease() -> Duration {
     Duration::from_millis(LEASE_MS as u64)
-}
-
-/// What a member is given to reach the registry: both servers, the writable one chosen.
-fn both(primary: &Server, standby: &Server) -> String {
-    format!(
-        "host=127.0.0.1,127.0.0.1 port={},{} dbname=postgres user=postgres \
-         target_session_attrs=read-write",
-        primary.port, standby.port
-    )
-}
-
-/// The registry's standby: a streaming replica of `primary`, returned once it streams.
-fn registry_standby(primary: &Server, name: &str) -> Server {
-    let standby = Server::standby_of(primary, name, Config::default());
-    wait_until(Duration::from_secs(30), "the standby to stream", || {
-        primary.query_one::<bool>(
-            "SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'",
-        )
-    });
-    standby
 }
 
 /// Waits until the standby has replayed every WAL record it received (its primary gone, or its
