@@ -215,17 +215,19 @@ fn files_under(root: &Path) -> BTreeSet<String> {
     files
 }
 
-/// A PostgreSQL of the major under test that sees pg_snowflake only in the image at `rootfs`:
-/// CloudNativePG's settings for an image volume, without `$system` and `$libdir`, so that the
-/// build installed in the tree cannot stand in for the image's.
+/// A PostgreSQL of the major under test that finds pg_snowflake in the image at `rootfs`:
+/// CloudNativePG's settings for an image volume, the image's folders and the server's own
+/// (`$system`, `$libdir`: PL/pgSQL, which the extension's scripts use, is found there), with the
+/// image's first, so that the build installed in the tree cannot stand in for the image's (the
+/// tests check the library and scripts a server took came from the image).
 fn image_config(rootfs: &Path) -> Config {
     Config::default()
         .setting(&format!(
-            "extension_control_path = '{}'",
+            "extension_control_path = '{}:$system'",
             rootfs.join("share").display()
         ))
         .setting(&format!(
-            "dynamic_library_path = '{}'",
+            "dynamic_library_path = '{}:$libdir'",
             rootfs.join("lib").display()
         ))
 }
