@@ -7,6 +7,7 @@
 //! SIGKILL and a crash, and a standby's refusal.
 
 use postgres::{Client, NoTls};
+use snowflake_it::registry::log_lines_since;
 use snowflake_it::{assert_error, wait_until, Config, Server};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -319,7 +320,15 @@ fn a_prepared_transaction_holds_the_watermark_across_a_backend_kill_and_a_crash(
         .query_one("SELECT pg_backend_pid()", &[])
         .unwrap()
         .get(0);
+    let logged = server.log().len();
     server.as_postgres(&format!("kill -9 {pid}"));
+    // The postmaster learns of the death only when it reaps the child: a connection made before
+    // then is ended by the reinitialisation. Connect once the server says it is ready again.
+    wait_until(
+        Duration::from_secs(60),
+        "the server to reinitialise after the backend's kill -9",
+        || !log_lines_since(&server, logged, "ready to accept connections").is_empty(),
+    );
     let mut watcher = reconnect(&server);
     let after_kill = watermark(&mut watcher);
     assert!(after_kill <= held[0], "{after_kill} > {}", held[0]);
