@@ -356,7 +356,8 @@ pub(super) fn warn_about_narrow_references(
     let narrow_references: Option<String> = client
         .update(
             "SELECT string_agg(format('%s.%I (%s)', con.conrelid::regclass, a.attname,
-                                      format_type(a.atttypid, NULL)), ', ' ORDER BY 1)
+                                      format_type(a.atttypid, NULL)), ', '
+                               ORDER BY con.conrelid::regclass::text, a.attname)
              FROM pg_constraint con
              CROSS JOIN LATERAL unnest(con.conkey, con.confkey) AS k(attnum, refnum)
              JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum

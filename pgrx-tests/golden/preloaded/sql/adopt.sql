@@ -65,11 +65,13 @@ INSERT INTO "Odd Schema"."Odd ""Table""; DROP TABLE t_seq" DEFAULT VALUES;
 SELECT count(*) FROM "Odd Schema"."Odd ""Table""; DROP TABLE t_seq";
 SELECT count(*) AS t_seq_still_there FROM t_seq;
 
--- A foreign key column too narrow for the new IDs is pointed out.
+-- A foreign key column too narrow for the new IDs is pointed out; several are named in the
+-- order of their tables' names, whatever order they were made in.
 CREATE TABLE parent (id serial PRIMARY KEY);
 CREATE TABLE child (id bigserial PRIMARY KEY, parent_id int REFERENCES parent);
+CREATE TABLE audit (id bigserial PRIMARY KEY, parent_ref smallint REFERENCES parent);
 SELECT snowflake_adopt('parent');
-DROP TABLE child, parent;
+DROP TABLE child, audit, parent;
 
 -- Refused: values that new IDs could repeat. Nothing is changed.
 CREATE TABLE t_taken (id bigserial PRIMARY KEY);
