@@ -150,21 +150,16 @@ make_image() {
     # The labels, as postgres-extensions-containers gives them (io.cloudnativepg.image.base.name:
     # the CloudNativePG image whose glibc the library needs). No .source or .url: no public address
     # yet. Removed: the empty base.digest buildah gives an image from scratch.
-    local for=" PostgreSQL $major on $distro ($arch), for CloudNativePG's image volume extensions"
+    local about="A pg_snowflake $version extension image for PostgreSQL $major on $distro ($arch)"
+    local oci=("created=$(date -u -d "@$built" +%Y-%m-%dT%H:%M:%SZ)" "version=$version"
+        "revision=$(git -C "$PGSF_ROOT" rev-parse HEAD)" "title=pg_snowflake $version $major $distro"
+        "description=$about, for CloudNativePG's image volume extensions" licenses=MIT
+        "vendor=pg_snowflake developers" "authors=pg_snowflake developers" base.name=scratch)
+    local cnpg=("base.name=ghcr.io/cloudnative-pg/postgresql:$major-minimal-$distro"
+        "base.pgmajor=$major" "base.os=$distro" "sql.version=$sql_version")
     local config=(--user 65532:65532 --arch "$arch" --os linux
         --annotation org.opencontainers.image.base.digest-)
-    for entry in "org.opencontainers.image.created=$(date -u -d "@$built" +%Y-%m-%dT%H:%M:%SZ)" \
-        "org.opencontainers.image.version=$version" \
-        "org.opencontainers.image.revision=$(git -C "$PGSF_ROOT" rev-parse HEAD)" \
-        "org.opencontainers.image.title=pg_snowflake $version $major $distro" \
-        "org.opencontainers.image.description=A pg_snowflake $version extension image for$for" \
-        org.opencontainers.image.licenses=MIT \
-        "org.opencontainers.image.vendor=pg_snowflake developers" \
-        "org.opencontainers.image.authors=pg_snowflake developers" \
-        org.opencontainers.image.base.name=scratch \
-        "io.cloudnativepg.image.base.name=ghcr.io/cloudnative-pg/postgresql:$major-minimal-$distro" \
-        "io.cloudnativepg.image.base.pgmajor=$major" "io.cloudnativepg.image.base.os=$distro" \
-        "io.cloudnativepg.image.sql.version=$sql_version"; do
+    for entry in "${oci[@]/#/org.opencontainers.image.}" "${cnpg[@]/#/io.cloudnativepg.image.}"; do
         config+=(--label "$entry" --annotation "$entry")
     done
     IMAGE_STORAGE=$(mktemp -d /tmp/pgsf-buildah.XXXXXX)
