@@ -55,17 +55,17 @@ parse_package_args() {
 }
 
 # package_tree STAGE LIBDIR EXTDIR MODE: builds the $profile build (release or debug) for the
-# PostgreSQL of $PG_CONFIG (use_pg first; $TARGET: cross-built for that target) with `cargo pgrx
+# PostgreSQL of $PG_CONFIG (use_pg first; $cross: cross-built for that target) with `cargo pgrx
 # package`, then stages it: the library, stripped, in STAGE/LIBDIR (mode MODE); the control file,
 # pgrx's and the base scripts in STAGE/EXTDIR.
 package_tree() {
     local libdir=$1$2 extdir=$1$3 mode=$4 flags=() tree strip=strip
-    tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}${TARGET:+/$TARGET}/$profile/pg_snowflake-pg$PG_MAJOR
+    tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}${cross:+/$cross}/$profile/pg_snowflake-pg$PG_MAJOR
     rm -rf "$tree" # pgrx adds to an existing tree: start empty
-    say "Building the $profile build for PostgreSQL $PG_MAJOR${TARGET:+ on $TARGET}" \
+    say "Building the $profile build for PostgreSQL $PG_MAJOR${cross:+ on $cross}" \
         "with cargo pgrx package"
     [ "$profile" = release ] || flags=(--debug)
-    [ -z "${TARGET:-}" ] || flags+=(--target "$TARGET") strip=${TARGET/-unknown/}-strip
+    [ -z "${cross:-}" ] || flags+=(--target "$cross") strip=${cross/-unknown/}-strip
     (cd "$PGSF_ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" "${flags[@]}")
     install -d -m 755 "$libdir" "$extdir"
     install -m "$mode" "$tree$("$PG_CONFIG" --pkglibdir)/pg_snowflake.so" "$libdir/"
