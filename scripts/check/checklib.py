@@ -1,4 +1,5 @@
-"""What the checks of scripts/check/ share: the checkout's root, its tracked files and their text."""
+"""What the checks of scripts/check/ share: the checkout's root, its tracked files and their text,
+and how a check ends."""
 
 import os
 import re
@@ -37,3 +38,11 @@ def outside_fences(text):
         elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
                 and not line.strip().lstrip(fence[0]):
             fence = None
+
+
+def report(name, problems, passed):
+    """Prints each problem and check-NAME's last line (`passed` when there is none); the exit code."""
+    for problem in problems:
+        print(problem)
+    print(f"check-{name}: " + (f"{len(problems)} problem(s)" if problems else passed))
+    return 1 if problems else 0

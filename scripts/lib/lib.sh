@@ -1,12 +1,10 @@
 # shellcheck shell=bash
-# The shell library every script sources (dev, scripts/*/, bench/*): PGSERVER, say, die, usage,
-# as_root, as_postgres, then the rest of scripts/lib/ (scripts/README.md says what each holds).
-#
-#   . "$(dirname "${BASH_SOURCE[0]}")/../lib/lib.sh"   (from scripts/*/)
+# The shell library every script sources (dev, scripts/*/, bench/*), with the rest of
+# scripts/lib/ (scripts/README.md says what each holds).
 
 PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PGSF_LIB=$PGSF_ROOT/scripts/lib
-# shellcheck disable=SC2034 # for the scripts that source this: their throwaway servers
+# shellcheck disable=SC2034 # for the scripts that source this
 PGSERVER=$PGSF_ROOT/scripts/serve/pgserver
 
 # Prints the calling script's header comment (its usage) and exits 2.

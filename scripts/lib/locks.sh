@@ -1,10 +1,8 @@
 # shellcheck shell=bash
-# The install lock, sourced by lib.sh. A tree's extension and library directories are shared by
-# every checkout on the machine: two runs would install over each other's build. take_install_lock
-# [--try] TREE... waits for each tree's lock (--try: returns 1 at once if one is taken) and holds
-# it until release_install_lock TREE or the end of this shell; children inherit it through
-# PGSF_INSTALL_LOCKS_HELD, so they do not wait for themselves. 15's lock keeps the name it had
-# before the other majors got locks, which checkouts of older commits take.
+# The install lock, sourced by lib.sh: a tree's directories are shared by every checkout on the
+# machine. take_install_lock [--try] TREE... waits for each tree's lock (--try: returns 1 at once
+# if one is taken) and holds it until release_install_lock TREE or the end of this shell; children
+# inherit it (PGSF_INSTALL_LOCKS_HELD). 15's keeps the name older checkouts take.
 declare -A PGSF_LOCK_FDS=()
 
 take_install_lock() {

@@ -31,11 +31,11 @@ copyright_file() {
 }
 
 # parse_package_args KIND --pg N [--debug]: scripts/package/deb's (KIND deb) and image's. Sets
-# major and profile (release, or debug); refuses a tree whose packages column lacks KIND.
+# major, profile (release, or debug) and version; refuses a tree whose packages column lacks KIND.
 parse_package_args() {
     local kind=$1
     shift
-    major="" profile=release
+    major="" profile=release version=$(cargo_version)
     while [ $# -gt 0 ]; do
         case "$1" in
         --pg)
@@ -55,21 +55,137 @@ parse_package_args() {
 }
 
 # package_tree STAGE LIBDIR EXTDIR MODE: builds the $profile build (release or debug) for the
-# PostgreSQL of $PG_CONFIG (use_pg first) with `cargo pgrx package`, which lays out what `cargo
-# pgrx install` would install under target/$profile/pg_snowflake-pgN/, then stages it: the library,
-# stripped, in STAGE/LIBDIR (mode MODE); the control file, pgrx's and the base scripts in
-# STAGE/EXTDIR.
+# PostgreSQL of $PG_CONFIG (use_pg first; $cross: cross-built for that target) with `cargo pgrx
+# package`, then stages it: the library, stripped, in STAGE/LIBDIR (mode MODE); the control file,
+# pgrx's and the base scripts in STAGE/EXTDIR.
 package_tree() {
-    local libdir=$1$2 extdir=$1$3 mode=$4 flags=() tree
-    tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}/$profile/pg_snowflake-pg$PG_MAJOR
+    local libdir=$1$2 extdir=$1$3 mode=$4 flags=() tree strip=strip
+    tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}${cross:+/$cross}/$profile/pg_snowflake-pg$PG_MAJOR
     rm -rf "$tree" # pgrx adds to an existing tree: start empty
-    say "Building the $profile build for PostgreSQL $PG_MAJOR with cargo pgrx package"
+    say "Building the $profile build for PostgreSQL $PG_MAJOR${cross:+ on $cross}" \
+        "with cargo pgrx package"
     [ "$profile" = release ] || flags=(--debug)
+    [ -z "${cross:-}" ] || flags+=(--target "$cross") strip=${cross/-unknown/}-strip
     (cd "$PGSF_ROOT" && cargo pgrx package --pg-config "$PG_CONFIG" "${flags[@]}")
     install -d -m 755 "$libdir" "$extdir"
     install -m "$mode" "$tree$("$PG_CONFIG" --pkglibdir)/pg_snowflake.so" "$libdir/"
-    strip --strip-unneeded --remove-section=.comment --remove-section=.note \
+    "$strip" --strip-unneeded --remove-section=.comment --remove-section=.note \
         "$libdir/pg_snowflake.so"
     install -m 644 "$tree$("$PG_CONFIG" --sharedir)/extension"/* "$extdir/"
     copy_base_scripts "$extdir"
+}
+
+# make_deb STAGE ARCH DEB [TARBALL]: the package postgresql-$major-pg-snowflake of $version for
+# ARCH in DEB, from $profile's build staged in STAGE where Debian and apt.postgresql.org put an
+# extension of $major (and that tree in TARBALL); lintian's errors and warnings fail it.
+make_deb() {
+    local stage=$1 arch=$2 deb=$3 name=postgresql-$major-pg-snowflake
+    local doc=/usr/share/doc/$name overrides=/usr/share/lintian/overrides
+    local maintainer="pg_snowflake developers <pg-snowflake@users.noreply.github.com>"
+    rm -rf "$stage" "$deb" ${4:+"$4"}
+    package_tree "$stage" "/usr/lib/postgresql/$major/lib" "/usr/share/postgresql/$major/extension" 644
+    install -d -m 755 "$stage$doc" "$stage$overrides" "$stage/DEBIAN"
+    if [ -n "${4:-}" ]; then
+        tar --create --gzip --file "$4" --directory "$stage" --sort=name \
+            --owner=0 --group=0 --numeric-owner usr
+        say "Packed $4 (unpack at / on a Debian machine with PostgreSQL $major):"
+        tar --list --verbose --gzip --file "$4"
+    fi
+    cat >"$stage/DEBIAN/control" <<CONTROL
+Package: $name
+Version: $version-1
+Architecture: $arch
+Maintainer: $maintainer
+Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
+Depends: postgresql-$major, libc6 (>= 2.34), libgcc-s1 (>= 4.2), libpq5
+Section: database
+Priority: optional
+Homepage: https://pgxn.org/dist/pg_snowflake/
+Description: Snowflake IDs for PostgreSQL $major
+ pg_snowflake makes 64-bit, time-ordered IDs that are unique across every
+ server with its own node id, from one generator per server in shared memory
+ that is safe across clock steps, crashes and failovers; with immutable
+ decoders and time-to-ID bounds for range scans and partitions.
+ .
+ Load it with shared_preload_libraries = 'pg_snowflake', set
+ pg_snowflake.node_id, restart, then CREATE EXTENSION pg_snowflake.
+CONTROL
+    copyright_file "$stage$doc/copyright"
+    printf '%s (%s-1) unstable; urgency=medium\n\n  * pg_snowflake %s for PostgreSQL %s.\n\n -- %s  %s\n' \
+        "$name" "$version" "$version" "$major" "$maintainer" \
+        "$(date -R -d "@$(source_date)")" | gzip -9n >"$stage$doc/changelog.Debian.gz"
+    # Built from this repository, not uploaded to Debian: no ITP bug for the changelog to close.
+    echo "$name: initial-upload-closes-no-bugs" >"$stage$overrides/$name"
+    chmod 644 "$stage$doc"/* "$stage$overrides/$name"
+    install -d -m 755 "$stage$doc/examples"
+    install -m 644 -t "$stage$doc/examples" "$PGSF_ROOT"/packaging/monitoring/*.{yaml,json}
+    (cd "$stage" && find usr -type f -print0 | sort -z | xargs -0 md5sum) >"$stage/DEBIAN/md5sums"
+    chmod 644 "$stage/DEBIAN/md5sums" "$stage/DEBIAN/control"
+    dpkg-deb --build --root-owner-group -Zxz "$stage" "$deb" >/dev/null
+    say "Built $deb:"
+    dpkg-deb --contents "$deb"
+    apt_install "to check the .deb" lintian
+    say "lintian $deb"
+    lintian --fail-on error,warning --suppress-tags-from-file /dev/null "$deb"
+}
+
+# make_image STAGE DISTRO ARCH ARCHIVE: the extension image of $version for $major in ARCHIVE,
+# from scratch with buildah (nothing pulled; as root, in a storage of its own, removed after):
+# STAGE's lib/ and share/extension/ and the licence, tagged and labelled for CloudNativePG
+# (packaging/README.md), run as 65532:65532; the last commit's files and times, so the same
+# commit and build make the same layer.
+make_image() {
+    local stage=$1 distro=$2 arch=$3 archive=$4 built sql_version entry tag container
+    local layout=${4%.tar} licenses=$1/licenses/pg_snowflake
+    local control=$1/share/extension/pg_snowflake.control
+    built=$(source_date)
+    local rolling=$version-$major-$distro immutable
+    immutable=$version-$(date -u -d "@$built" +%Y%m%d%H%M)-$major-$distro
+    install -d -m 755 "$licenses"
+    install -m 644 "$PGSF_ROOT/LICENSE" "$licenses/LICENSE"
+    copyright_file "$licenses/copyright"
+    chmod 644 "$licenses/copyright"
+    sql_version=$(sed -n "s/^default_version = '\(.*\)'\$/\1/p" "$control")
+    [ -n "$sql_version" ] || die "no default_version in $control"
+    # The labels, as postgres-extensions-containers gives them (io.cloudnativepg.image.base.name:
+    # the CloudNativePG image whose glibc the library needs). No .source or .url: no public address
+    # yet. Removed: the empty base.digest buildah gives an image from scratch.
+    local about="A pg_snowflake $version extension image for PostgreSQL $major on $distro ($arch)"
+    local oci=("created=$(date -u -d "@$built" +%Y-%m-%dT%H:%M:%SZ)" "version=$version"
+        "revision=$(git -C "$PGSF_ROOT" rev-parse HEAD)" "title=pg_snowflake $version $major $distro"
+        "description=$about, for CloudNativePG's image volume extensions" licenses=MIT
+        "vendor=pg_snowflake developers" "authors=pg_snowflake developers" base.name=scratch)
+    local cnpg=("base.name=ghcr.io/cloudnative-pg/postgresql:$major-minimal-$distro"
+        "base.pgmajor=$major" "base.os=$distro" "sql.version=$sql_version")
+    local config=(--user 65532:65532 --arch "$arch" --os linux
+        --annotation org.opencontainers.image.base.digest-)
+    for entry in "${oci[@]/#/org.opencontainers.image.}" "${cnpg[@]/#/io.cloudnativepg.image.}"; do
+        config+=(--label "$entry" --annotation "$entry")
+    done
+    IMAGE_STORAGE=$(mktemp -d /tmp/pgsf-buildah.XXXXXX)
+    trap 'as_root rm -rf "$IMAGE_STORAGE"' EXIT
+    in_storage() {
+        as_root buildah --root "$IMAGE_STORAGE/root" --runroot "$IMAGE_STORAGE/run" \
+            --storage-driver vfs "$@"
+    }
+    say "Building the image pg_snowflake:$immutable (and :$rolling) from scratch with buildah"
+    container=$(in_storage from --quiet --arch "$arch" scratch)
+    in_storage copy --quiet "$container" "$stage" / >/dev/null
+    in_storage config "${config[@]}" "$container"
+    in_storage commit --quiet --rm --identity-label=false --format oci --timestamp "$built" \
+        "$container" "pg_snowflake:$immutable" >/dev/null
+    # Pushed to an OCI layout once per tag (a push to an oci-archive writes an archive of one tag),
+    # then archived with the commit's time and no owner: the same for the same commit.
+    rm -rf "$layout" "$archive"
+    for tag in "$rolling" "$immutable"; do
+        in_storage push --quiet --disable-compression=false "pg_snowflake:$immutable" \
+            "oci:$layout:$tag"
+    done
+    as_root chown -R "$(id -u):$(id -g)" "$layout"
+    tar --create --file "$archive" --directory "$layout" --sort=name --mtime="@$built" \
+        --owner=0 --group=0 --numeric-owner .
+    rm -rf "$layout"
+    say "Built $archive ($(du -k "$archive" | cut -f1) kB), the image pg_snowflake:$immutable" \
+        "and pg_snowflake:$rolling for $arch, running as 65532:65532:"
+    (cd "$stage" && find . -type f -printf '%M %8s %P\n' | sort -k3)
 }

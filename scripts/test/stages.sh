@@ -1,15 +1,11 @@
 # shellcheck shell=bash
 # The plan of `./dev test`, sourced by dev: STAGE_TABLE and run_tests, which runs the stages
-# scripts/test/plan picks from it (what each stage runs: pgrx-tests/README.md#what-dev-test-runs;
-# their bodies: scripts/test/steps.sh).
+# scripts/test/plan picks from it (pgrx-tests/README.md#what-dev-test-runs says what each runs).
 
 # A line a stage, in the order they run (a trailing backslash goes on on the next): what
-# run_stage prints | which majors | where | the command (@major, @pairs: the pg_upgrade pairs,
-# @newest: the newest released major tested; scripts/...: in this checkout) | what is said
-# where a major is left out. Which majors and where are the words of `scripts/test/plan stages`,
-# said in full by MAJORS and WHERE_RUN there (pgrx-tests/README.md's table);
-# beside: once, in the background at the lowest priority while the majors' stages run, its
-# output shown and counted after them; first: the lowest major, which gets the release build.
+# run_stage prints | which majors | where (both: the words of MAJORS and WHERE_RUN in
+# scripts/test/plan) | the command (@major; @pairs: the pg_upgrade pairs; @newest: the newest
+# released major tested; scripts/...: in this checkout) | what is said where a major is left out.
 read -r -d '' STAGE_TABLE <<'EOF' || true
 lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
@@ -48,9 +44,8 @@ pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | ro
     | stage_across_majors @pairs
 EOF
 
-# Runs the stages of PLAN (scripts/test/plan stages: a line a stage, its phase, major, label,
-# name and command words, tab-separated) of the phase $1 (once, beside, major, after) on major $2
-# (major), or says why one is left out.
+# Runs the stages of PLAN (scripts/test/plan stages) of phase $1 (once, beside, major, after) on
+# major $2, or says why one is left out; those beside at the lowest priority, their output kept.
 run_table() {
     local stage
     while IFS=$'\t' read -r -a stage; do
@@ -71,7 +66,6 @@ run_table() {
 run_tests() {
     parse_majors "$@"
     [[ ${ARGS[*]} =~ ^(--list)?$ ]] || die "usage: ./dev test [--list] [--pg N]..."
-    # The majors given, or every one; in order, once each.
     mapfile -t TEST_MAJORS < <(printf '%s\n' "${MAJORS[@]:-${PGSF_MAJORS[@]}}" | sort -nu)
     local trees=() sid_trees=() tree started major no_sid=()
     for tree in $("$ROOT/scripts/test/plan" trees "${TEST_MAJORS[@]}"); do
@@ -104,15 +98,13 @@ run_tests() {
         fi
     fi
 
-    # STAGE_TABLE's stages: those run once, then each major's, then those after the majors.
     PLAN=$("$ROOT/scripts/test/plan" stages "${no_sid[@]}" "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
     run_table once
     BESIDE=()
     run_table beside
     local remaining=("${TEST_MAJORS[@]}") next out
     while [ ${#remaining[@]} -gt 0 ]; do
-        # Each major's stages hold its install lock: the tests install into its directories.
-        # A major another checkout is installing into waits until the free ones are done.
+        # Each major's stages hold its install lock; one another checkout holds waits its turn.
         major=
         for next in "${remaining[@]}"; do
             ! take_install_lock --try "$next" || { major=$next && break; }
@@ -138,8 +130,7 @@ run_tests() {
     local whole=$(($(date +%s) - started)) times total_passed total_failed
     read -r total_passed total_failed < <(printf '%s\n' "${STAGES[@]}" |
         awk -F '\t' '{ p += $4; f += $5 } END { print p + 0, f + 0 }')
-    # The run's figures: copied over pgrx-tests/stage-times.tsv after a measured run (the durations
-    # of pgrx-tests/README.md, scripts/test/plan readme), with a row of pgrx-tests/runs.tsv.
+    # Copied over pgrx-tests/stage-times.tsv after a measured run (scripts/test/plan readme).
     times=${CARGO_TARGET_DIR:-$ROOT/target}/stage-times.tsv
     mkdir -p "$(dirname "$times")"
     {
@@ -156,8 +147,7 @@ run_tests() {
 }
 
 # ./dev test --list: the stages run_tests would run on TEST_MAJORS (the sid root's trees $@ set
-# up first), each with its majors, and the servers stage's test files (pgrx-tests/plan.tsv);
-# nothing is set up, built or run.
+# up first), and the servers stage's test files; nothing is set up, built or run.
 list_tests() {
     [ $# -eq 0 ] || say "[$*] set up the sid root (scripts/setup/sid-root)"
     local stage plan

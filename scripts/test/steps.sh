@@ -1,21 +1,18 @@
 # shellcheck shell=bash disable=SC2164 # each stage runs under set -e (run_stage)
 # The bodies of the stages of ./dev test (STAGE_TABLE in scripts/test/stages.sh names them), and
-# run_stage, which runs each in a subshell of its own; sourced by dev. They use scripts/lib/lib.sh,
-# install_extension (scripts/setup/setup.sh) and run_suite (bench/suite.sh).
-
-# Every stage runs whatever happened before it. Its tests are cargo's "test result:" counts; one
-# without them counts as one test, one that fails without a failed test as one failure.
+# run_stage, which runs each; sourced by dev after scripts/setup/setup.sh and bench/suite.sh.
 STAGES=()
 
-# Runs stage $1 (with the other arguments) where major $2 lives: inside the sid root for its trees
-# (in_root: `./dev _stage` there), here for the others.
+# Runs stage $1 (with the other arguments) where major $2 lives: the sid root's through
+# `./dev _stage` inside it (in_root), the others here.
 at_home() {
     if is_sid_tree "$2" && ! in_sid_root; then in_root "$@"; else "$@"; fi
 }
 in_root() { "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"; }
 
 # run_stage NAME MAJOR COMMAND...: runs COMMAND in a subshell in this checkout (as ./dev _stage
-# does in the sid root), its output on the terminal.
+# does in the sid root), whatever failed before it. Its tests are cargo's "test result:" counts;
+# one without them counts as one test, one that fails without a failed test as one failure.
 run_stage() {
     local name=$1 major=$2
     shift 2
@@ -43,7 +40,6 @@ run_stage() {
         [ "$failed" -eq 0 ] || echo ": FAILED")"
 }
 
-# The pure core needs no PostgreSQL: once for every major.
 # --show-output: the seeded fuzz of the parsers says how many inputs it tried.
 stage_core() {
     cargo test -p snowflake-core -- --show-output
@@ -72,10 +68,9 @@ stage_lint() {
     return "$rc"
 }
 
-# The majors lint runs clippy on here: the lowest and the highest tested, but those of the sid
-# root, which have a stage of their own (clippy in the sid root). The code differs between majors
-# only in src/pg.rs, whose every cfg says "this major or later": the lowest compiles each site's
-# older side and the highest its newer side, so the majors between reach no line they do not.
+# The majors lint runs clippy on here: the lowest and the highest tested outside the sid root
+# (which has a stage of its own). Every cfg of src/pg.rs says "this major or later": those two
+# compile every line.
 clippy_majors() {
     local major
     for major in "${TEST_MAJORS[0]}" "${TEST_MAJORS[-1]}"; do
@@ -83,16 +78,13 @@ clippy_majors() {
     done | sort -u
 }
 
-# The extension built for major $1, under clippy (a step of stage_lint, run where $1 lives).
 stage_clippy() {
     cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
 }
 
-# Builds, in the sid root, what the stages of its majors $2... build there: clippy's check, the
-# tests' binaries, the debug build of each major (and the release build of $1, the lowest major
-# tested, which the README's install and the bench smoke take), the debug build of the old side
-# of each pg_upgrade pair into them. run_tests runs it in the background (nice, ionice
-# idle) beside the other majors' tests; a build that fails here fails again in its stage.
+# Builds, in the sid root, what the stages of its majors $2... build there (the release build
+# too where $1, the lowest major tested, is one); run_tests runs it in the background beside the
+# other majors' tests. A build that fails here fails again in its stage.
 stage_sid_builds() {
     local lowest=$1 major rc=0 pair
     shift
@@ -111,18 +103,15 @@ stage_sid_builds() {
     return "$rc"
 }
 
-# The extension's own unit tests (src/error/tests.rs): pure Rust, but linked against pgrx, which
-# cargo pgrx test sets up; no server is started, since no test needs a backend.
+# The extension's unit tests (src/error/tests.rs): pure Rust, but linked against pgrx.
 stage_unit() {
     cd "$ROOT" && cargo pgrx test "pg$1"
 }
 
-# The tests of pgrx-tests/ that are not #[ignore]d and that pgrx-tests/plan.tsv runs on major
-# $1 when $2 is the newest released major tested, side by side, a process each
-# (scripts/test/side-by-side); then fails if a test is ignored in a binary that no stage runs with
-# --include-ignored (the plan's stage: lines): it would run nowhere. On the newest, the tests run
-# once put their registries on the lowest major set up here (PGSF_REGISTRY_PG_CONFIG, read by
-# pgrx-tests/src/registry.rs): the registry's SQL then meets the oldest server it may run on.
+# The tests of pgrx-tests/ not #[ignore]d that pgrx-tests/plan.tsv runs on major $1 when $2 is
+# the newest released major tested, side by side; then fails if a test is ignored in a binary no
+# stage runs (the plan's stage: lines). On the newest, the registries are on the lowest major
+# (PGSF_REGISTRY_PG_CONFIG, pgrx-tests/src/registry.rs): the oldest server their SQL may meet.
 stage_servers() {
     local major=$1 newest=$2 rc=0 binary test stray=() staged lowest
     install_extension "$major"
@@ -149,9 +138,8 @@ stage_servers() {
     return "$rc"
 }
 
-# The #[ignore]d tests of the test binary $1 (a stage: line of the plan) with the others, one at a
-# time, their output shown; with $2, that many at once, a process each (scripts/test/side-by-side),
-# for binaries whose tests share nothing but the installed build.
+# Every test of binary $1 (a stage: line of the plan), the #[ignore]d ones too, one at a time;
+# with $2, that many at once (scripts/test/side-by-side), where they share only the build.
 staged_tests() {
     if [ -n "${2:-}" ]; then
         "$ROOT/scripts/test/side-by-side" -j "$2" --binary "$1"
@@ -161,40 +149,33 @@ staged_tests() {
         --nocapture
 }
 
-# Test binary $2 (pgrx-tests/tests/$2.rs: a stage: line of the plan) on major $1, after
-# stage_servers installed the build there (each stage runs in a shell of its own: the major is
-# chosen again here).
+# Test binary $2 (a stage: line of the plan) on major $1, where stage_servers installed the build.
 stage_binary() {
     use_pg "$1"
     staged_tests "$2"
 }
 
-# The README's install section from source, run in this checkout; with --pgxn, in the PGXN
-# release unpacked elsewhere, its build in this checkout's target directory (pgrx-tests/README.md,
-# "README install", says why).
+# The README's install section from source, in this checkout; with --pgxn, in the PGXN zip
+# unpacked elsewhere, built in this checkout's target directory (pgrx-tests/README.md says why).
 stage_readme() {
     use_pg "$1"
     if [ "${2:-}" != --pgxn ]; then
         "$ROOT/scripts/test/install-section"
         return
     fi
-    local dir version
-    version=$(cargo_version)
-    dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
+    local dir rc=0 version
+    version=$(cargo_version) dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
     "$ROOT/scripts/package/pgxn"
-    unzip -q "${CARGO_TARGET_DIR:-$ROOT/target}/pg_snowflake-$version.zip" -d "$dir"
+    unzip -q "$CARGO_TARGET_DIR/pg_snowflake-$version.zip" -d "$dir"
     say "The README's install section in the unpacked zip, $dir/pg_snowflake-$version"
-    local rc=0
-    CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target} \
-        "$dir/pg_snowflake-$version/scripts/test/install-section" || rc=$?
+    "$dir/pg_snowflake-$version/scripts/test/install-section" || rc=$?
     rm -rf "$dir"
     return "$rc"
 }
 
-# Upgrading from each of PGSF_OLD_RELEASES (0.5.0) as built from its own commit
-# (scripts/package/old-release: once, kept in $PGSF_PG_CACHE/releases) on major $1 (18 or later: the
-# servers load the old build through extension_control_path), into the build installed there
-# (pgrx-tests/tests/from_release.rs).
+# Upgrading from each of PGSF_OLD_RELEASES, built from its own commit (scripts/package/old-release)
+# and loaded through extension_control_path (18 or later), into the build installed in major $1.
 stage_from_release() {
     use_pg "$1"
     local release build
@@ -205,10 +186,7 @@ stage_from_release() {
     staged_tests from_release 5
 }
 
-# The suite's smoke run, the report generator's self-check (synthetic rows: noise, parts that
-# sum to the whole), the ID-type benchmark's quick run (on a major without uuidv7(), 15, with
-# the three other keys), and the smoke runs of the watermark's cost, the online adoption and the
-# lease clients.
+# The smoke runs of the benchmarks (bench/README.md) and the report generator's self-check.
 stage_bench_smoke() {
     use_pg "$1"
     INSTALLED_BUILD=release run_suite bench --smoke
@@ -223,8 +201,7 @@ stage_bench_smoke() {
     "$ROOT/bench/lease-clients" --smoke
 }
 
-# bench/fleet-scale's smoke run: fails on errors, never on a figure. Any build installed in the
-# major will do (stage_servers installed one).
+# bench/fleet-scale's smoke run, on the build stage_servers installed.
 stage_fleet_scale_smoke() {
     use_pg "$1"
     "$ROOT/bench/fleet-scale" --smoke
@@ -239,8 +216,6 @@ stage_across_majors() {
     PGSF_UPGRADE_PAIRS=$pairs staged_tests across_majors 4
 }
 
-# The client recipes (scripts/test/clients: installs the stacks' toolchains and packages when missing,
-# starts its own servers) on major $1, with the build installed there first.
 stage_clients() {
     install_extension "$1"
     "$ROOT/scripts/test/clients" --pg "$1"
