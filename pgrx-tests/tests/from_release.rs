@@ -15,13 +15,18 @@
 //! 18 or later), after the build is installed there.
 
 use postgres::Client;
-use snowflake_it::registry::{claimed_within, member_config, registry_server, LEASE_MS};
+use snowflake_it::registry::{claimed_within, member_config, registry_server};
 use snowflake_it::{cargo_version, describe, pg_major, wait_until, Config, Server};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const OLD: &str = "0.5.0";
+
+/// The fleets' lease (ms): the shortest either build allows. The fleet runs four leases between
+/// upgrades, so that heartbeats of both builds pass through every lease's end; in seconds of a
+/// 3 s lease that made each fleet take over a minute.
+const FLEET_LEASE_MS: i64 = 1_000;
 
 /// 0.5.0's build: `lib/pg_snowflake.so` and `share/extension/`.
 fn old_build() -> PathBuf {
@@ -379,7 +384,10 @@ fn fleet(mode: &str) {
             started_under_0_5_0(
                 &format!("release-{mode}-{i}"),
                 member_config(&conninfo, None)
-                    .setting(&format!("pg_snowflake.registry_mode = '{mode}'")),
+                    .setting(&format!("pg_snowflake.registry_mode = '{mode}'"))
+                    .setting(&format!(
+                        "pg_snowflake.registry_lease_ms = {FLEET_LEASE_MS}"
+                    )),
             )
         })
         .collect();
@@ -396,7 +404,7 @@ fn fleet(mode: &str) {
     );
     let mut made: Vec<Vec<i64>> = vec![vec![]; 3];
     let mut said: Vec<Said> = (0..3).map(|_| Said::default()).collect();
-    let lease = Duration::from_millis(LEASE_MS as u64);
+    let lease = Duration::from_millis(FLEET_LEASE_MS as u64);
 
     // The others make IDs while `upgrading` (if any) is down or waits for its claim; then all
     // run for `leases` leases.

@@ -291,6 +291,12 @@ fn clean_restarts_with_a_fenced_registry_stamp_no_id_ahead_of_the_clock() {
     assert!(crashed < 32_000, "{crashed} ms ahead after one crash");
 }
 
+/// The crash loop's lease (ms). A restart waits a heartbeat interval (a third of a lease) and
+/// the clock margin (2 s) before its claim, so the loop's time grows with the lease; a mark
+/// that piled up a lease per crash is past this one at the second crash whatever its length.
+/// (With the shipped 30 s the loop took a minute.)
+const CRASH_LOOP_LEASE_MS: i64 = 9_000;
+
 /// One `snowflake_nextval()` on a new connection, and how far ahead of the server's clock it
 /// is stamped (ms).
 fn id_and_lead(server: &Server) -> (i64, i64) {
@@ -312,14 +318,16 @@ fn id_and_lead(server: &Server) -> (i64, i64) {
 /// at most one lease (the server's own `pg_snowflake.registry_lease_ms`) ahead of the clock,
 /// and above every ID before it. Each restart is claimed within seconds, never refused its own
 /// id as a clock fault. Before this, the four restarts stamped their IDs 28, 56, 84 and 112 s
-/// ahead under a 30 s lease.
+/// ahead under a 30 s lease. The lease here is [`CRASH_LOOP_LEASE_MS`].
 fn crash_loop(mode: &str) {
     let registry = registry_server(&format!("crashloop{mode}registry"));
     let server = Server::start(
         &format!("crashloop{mode}member"),
         member_config(&registry.conninfo("postgres"), Some(7))
             .setting(&format!("pg_snowflake.registry_mode = '{mode}'"))
-            .setting("pg_snowflake.registry_lease_ms = 30000"),
+            .setting(&format!(
+                "pg_snowflake.registry_lease_ms = {CRASH_LOOP_LEASE_MS}"
+            )),
     );
     server.execute("SELECT snowflake_registry_create()");
     assert_eq!(claimed_node(&server), 7);
