@@ -416,3 +416,46 @@ fn the_live_node_id_is_refused_as_the_backfill_node_id() {
         ),
     );
 }
+
+/// The ceiling is confirmed by the synchronous standby before any ID under it is made, even in a
+/// session that re-keys with `synchronous_commit = off` (as bulk loads often do): with the
+/// standby's WAL receiver stopped, the call waits (its statement timeout held back, as for a
+/// backend's own reservation) and returns once the standby receives again.
+#[test]
+fn the_ceiling_waits_for_the_synchronous_standby_even_with_synchronous_commit_off() {
+    let primary = Server::start("nextval_at_sync", config());
+    let standby = Server::standby_of(&primary, "nextval_at_sync_standby", config());
+    primary.make_standby_synchronous();
+    let receiver: i32 = standby.query_one("SELECT pid FROM pg_stat_wal_receiver");
+    standby.as_postgres(&format!("kill -STOP {receiver}"));
+    let mut client = primary.connect();
+    client
+        .batch_execute("SET synchronous_commit = off; SET statement_timeout = '1s'")
+        .unwrap();
+    let (sender, answer) = std::sync::mpsc::channel();
+    let call = thread::spawn(move || {
+        let result = client.query_one("SELECT snowflake_nextval_at('2025-06-01 00:00:00+00')", &[]);
+        sender.send(result.map(|row| row.get::<_, i64>(0))).unwrap();
+    });
+    assert!(
+        answer.recv_timeout(Duration::from_secs(3)).is_err(),
+        "the call returned before the synchronous standby confirmed the ceiling"
+    );
+    standby.as_postgres(&format!("kill -CONT {receiver}"));
+    let result = answer.recv_timeout(Duration::from_secs(30)).unwrap();
+    call.join().unwrap();
+    // The ID was made under the confirmed ceiling; the statement timeout, held back, may end
+    // the statement after it.
+    match result {
+        Ok(id) => assert_eq!(id & 0xfff, 0, "the first ID of the instant"),
+        Err(err) => {
+            assert_error(
+                &err,
+                "57014",
+                "canceling statement due to statement timeout",
+                None,
+                None,
+            );
+        }
+    }
+}

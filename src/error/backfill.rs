@@ -185,8 +185,8 @@ pub(super) fn message_of(error: &BackfillError) -> Message {
             ERRCODE_QUERY_CANCELED,
             "the backfill's ceiling was not confirmed by the synchronous standbys",
             Some(
-                "The wait for the synchronous standbys was cancelled: the IDs it covers are not \
-                 made until they are."
+                "The call was cancelled or terminated before the ceiling was confirmed: no ID \
+                 under it is made."
                     .into(),
             ),
             "Call again.",

@@ -7,6 +7,7 @@
 //! backfill lock (`shmem::Handle::backfill`), by the backend that needs the raise. A damaged or
 //! unreadable file refuses the backfill; it never silently starts from nothing.
 
+use super::renew::CancelsHeldBack;
 use super::store::{replace_file, RMGR_ID};
 use crate::error::{BackfillError, SnowflakeError, BACKFILL_FILE};
 use crate::pg::xlog_register_data;
@@ -46,9 +47,20 @@ pub fn load(layout: &Layout) -> Result<Ceilings, SnowflakeError> {
 
 /// Raises the ceiling of backfill node id `node` to `ceiling`, durably: the file, then the WAL
 /// record, flushed and confirmed by the synchronous standbys. Called under the backfill lock
-/// (which holds interrupts), on a primary. `Ok(false)`: a cancel or terminate came during the
-/// standbys' wait, so the raise must not count (the caller makes no ID under it).
+/// (which holds interrupts), on a primary. `Ok(false)`: a cancel was pending before the write,
+/// or a terminate came during the standbys' wait, so the raise must not count (the caller makes
+/// no ID under it).
+///
+/// A cancel (and statement_timeout, which cancels with SIGINT) is held back while the standbys
+/// are waited for, as for a backend writing its own reservation (`renew::renew_here`):
+/// SyncRepWaitForLSN answers a cancel by clearing it and returning unconfirmed, which nothing
+/// after it could tell from a confirmation. The cancel is delivered once the write is over.
 pub fn raise(layout: &Layout, node: u32, ceiling: u64) -> Result<bool, SnowflakeError> {
+    let _cancels = CancelsHeldBack::new();
+    // SAFETY: plain reads of flags set by signal handlers; SIGINT cannot run now.
+    if unsafe { pg_sys::QueryCancelPending != 0 || pg_sys::ProcDiePending != 0 } {
+        return Ok(false);
+    }
     let mut ceilings = load(layout)?;
     if ceilings.raise(node, ceiling) {
         replace_file(
@@ -64,16 +76,31 @@ pub fn raise(layout: &Layout, node: u32, ceiling: u64) -> Result<bool, Snowflake
         ceiling,
     });
     // SAFETY: the payload outlives XLogInsert, which copies it. As for the reservation
-    // (`store::reserve`): SyncRepWaitForLSN returns early, with a WARNING, on a cancel or a
-    // terminate (interrupts are held by the lock, so neither ends the process inside), and waits
-    // only while synchronous_commit asks for a standby.
+    // (`store::reserve`): SyncRepWaitForLSN returns early, with a WARNING, on a terminate
+    // (interrupts are held by the lock, so it does not end the process inside), and waits
+    // only while synchronous_commit asks for a standby: set on for the write (a GUC nest level
+    // opened and closed around it, inside the caller's transaction; an ERROR in between aborts
+    // the transaction, whose clean-up restores the setting), so that a session re-keying with
+    // synchronous_commit off still waits for the synchronous standbys that may be promoted.
     unsafe {
+        let level = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"synchronous_commit".as_ptr(),
+            c"on".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
         pg_sys::XLogBeginInsert();
         xlog_register_data(&mut payload);
         let end = pg_sys::XLogInsert(RMGR_ID, XLOG_BACKFILL);
         pg_sys::XLogFlush(end);
         pg_sys::SyncRepWaitForLSN(end, false);
-        Ok(pg_sys::ProcDiePending == 0 && pg_sys::QueryCancelPending == 0)
+        pg_sys::AtEOXact_GUC(true, level);
+        Ok(pg_sys::ProcDiePending == 0)
     }
 }
 
