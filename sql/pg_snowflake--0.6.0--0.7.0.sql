@@ -683,3 +683,15 @@ COMMENT ON FUNCTION snowflake_adopt_online_indexes(regclass, text) IS
 'The CREATE INDEX CONCURRENTLY statements snowflake_adopt_online waits for, to run outside a transaction block (psql: \gexec); none when there is nothing to build.';
 COMMENT ON FUNCTION snowflake_adopt_online_try(text[], integer, integer) IS
 'snowflake_adopt_online''s short locks: runs the statements with lock_timeout in a subtransaction, tried again after a pause when a lock is not granted; returns the attempts that timed out.';
+
+-- IDs stamped at past instants, for re-keying old rows (docs/GUIDE.md, "Re-keying historical
+-- rows").
+CREATE  FUNCTION "snowflake_nextval_at"(
+	"ts" timestamp with time zone /* pgrx::datum::time_stamp_with_timezone::TimestampWithTimeZone */
+) RETURNS bigint /* i64 */
+STRICT VOLATILE PARALLEL UNSAFE
+LANGUAGE c /* Rust */
+AS 'MODULE_PATHNAME', 'snowflake_nextval_at_wrapper';
+
+COMMENT ON FUNCTION snowflake_nextval_at(timestamptz) IS
+'Returns a snowflake ID stamped at a past instant (re-keying old rows) under pg_snowflake.backfill_node_id; instants must not decrease while the server runs.';

@@ -27,6 +27,7 @@ const NODE_UNSET: i32 = -1;
 const DEFAULT_EPOCH: &CStr = c"2024-01-01 00:00:00+00";
 
 static NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(NODE_UNSET);
+static BACKFILL_NODE_ID: GucSetting<i32> = GucSetting::<i32>::new(NODE_UNSET);
 static EPOCH: GucSetting<Option<CString>> = GucSetting::<Option<CString>>::new(Some(DEFAULT_EPOCH));
 static TIME_UNIT_MS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_LAYOUT.unit_ms as i32);
 static NODE_BITS: GucSetting<i32> = GucSetting::<i32>::new(DEFAULT_LAYOUT.node_bits as i32);
@@ -97,6 +98,31 @@ pub fn init(now_unix_ms: i64) -> Result<(), SnowflakeError> {
             layout.max_node()
         )
     })?;
+
+    let configured = configured_text(c"pg_snowflake.backfill_node_id");
+    GucRegistry::define_int_guc(
+        c"pg_snowflake.backfill_node_id",
+        c"Sets the node id that snowflake_nextval_at() stamps IDs for past instants with.",
+        c"A node id no server or application ever uses for live IDs, distinct per server, as \
+          node_id is. -1 (the default) means unset: snowflake_nextval_at() then refuses. The \
+          range follows pg_snowflake.node_bits.",
+        &BACKFILL_NODE_ID,
+        NODE_UNSET,
+        layout.max_node().min(i32::MAX as u32) as i32,
+        GucContext::Postmaster,
+        GucFlags::default(),
+    );
+    check_int(
+        "pg_snowflake.backfill_node_id",
+        configured,
+        BACKFILL_NODE_ID.get(),
+        || {
+            format!(
+                "Node ids run from 0 to {}; -1 leaves the backfill node id unset.",
+                layout.max_node()
+            )
+        },
+    )?;
 
     GucRegistry::define_int_guc(
         c"pg_snowflake.max_borrow_ms",
@@ -330,6 +356,11 @@ fn configured_text(name: &CStr) -> Option<String> {
 /// The node id as `pg_snowflake.node_id` sets it (`None`: unset).
 pub fn configured_node() -> Option<u32> {
     u32::try_from(read(&NODE_ID)).ok()
+}
+
+/// The backfill node id as `pg_snowflake.backfill_node_id` sets it (`None`: unset).
+pub fn backfill_node() -> Option<u32> {
+    u32::try_from(read(&BACKFILL_NODE_ID)).ok()
 }
 
 /// The registry's connection string, if one is set.

@@ -28,6 +28,14 @@
 //!   lock of the tranche, which is never taken with the generator's held; with it, whether the
 //!   transactions prepared before this start have been listed.
 //!
+//! The backfill cursor (`snowflake_nextval_at`, the core's `backfill::Cursor`), under the third
+//! lock of the tranche, which is never taken with another of ours held: [`Handle::backfill`].
+//! Unlike the generator's, this lock is held across the backfill's rare durable write (its
+//! ceiling's file and WAL record, at a run's start and once per `backfill::BLOCK` ties at one
+//! instant), so that no ID above a ceiling is made before the ceiling is on disk; callers wait
+//! for it uninterruptibly, as for any LWLock. It starts empty at each creation of the region: a
+//! restart, after a crash or not, begins a new run above the recorded ceiling.
+//!
 //! The region exists only when the library is preloaded: [`get`] says so once and hands out a
 //! [`Handle`], the only way in.
 
@@ -36,6 +44,7 @@ use crate::pg::{unguarded, ADDIN_SHMEM_INIT_LOCK};
 use pgrx::prelude::*;
 use pgrx::shmem::PgSharedMemoryInitialization;
 use pgrx::{pg_shmem_init, PGRXSharedMemory};
+use snowflake_core::backfill::Cursor;
 use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::issuer::Issuer;
 use snowflake_core::watermark::{Prepared, NONE};
@@ -70,6 +79,10 @@ struct Region {
     renewer_seen_at: AtomicI64,
     /// The watermark's block (see the header).
     marks: *mut Marks,
+    /// The third lock of the tranche: guards `backfill`.
+    backfill_lock: *mut pg_sys::LWLock,
+    /// The backfill cursor of this run. Guarded by `backfill_lock`.
+    backfill: UnsafeCell<Cursor>,
 }
 
 /// The watermark's block: this header, then `backends` slots (`AtomicI64`), then `capacity`
@@ -160,8 +173,8 @@ impl PgSharedMemoryInitialization for SharedRegion {
             pg_sys::RequestAddinShmemSpace(size_of::<Region>());
             pg_sys::RequestAddinShmemSpace(Marks::size(backends, capacity));
             // The name is the extension's own, so no other library's tranche can clash with it.
-            // The generator's lock, then the prepared transactions' (see the header).
-            pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 2);
+            // The generator's lock, the prepared transactions', the backfill's (see the header).
+            pg_sys::RequestNamedLWLockTranche(NAME.as_ptr(), 3);
         }
     }
 
@@ -203,6 +216,8 @@ impl PgSharedMemoryInitialization for SharedRegion {
                     renewal_due: std::mem::zeroed(),
                     renewer_seen_at: AtomicI64::new(NEVER_SEEN),
                     marks,
+                    backfill_lock: &raw mut (*locks.add(2)).lock,
+                    backfill: UnsafeCell::new(Cursor::NEW),
                 });
                 pg_sys::ConditionVariableInit(&raw mut (*region).renewed);
                 pg_sys::ConditionVariableInit(&raw mut (*region).renewal_due);
@@ -316,6 +331,19 @@ impl Handle {
             pg_sys::LWLockAcquire(marks.prepared_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
             let result = f(marks.prepared(), &mut *marks.listed.get());
             pg_sys::LWLockRelease(marks.prepared_lock);
+            result
+        }
+    }
+
+    /// Runs `f` on the backfill cursor under the backfill lock, exclusively. `f` may write the
+    /// backfill's ceiling (file, WAL, the synchronous standbys' wait: see the header); no other
+    /// lock of ours is held, and an ERROR releases this one with the others (`LWLockReleaseAll`).
+    pub fn backfill<R>(self, f: impl FnOnce(&mut Cursor) -> R) -> R {
+        // SAFETY: the cursor is only touched while the lock is held.
+        unsafe {
+            pg_sys::LWLockAcquire(self.0.backfill_lock, pg_sys::LWLockMode::LW_EXCLUSIVE);
+            let result = f(&mut *self.0.backfill.get());
+            pg_sys::LWLockRelease(self.0.backfill_lock);
             result
         }
     }

@@ -10,11 +10,13 @@
 //!   writer's turn), the gate and the fenced ceiling
 //! - [`renewer`]: the renewer's turn: when it contacts the registry, then the pin and the publication
 //! - [`retry`]: pacing retries and their log lines after failures
+//! - [`backfill`]: IDs stamped at past instants: the backfill cursor, its durable ceiling
 //! - [`base32`]: the 13-character text form
 //! - [`state_file`] and [`wal_record`]: the bytes of the durable reservation
 //! - [`watermark`]: the least ID still held by a transaction that has not ended
 //! - [`error`]: what can go wrong, as data (the extension words it)
 
+pub mod backfill;
 pub mod base32;
 pub mod calendar;
 pub mod clock;

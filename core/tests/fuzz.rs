@@ -1,6 +1,7 @@
 //! A deterministic fuzz of the core's parsers of outside text and bytes: `base32::decode` (the
 //! SQL decoders), `calendar::parse_epoch` (the epoch setting), `state_file::parse` (the file a
-//! server starts from) and `wal_record::decode` (what a standby replays).
+//! server starts from) and `wal_record::decode` (what a standby replays); in a test of their own,
+//! the backfill's file (`backfill::Ceilings::parse`) and WAL record (`backfill::decode`).
 //!
 //!     PGSF_FUZZ_CASES=10000000 cargo test -p snowflake-core --test fuzz -- --nocapture
 //!
@@ -518,5 +519,70 @@ fn fuzz_the_parsers() {
         failures.is_empty(),
         "{failed} of {cases} inputs broke a parser's promise (seed {seed:#x}); the first:\n{}",
         failures.join("\n")
+    );
+}
+
+/// The backfill's parsers (`backfill::Ceilings::parse`, the ceiling's file, and
+/// `backfill::decode`, its WAL record), fuzzed the same way: mutations of valid input and random
+/// input. Promises: no panic; a file read back formats to text that reads back the same; a
+/// record read back encodes to the very bytes it was read from.
+#[test]
+fn fuzz_the_backfill_parsers() {
+    use snowflake_core::backfill::{decode, encode, Ceilings, Record};
+    let cases = env_number("PGSF_FUZZ_CASES", DEFAULT_CASES) / 4;
+    let seed = env_number("PGSF_FUZZ_SEED", DEFAULT_SEED);
+    let mut rng = Rng(seed.max(1));
+    let mut accepted = [0u64; 2];
+    for case in 0..cases {
+        let layout = layout(&mut rng);
+        if case % 2 == 0 {
+            let mut ceilings = Ceilings::new(layout);
+            for _ in 0..rng.below(4) {
+                ceilings.raise(rng.next() as u32, rng.next() >> rng.below(64));
+            }
+            let text = if rng.chance(8) {
+                (0..rng.below(40)).map(|_| rng.any_char()).collect()
+            } else {
+                mutate_text(&mut rng, &ceilings.format(), "0123456789 -+\n")
+            };
+            let read = catch_unwind(|| Ceilings::parse(&text))
+                .unwrap_or_else(|_| panic!("Ceilings::parse({text:?}) panicked"));
+            if let Ok(read) = read {
+                accepted[0] += 1;
+                assert_eq!(
+                    Ceilings::parse(&read.format()).as_ref(),
+                    Ok(&read),
+                    "{text:?} read back otherwise after formatting"
+                );
+            }
+        } else {
+            let record = Record {
+                layout,
+                node: rng.next() as u32,
+                ceiling: rng.next(),
+            };
+            let mut bytes = encode(&record).to_vec();
+            if rng.chance(8) {
+                bytes = rng.any_bytes(40);
+            }
+            for _ in 0..rng.below(3) {
+                let at = rng.below(bytes.len().max(1) as u64) as usize;
+                if let Some(byte) = bytes.get_mut(at) {
+                    *byte = rng.next() as u8;
+                }
+            }
+            let read = catch_unwind(|| decode(&bytes))
+                .unwrap_or_else(|_| panic!("backfill::decode({bytes:?}) panicked"));
+            if let Some(read) = read {
+                accepted[1] += 1;
+                valid(&read.layout).unwrap();
+                assert_eq!(encode(&read).as_slice(), bytes.as_slice());
+            }
+        }
+    }
+    println!("fuzz of the backfill's parsers: {cases} inputs, {accepted:?} accepted");
+    assert!(
+        accepted.iter().all(|&n| n > 0),
+        "nothing was accepted: {accepted:?}"
     );
 }

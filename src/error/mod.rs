@@ -10,11 +10,13 @@
 //! The golden tests in `pgrx-tests/golden` assert each text word for word.
 
 mod adopt;
+mod backfill;
 mod core_errors;
 mod registry;
 mod report;
 
 pub use adopt::AdoptError;
+pub use backfill::{BackfillError, BACKFILL_FILE};
 pub use registry::{refusal_error as registry_refusal_error, RegistryError};
 pub use report::{Message, OrReport};
 
@@ -88,6 +90,8 @@ pub enum SnowflakeError {
     Adopt(AdoptError),
     /// A refusal, warning or log line of the node-id registry.
     Registry(RegistryError),
+    /// A refusal of `snowflake_nextval_at`.
+    Backfill(BackfillError),
     /// LOG: with a registry to give a fresh node id, a damaged state file was moved aside.
     DamagedStateFileMovedAside {
         path: &'static str,
@@ -113,6 +117,12 @@ impl From<AdoptError> for SnowflakeError {
     }
 }
 
+impl From<BackfillError> for SnowflakeError {
+    fn from(error: BackfillError) -> Self {
+        SnowflakeError::Backfill(error)
+    }
+}
+
 impl From<RegistryError> for SnowflakeError {
     fn from(error: RegistryError) -> Self {
         SnowflakeError::Registry(error)
@@ -130,6 +140,7 @@ impl SnowflakeError {
             Core(error) => core_errors::message_of(error),
             Adopt(error) => adopt::message_of(error),
             Registry(error) => registry::message_of(error),
+            Backfill(error) => backfill::message_of(error),
             DamagedStateFileMovedAside {
                 path,
                 aside,

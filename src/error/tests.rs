@@ -150,10 +150,11 @@ fn variant(error: &SnowflakeError) -> usize {
         },
         S::DamagedStateFileMovedAside { .. } => 54,
         S::WatermarkInRecovery => 70,
+        S::Backfill(backfill) => 76 + backfill::number(backfill),
     }
 }
 
-const VARIANTS: usize = 76;
+const VARIANTS: usize = 76 + backfill::VARIANTS;
 
 /// At least one example of every variant (both forms of those whose wording branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
@@ -470,6 +471,7 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         .chain(adopt.into_iter().map(SnowflakeError::from))
         .chain(registry.into_iter().map(SnowflakeError::from))
         .chain(server)
+        .chain(backfill::examples().into_iter().map(SnowflakeError::from))
         .chain([SnowflakeError::DamagedStateFileMovedAside {
             path: STATE_FILE,
             aside: "pg_snowflake.state.damaged",

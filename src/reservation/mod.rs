@@ -6,8 +6,10 @@
 //! - [`renew`]: one renewal — the writer's turn taken, the write, the report — by the renewer
 //!   (`src/renewer.rs`) or a backend standing in
 //! - [`store`]: the state file and the WAL record: writing them, reading the file at start-up
-//! - [`redo`]: replaying the WAL record (the custom resource manager)
+//! - [`redo`]: replaying the WAL records (the custom resource manager)
+//! - [`backfill`]: the backfill's ceiling (`snowflake_nextval_at`): its file and WAL record
 
+pub mod backfill;
 pub mod redo;
 pub mod renew;
 pub mod store;

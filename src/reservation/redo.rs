@@ -3,8 +3,10 @@
 //! shared memory and this server's state file, and hands on its node id and claim
 //! ([`replay_reservation`]; the rules are the core's `Node::replay`), so a standby, once
 //! promoted, issues only IDs above everything its primary reserved. The record is written by
-//! `store.rs`; its bytes are the core's `wal_record`.
+//! `store.rs`; its bytes are the core's `wal_record`. A replayed backfill record raises the
+//! backfill's ceiling in this server's file (`backfill.rs`).
 
+use super::backfill::{self, XLOG_BACKFILL};
 use super::store::{self, RMGR_ID, XLOG_RESERVATION};
 use crate::error::SnowflakeError;
 use crate::gucs;
@@ -39,18 +41,41 @@ pub fn register() {
 /// # Safety
 /// `record` is a decoded record of our resource manager, as Postgres passes to redo and desc.
 unsafe fn record_reservation(record: *mut pg_sys::XLogReaderState) -> Option<wal_record::Record> {
-    let decoded = unsafe { &*(*record).record };
-    let info = decoded.header.xl_info & !(pg_sys::XLR_INFO_MASK as u8);
+    let (info, bytes) = unsafe { info_and_payload(record) };
     if info != XLOG_RESERVATION {
         return None;
     }
+    wal_record::decode(bytes)
+}
+
+/// The backfill ceiling carried by one of our WAL records, if it is one.
+///
+/// # Safety
+/// As [`record_reservation`].
+unsafe fn record_backfill(
+    record: *mut pg_sys::XLogReaderState,
+) -> Option<snowflake_core::backfill::Record> {
+    let (info, bytes) = unsafe { info_and_payload(record) };
+    if info != XLOG_BACKFILL {
+        return None;
+    }
+    snowflake_core::backfill::decode(bytes)
+}
+
+/// A record's type and payload.
+///
+/// # Safety
+/// As [`record_reservation`]; the payload lives as long as the record.
+unsafe fn info_and_payload<'a>(record: *mut pg_sys::XLogReaderState) -> (u8, &'a [u8]) {
+    let decoded = unsafe { &*(*record).record };
+    let info = decoded.header.xl_info & !(pg_sys::XLR_INFO_MASK as u8);
     let bytes = unsafe {
         std::slice::from_raw_parts(
             decoded.main_data.cast::<u8>(),
             decoded.main_data_len as usize,
         )
     };
-    wal_record::decode(bytes)
+    (info, bytes)
 }
 
 #[pg_guard]
@@ -61,7 +86,10 @@ unsafe extern "C-unwind" fn redo(record: *mut pg_sys::XLogReaderState) {
             let shm = shmem::get().unwrap_or_else(|e| e.report_fatal());
             replay_reservation(shm, &record).unwrap_or_else(|e| e.report_fatal())
         }
-        None => SnowflakeError::UnknownWalRecord.report_fatal(),
+        None => match unsafe { record_backfill(record) } {
+            Some(ceiling) => backfill::replay(&ceiling).unwrap_or_else(|e| e.report_fatal()),
+            None => SnowflakeError::UnknownWalRecord.report_fatal(),
+        },
     }
 }
 
@@ -83,13 +111,24 @@ unsafe extern "C-unwind" fn describe(
             r.layout.describe()
         );
         unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr().cast()) };
+    } else if let Some(r) = unsafe { record_backfill(record) } {
+        let text = format!(
+            "backfill node {}; ceiling {}; layout {}\0",
+            r.node,
+            r.ceiling,
+            r.layout.describe()
+        );
+        unsafe { pg_sys::appendStringInfoString(buf, text.as_ptr().cast()) };
     }
 }
 
 #[pg_guard]
 unsafe extern "C-unwind" fn identify(info: u8) -> *const c_char {
-    if info & !(pg_sys::XLR_INFO_MASK as u8) == XLOG_RESERVATION {
+    let info = info & !(pg_sys::XLR_INFO_MASK as u8);
+    if info == XLOG_RESERVATION {
         c"RESERVATION".as_ptr()
+    } else if info == XLOG_BACKFILL {
+        c"BACKFILL".as_ptr()
     } else {
         std::ptr::null()
     }

@@ -230,12 +230,12 @@ impl Drop for InterruptsHeld {
 
 /// SIGINT (query cancel; statement_timeout sends it too) blocked while this lives: it stays
 /// pending and is delivered when the mask is restored.
-struct CancelsHeldBack {
+pub(super) struct CancelsHeldBack {
     old: libc::sigset_t,
 }
 
 impl CancelsHeldBack {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         // SAFETY: sigset_t is plain data, initialised by sigemptyset/sigaddset before use;
         // sigprocmask on this process's only thread.
         unsafe {

@@ -38,7 +38,8 @@ const PG_UPGRADE_OUTPUT_DIR: &str = "pg_upgrade_output.d";
 /// (https://wiki.postgresql.org/wiki/CustomWALResourceManagers): to do at the first release
 /// outside this repository.
 pub const RMGR_ID: u8 = 191;
-/// The one record type: "reservation" (payload: `snowflake_core::wal_record`).
+/// The record type "reservation" (payload: `snowflake_core::wal_record`); the other,
+/// "backfill", is `backfill::XLOG_BACKFILL`.
 pub const XLOG_RESERVATION: u8 = 0x10;
 
 /// How a reservation written by [`reserve`] ended.
@@ -325,14 +326,20 @@ pub fn write_state_file(layout: &Layout, durable: &Durable) -> Result<(), std::i
 /// Writes `contents` to a temporary file, fsyncs it, renames it over the state file and fsyncs
 /// the directory.
 fn replace_state_file(contents: &[u8]) -> Result<(), std::io::Error> {
+    replace_file(STATE_FILE, STATE_FILE_TMP, contents)
+}
+
+/// Writes `contents` to `tmp`, fsyncs it, renames it over `path` and fsyncs the directory (the
+/// state file's and the backfill's file's way of being replaced).
+pub fn replace_file(path: &str, tmp: &str, contents: &[u8]) -> Result<(), std::io::Error> {
     let mut file = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(STATE_FILE_TMP)?;
+        .open(tmp)?;
     file.write_all(contents)?;
     file.sync_all()?;
-    fs::rename(STATE_FILE_TMP, STATE_FILE)?;
+    fs::rename(tmp, path)?;
     File::open(".").and_then(|dir| dir.sync_all())
 }

@@ -1,6 +1,7 @@
 //! The SQL face: every function a user calls, each a thin wrapper.
 //!
 //! - [`nextval`]: `snowflake_nextval()` and `snowflake_nextval_batch(n)`
+//! - [`backfill`]: `snowflake_nextval_at(ts)`: IDs stamped at past instants
 //! - [`stats`]: the function `snowflake_stats()`
 //! - [`decode`]: IDs → parts, JSON and base 32, and back
 //! - [`bounds`]: time → ID bounds
@@ -19,6 +20,7 @@
 mod adopt;
 mod adopt_new_keys;
 mod adopt_online;
+mod backfill;
 mod bounds;
 mod decode;
 mod lease;
