@@ -1,3 +1,4 @@
+use super::catalogue::{Family, Level, Row};
 use super::report::{quoted, quoted_cause, CAUSE_CHARS, SHOWN_CHARS};
 use super::*;
 use snowflake_core::layout::DEFAULT_LAYOUT;
@@ -505,4 +506,165 @@ fn every_message_follows_the_postgres_style() {
             assert!(detail.ends_with('.'), "{detail}");
         }
     }
+}
+
+/// Whether `text` is `template` with something (maybe nothing) in place of each `{…}`.
+fn fits(template: &str, text: &str) -> bool {
+    let mut pieces = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        pieces.push(&rest[..open]);
+        rest = rest[open..].split_once('}').map_or("", |(_, after)| after);
+    }
+    pieces.push(rest);
+    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
+    if pieces.len() == 1 {
+        return text == first;
+    }
+    let Some(mut text) = text.strip_prefix(first) else {
+        return false;
+    };
+    for piece in &pieces[1..pieces.len() - 1] {
+        match text.find(piece) {
+            Some(at) => text = &text[at + piece.len()..],
+            None => return false,
+        }
+    }
+    text.len() >= last.len() && text.ends_with(last)
+}
+
+/// The five characters of a SQLSTATE (Postgres' PGUNSIXBIT, five times).
+fn sqlstate(code: pgrx::PgSqlErrorCode) -> String {
+    let packed = code as isize;
+    (0..5)
+        .map(|i| char::from(((packed >> (6 * i)) & 0x3F) as u8 + b'0'))
+        .collect()
+}
+
+/// The message, detail and hint of every example come from a row of the catalogue: its
+/// template and SQLSTATE are those the docs check reads.
+#[test]
+fn every_message_fits_a_row_of_the_catalogue() {
+    let rows = SnowflakeError::rows();
+    for error in one_of_every_variant() {
+        let m = error.message();
+        assert!(
+            rows.iter()
+                .any(|row| row.sqlstate == m.sqlstate && fits(row.message, &m.text)),
+            "no row for {}",
+            m.text
+        );
+    }
+    assert_eq!(
+        sqlstate(pgrx::PgSqlErrorCode::ERRCODE_DATA_CORRUPTED),
+        "XX001"
+    );
+    assert!(fits(
+        "node id {node} is out of range 0..{max}",
+        "node id 9 is out of range 0..7"
+    ));
+    assert!(!fits(
+        "node id {node} is out of range",
+        "node id 9 is out of range 0..7"
+    ));
+}
+
+/// Reported: never shown (`RegistryError::refused` words this refusal as `OtherLayout`).
+const NOT_SHOWN: &[(&str, &str)] = &[("Refusal", "OtherLayout")];
+
+/// The rows of docs/ERRORS.md's first table (pg_snowflake's own errors): its SQLSTATE cell
+/// (the code and, for what is not an error, the level) and its message (the cell's first code
+/// span).
+fn documented() -> Vec<(String, String)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ERRORS.md");
+    let text = std::fs::read_to_string(path).expect("docs/ERRORS.md");
+    let table = text
+        .split("\n## ")
+        .find(|section| section.starts_with("pg_snowflake's own"))
+        .expect("a section \"pg_snowflake's own\" in docs/ERRORS.md");
+    table
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| SQLSTATE"))
+        .map(|line| {
+            let line = line.replace("\\|", "\u{1}");
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let message = cells[3]
+                .split('`')
+                .nth(1)
+                .unwrap_or("")
+                .replace('\u{1}', "|");
+            (cells[1].to_string(), message)
+        })
+        .collect()
+}
+
+fn documents(row: &Row, (state, message): &(String, String)) -> bool {
+    let level = match row.level {
+        Level::Error => None,
+        Level::Warning => Some("(WARNING"),
+        Level::Notice => Some("(NOTICE"),
+        Level::Log => Some("(LOG"),
+    };
+    let level_fits = match level {
+        None => state.len() == 5,
+        Some(level) => state[5..].trim_start().starts_with(level),
+    };
+    state.starts_with(&sqlstate(row.sqlstate)) && level_fits && fits(row.message, message)
+}
+
+/// What a template says for certain: its length without its `{…}`s.
+fn literal_len(template: &str) -> usize {
+    template
+        .split('{')
+        .enumerate()
+        .map(|(i, piece)| {
+            if i == 0 {
+                piece.len()
+            } else {
+                piece.split_once('}').map_or(0, |(_, after)| after.len())
+            }
+        })
+        .sum()
+}
+
+/// docs/ERRORS.md lists every error of the catalogue with its SQLSTATE, level and message, and
+/// no error the catalogue lacks. A documented message is counted for the most specific template
+/// that fits it, so that a loose one (`could not {action}: {}`) is not documented by another's
+/// row.
+#[test]
+fn docs_errors_md_lists_the_catalogue() {
+    let rows: Vec<Row> = SnowflakeError::rows()
+        .into_iter()
+        .filter(|row| !NOT_SHOWN.contains(&(row.family, row.variant)))
+        .collect();
+    let documented = documented();
+    let mut owned = vec![false; rows.len()];
+    let mut unknown = Vec::new();
+    for doc in &documented {
+        let fitting: Vec<usize> = (0..rows.len())
+            .filter(|&i| documents(&rows[i], doc))
+            .collect();
+        let best = fitting.iter().map(|&i| literal_len(rows[i].message)).max();
+        match best {
+            None => unknown.push(doc),
+            Some(best) => fitting
+                .iter()
+                .filter(|&&i| literal_len(rows[i].message) == best)
+                .for_each(|&i| owned[i] = true),
+        }
+    }
+    let undocumented: Vec<String> = (0..rows.len())
+        .filter(|&i| !owned[i])
+        .map(|i| {
+            format!(
+                "{}::{} \"{}\"",
+                rows[i].family, rows[i].variant, rows[i].message
+            )
+        })
+        .collect();
+    assert!(
+        undocumented.is_empty() && unknown.is_empty(),
+        "not in docs/ERRORS.md (SQLSTATE, level and message): {undocumented:#?}\n\
+         in docs/ERRORS.md but not in the catalogue: {unknown:#?}"
+    );
 }

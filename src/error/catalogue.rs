@@ -1,0 +1,206 @@
+//! The catalogue's machinery: [`catalogue!`], which makes an error enum and its wording from one
+//! row per variant, and the [`Row`]s the docs check reads (`tests.rs`, against docs/ERRORS.md).
+//!
+//! A row is `Variant { field: Type, … } => { LEVEL SQLSTATE message … detail … hint … }`:
+//! - LEVEL is `ERROR`, or `WARNING`, `NOTICE` or `LOG` for what is not an error (the level its
+//!   callers report it at; docs/ERRORS.md says the same);
+//! - `message`, `detail` (left out: none) and `hint` are each a string literal whose `{field}`s
+//!   are the variant's fields, or `("… {} …", expr, …)` where a field is shown through a function
+//!   (`quoted(column)`, `when(*until)`); a detail or hint that truly depends on the data is a
+//!   block calling a small helper (`detail { no_sequence_detail(default) }`). The message is
+//!   always a literal, so that the docs check can read it.
+//!
+//! A variant `Name(Family)` carries another family's errors (a `From` is made for it); a row
+//! `=> [expr, rows]` takes its whole message from a family worded by a function (`refused`).
+
+use super::report::Message;
+#[cfg(test)]
+use pgrx::PgSqlErrorCode;
+
+/// The level a variant is reported at.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+    Notice,
+    Log,
+}
+
+/// One row of the catalogue as the docs check reads it.
+#[cfg(test)]
+#[derive(Clone, Debug)]
+pub struct Row {
+    /// The enum the variant is of (`Refusal` for the registry's refusals).
+    pub family: &'static str,
+    pub variant: &'static str,
+    pub sqlstate: PgSqlErrorCode,
+    pub level: Level,
+    /// The message's template: `{field}` and `{}` stand for what the row interpolates.
+    pub message: &'static str,
+}
+
+/// A family of errors: its wording and its rows.
+pub trait Family {
+    fn message(&self) -> Message;
+    #[cfg(test)]
+    fn rows() -> Vec<Row>;
+}
+
+/// A detail as a row gives it: a text, or a helper's `Option`.
+pub trait IntoDetail {
+    fn into_detail(self) -> Option<String>;
+}
+
+impl IntoDetail for &str {
+    fn into_detail(self) -> Option<String> {
+        Some(self.into())
+    }
+}
+
+impl IntoDetail for String {
+    fn into_detail(self) -> Option<String> {
+        Some(self)
+    }
+}
+
+impl IntoDetail for Option<String> {
+    fn into_detail(self) -> Option<String> {
+        self
+    }
+}
+
+/// Makes an error enum and its wording from rows (the module doc above), or, in the form
+/// `fn name(value: &Enum, context…), rows rows_name { rows }`, the wording of an enum defined
+/// elsewhere (the core's) as a function.
+macro_rules! catalogue {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $(
+                $(#[$vmeta:meta])*
+                $variant:ident
+                $( { $($field:ident : $fty:ty),* $(,)? } )?
+                $( ( $family:ty ) )?
+                $( => $row:tt )?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub enum $name {
+            $( $(#[$vmeta])* $variant $({ $($field: $fty),* })? $(($family))? ),*
+        }
+
+        impl $name {
+            /// The SQLSTATE, message, detail and hint of this error.
+            #[allow(unused_variables, clippy::useless_format)]
+            pub fn message(&self) -> $crate::error::Message {
+                match self {
+                    $( $name::$variant $({ $($field),* })? $(( catalogue!(@bind [$family] family) ))? => {
+                        catalogue!(@body [$($row)?] [$($family)?] family)
+                    } )*
+                }
+            }
+        }
+
+        impl $crate::error::catalogue::Family for $name {
+            fn message(&self) -> $crate::error::Message {
+                $name::message(self)
+            }
+
+            #[cfg(test)]
+            #[allow(clippy::vec_init_then_push)]
+            fn rows() -> Vec<$crate::error::catalogue::Row> {
+                let mut rows = Vec::new();
+                $( catalogue!(@rows rows, $name, $variant, [$($row)?] [$($family)?]); )*
+                rows
+            }
+        }
+
+        $($( impl From<$family> for $name {
+            fn from(error: $family) -> Self {
+                $name::$variant(error)
+            }
+        } )?)*
+    };
+
+    (
+        $(#[$meta:meta])*
+        fn $fname:ident ($value:ident : & $enum:ident $(, $param:ident : $pty:ty)* $(,)?),
+            rows $rows:ident {
+            $(
+                $variant:ident
+                $( { $($field:ident),* $(,)? } )?
+                $( ( $($tfield:ident),* ) )?
+                => $row:tt
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[allow(unused_variables, clippy::useless_format)]
+        pub(super) fn $fname($value: &$enum $(, $param: $pty)*) -> $crate::error::Message {
+            match $value {
+                $( $enum::$variant $({ $($field),* })? $(( $($tfield),* ))? => {
+                    catalogue!(@body [$row] [] _)
+                } )*
+            }
+        }
+
+        /// The rows of this wording, for the docs check.
+        #[cfg(test)]
+        #[allow(clippy::vec_init_then_push)]
+        pub(super) fn $rows() -> Vec<$crate::error::catalogue::Row> {
+            let mut rows = Vec::new();
+            $( catalogue!(@rows rows, $enum, $variant, [$row] []); )*
+            rows
+        }
+    };
+
+    (@bind [$family:ty] $bind:ident) => { $bind };
+    (@body [] [$family:ty] $bind:ident) => {
+        $crate::error::catalogue::Family::message($bind)
+    };
+    (@body [[$message:expr, $rows:expr]] [] $bind:tt) => {
+        $message
+    };
+    (@body [{ $level:ident $code:ident message $m:tt $(detail $d:tt)? hint $h:tt }] [] $bind:tt)
+    => {
+        $crate::error::Message {
+            sqlstate: ::pgrx::PgSqlErrorCode::$code,
+            text: catalogue!(@text $m),
+            detail: catalogue!(@detail $($d)?),
+            hint: String::from(catalogue!(@text $h)),
+        }
+    };
+
+    (@text $text:literal) => { format!($text) };
+    (@text ($text:literal $(, $arg:expr)* $(,)?)) => { format!($text $(, $arg)*) };
+    (@text { $($helper:tt)* }) => { { $($helper)* } };
+    (@detail) => { None };
+    (@detail $d:tt) => {
+        $crate::error::catalogue::IntoDetail::into_detail(catalogue!(@text $d))
+    };
+
+    (@rows $v:ident, $enum:ident, $variant:ident, [] [$family:ty]) => {
+        $v.extend(<$family as $crate::error::catalogue::Family>::rows())
+    };
+    (@rows $v:ident, $enum:ident, $variant:ident, [[$message:expr, $rows:expr]] []) => { $v.extend($rows) };
+    (@rows $v:ident, $enum:ident, $variant:ident, [{ $level:ident $code:ident message $m:tt $($rest:tt)* }] [])
+    => {
+        $v.push($crate::error::catalogue::Row {
+            family: stringify!($enum),
+            variant: stringify!($variant),
+            sqlstate: ::pgrx::PgSqlErrorCode::$code,
+            level: catalogue!(@level $level),
+            message: catalogue!(@template $m),
+        })
+    };
+    (@template $text:literal) => { $text };
+    (@template ($text:literal $(, $arg:expr)* $(,)?)) => { $text };
+    (@level ERROR) => { $crate::error::catalogue::Level::Error };
+    (@level WARNING) => { $crate::error::catalogue::Level::Warning };
+    (@level NOTICE) => { $crate::error::catalogue::Level::Notice };
+    (@level LOG) => { $crate::error::catalogue::Level::Log };
+}
+
+pub(crate) use catalogue;
