@@ -30,19 +30,17 @@ catalogue! {
             message ("column {} of table \"{table}\" is a generated column", quoted(column))
             hint "A generated column computes its value from other columns; adopt the table's \
                   key column instead." },
-        /// Given a column that draws from no sequence (no identity, no serial, no `nextval(…)`
-        /// default); `default` is its default expression, if any.
+        /// Given a column with no identity, serial or `nextval(…)` default (`default`: its own).
         NoSequence { table: String, column: String, default: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("column {} of table \"{table}\" does not draw its values from a sequence",
                      quoted(column))
-            detail { no_sequence_detail(default) }
+            detail { Some(no_sequence_detail(default)) }
             hint "snowflake_adopt switches serial, identity and sequence-default columns. To give \
                   this column snowflake IDs anyway, use ALTER TABLE … ALTER COLUMN … SET DEFAULT \
                   snowflake_nextval()." },
         /// The column already defaults to `snowflake_nextval()`; nothing is done.
-        AlreadyAdopted { table: String, column: String } => {
-            NOTICE ERRCODE_SUCCESSFUL_COMPLETION
+        AlreadyAdopted { table: String, column: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
             message "column {column} of table \"{table}\" already defaults to \
                      snowflake_nextval(), skipping"
             hint "Nothing was changed." },
@@ -76,18 +74,15 @@ catalogue! {
             hint "Postgres drops an identity's sequence with the identity; nothing else can have \
                   used it." },
         /// The sequence(s) the old default drew from are left in place.
-        SequenceKept { sequences: String, column: String } => {
-            NOTICE ERRCODE_SUCCESSFUL_COMPLETION
+        SequenceKept { sequences: String, column: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
             message "sequence {sequences} is left in place; column {column} no longer uses it"
             hint "Drop it with DROP SEQUENCE once nothing else uses it." },
         /// Foreign-key columns referencing the adopted column are narrower than bigint.
         NarrowReferences { column: String, columns: String } => { WARNING ERRCODE_WARNING
             message "foreign keys to column {column} are too narrow for snowflake IDs: {columns}"
             hint "Alter each of them to bigint with ALTER TABLE … ALTER COLUMN … TYPE bigint." },
-        /// With `pg_snowflake.adopt_new_keys` on, the event trigger put a column a CREATE TABLE
-        /// or ALTER TABLE had just made on the generator. `table` and `sequence` (the sequence
-        /// dropped with it) are schema-qualified and quoted as SQL quotes them; `was`: what the
-        /// column was (`serial`, `integer GENERATED ALWAYS AS IDENTITY`).
+        /// The event trigger put a new column on the generator (`table`, `sequence`: as SQL
+        /// quotes them; `was`: `serial`, `integer GENERATED ALWAYS AS IDENTITY`).
         NewKeyAdopted { table: String, column: String, was: String, sequence: String } => {
             LOG ERRCODE_SUCCESSFUL_COMPLETION
             message ("pg_snowflake.adopt_new_keys put column {} of table {table} on \
@@ -96,9 +91,7 @@ catalogue! {
             hint ("To keep a table's sequences, exclude it with snowflake_adopt_exclude('{}'), \
                    or run SET LOCAL pg_snowflake.adopt_new_keys = off in the migration that \
                    makes the column.", table.replace('\'', "''")) },
-        /// The role running the DDL could not fill the column: it may not call
-        /// `snowflake_nextval()` (`missing`: the privilege it lacks, worded as a GRANT; `table`
-        /// and `role` quoted as SQL quotes them).
+        /// The role running the DDL may not call `snowflake_nextval()` (`missing`: as a GRANT).
         NewKeyNotAllowed { table: String, column: String, role: String, missing: String } => {
             ERROR ERRCODE_INSUFFICIENT_PRIVILEGE
             message ("pg_snowflake.adopt_new_keys cannot put column {} of table {table} on \
@@ -113,8 +106,7 @@ catalogue! {
             hint "Exclude a table once it exists, by its schema-qualified name, e.g. \
                   snowflake_adopt_exclude('public.invoices'); for a table a migration is about \
                   to make, run SET LOCAL pg_snowflake.adopt_new_keys = off in that migration." },
-        /// `snowflake_adopt_exclude` was given a relation that is not an ordinary or partitioned
-        /// table.
+        /// `snowflake_adopt_exclude` given a relation that is not an ordinary or partitioned table.
         ExcludeNotATable { relation: String, kind: &'static str } => {
             ERROR ERRCODE_WRONG_OBJECT_TYPE
             message "{relation} is a {kind}, not a table"
@@ -137,8 +129,7 @@ catalogue! {
             message "table \"{table}\" has no primary key"
             hint "snowflake_adopt_online swaps a primary key without a long lock; for a table \
                   without one, use snowflake_adopt." },
-        /// `snowflake_adopt_online` given a column that is not the table's one-column primary
-        /// key; `key` is the primary key's definition.
+        /// `snowflake_adopt_online` given a column not its one-column primary key (`key`: that).
         OnlineNotPrimaryKey { table: String, column: String, key: String } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("column {} of table \"{table}\" is not its one-column primary key",

@@ -7,7 +7,7 @@
 //! - `message`, `detail` (left out: none) and `hint` are each a string literal whose `{field}`s
 //!   are the variant's fields, or `("… {} …", expr, …)` where a field is shown through a function
 //!   (`quoted(column)`, `when(*until)`); a detail or hint that truly depends on the data is a
-//!   block calling a small helper (`detail { no_sequence_detail(default) }`). The message is
+//!   block calling a small helper (`detail { Some(no_sequence_detail(default)) }`). The message is
 //!   always a literal, so that the docs check can read it.
 //!
 //! A variant `Name(Family)` carries another family's errors (a `From` is made for it); a row
@@ -47,29 +47,6 @@ pub trait Family {
     fn rows() -> Vec<Row>;
 }
 
-/// A detail as a row gives it: a text, or a helper's `Option`.
-pub trait IntoDetail {
-    fn into_detail(self) -> Option<String>;
-}
-
-impl IntoDetail for &str {
-    fn into_detail(self) -> Option<String> {
-        Some(self.into())
-    }
-}
-
-impl IntoDetail for String {
-    fn into_detail(self) -> Option<String> {
-        Some(self)
-    }
-}
-
-impl IntoDetail for Option<String> {
-    fn into_detail(self) -> Option<String> {
-        self
-    }
-}
-
 /// Makes an error enum and its wording from rows (the module doc above), or, in the form
 /// `fn name(value: &Enum, context…), rows rows_name { rows }`, the wording of an enum defined
 /// elsewhere (the core's) as a function.
@@ -96,9 +73,11 @@ macro_rules! catalogue {
             #[allow(unused_variables, clippy::useless_format)]
             pub fn message(&self) -> $crate::error::Message {
                 match self {
-                    $( $name::$variant $({ $($field),* })? $(( catalogue!(@bind [$family] family) ))? => {
-                        catalogue!(@body [$($row)?] [$($family)?] family)
-                    } )*
+                    $(
+                        $name::$variant $({ $($field),* })?
+                            $(( catalogue!(@bind [$family] family) ))?
+                            => catalogue!(@body [$($row)?] [$($family)?] family),
+                    )*
                 }
             }
         }
@@ -177,16 +156,17 @@ macro_rules! catalogue {
     (@text ($text:literal $(, $arg:expr)* $(,)?)) => { format!($text $(, $arg)*) };
     (@text { $($helper:tt)* }) => { { $($helper)* } };
     (@detail) => { None };
-    (@detail $d:tt) => {
-        $crate::error::catalogue::IntoDetail::into_detail(catalogue!(@text $d))
-    };
+    (@detail { $($helper:tt)* }) => { { $($helper)* } };
+    (@detail $d:tt) => { Some(catalogue!(@text $d)) };
 
     (@rows $v:ident, $enum:ident, $variant:ident, [] [$family:ty]) => {
         $v.extend(<$family as $crate::error::catalogue::Family>::rows())
     };
-    (@rows $v:ident, $enum:ident, $variant:ident, [[$message:expr, $rows:expr]] []) => { $v.extend($rows) };
-    (@rows $v:ident, $enum:ident, $variant:ident, [{ $level:ident $code:ident message $m:tt $($rest:tt)* }] [])
-    => {
+    (@rows $v:ident, $enum:ident, $variant:ident, [[$message:expr, $rows:expr]] []) => {
+        $v.extend($rows)
+    };
+    (@rows $v:ident, $enum:ident, $variant:ident,
+        [{ $level:ident $code:ident message $m:tt $($rest:tt)* }] []) => {
         $v.push($crate::error::catalogue::Row {
             family: stringify!($enum),
             variant: stringify!($variant),

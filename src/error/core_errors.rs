@@ -55,7 +55,8 @@ catalogue! {
             hint "Set the server's clock to the correct time." },
         TimestampBeforeEpoch { unix_ms, field } => { ERROR ERRCODE_DATETIME_FIELD_OVERFLOW
             message ("timestamp {} is before the snowflake epoch", format_instant(*unix_ms))
-            detail ("Snowflake IDs count milliseconds from {}.", format_unix_ms(field.epoch_unix_ms))
+            detail ("Snowflake IDs count milliseconds from {}.",
+                    format_unix_ms(field.epoch_unix_ms))
             hint { time_range_hint(field) } },
         TimestampAfterEnd { unix_ms, field } => { ERROR ERRCODE_DATETIME_FIELD_OVERFLOW
             message ("timestamp {} is after the end of the snowflake time field",

@@ -51,8 +51,7 @@ catalogue! {
         Adopt(AdoptError),
         /// A refusal, warning or log line of the node-id registry.
         Registry(RegistryError),
-        /// The library was loaded into a backend but not through `shared_preload_libraries`, so
-        /// there is no shared generator.
+        /// Loaded into a backend, not through `shared_preload_libraries`: no shared generator.
         NotPreloaded => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "pg_snowflake must be loaded via shared_preload_libraries"
             hint "Add pg_snowflake to shared_preload_libraries in postgresql.conf and restart the \
@@ -75,8 +74,7 @@ catalogue! {
             message "cannot make snowflake IDs during recovery"
             hint "Make IDs on the primary. A standby follows the primary's reservations through \
                   the WAL and makes IDs once it is promoted." },
-        /// `snowflake_watermark()` on a standby: it cannot know which of the primary's
-        /// transactions that drew IDs are still open.
+        /// `snowflake_watermark()` on a standby, which cannot know the primary's open drawers.
         WatermarkInRecovery => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "cannot take a snowflake watermark during recovery"
             detail "A standby does not know which of its primary's transactions that drew IDs \
@@ -116,10 +114,9 @@ catalogue! {
         /// The server starts with another node id than its state file's.
         NodeSwitched { from: Option<u32>, to: u32, lead_dropped: bool } => { LOG ERRCODE_WARNING
             message ("pg_snowflake's node id {}", switched(from, to))
-            detail { switched_detail(*to, *lead_dropped) }
+            detail { Some(switched_detail(*to, *lead_dropped)) }
             hint "Every server needs a node id no other server uses or used." },
-        /// Reservations cannot be written (from the renewer, at most one every few seconds,
-        /// with the count of those not logged).
+        /// From the renewer: reservations cannot be written (rate-limited, with a count).
         ReservationsFailing { cause: String, not_logged: u64 } => { WARNING ERRCODE_IO_ERROR
             message "could not write pg_snowflake's reservation: {cause}"
             detail "Calls that need a new reservation fail until one is written; the renewer \
@@ -127,8 +124,7 @@ catalogue! {
                     not logged since the last message."
             hint "Check that the disk has free space and the server's operating-system user can \
                   write the data directory." },
-        /// pg_upgrade's binary-upgrade start found a reservation this new cluster wrote itself
-        /// before pg_upgrade: moved aside, the upgrade marker written in its place.
+        /// pg_upgrade found a reservation of the new cluster's own: moved aside, marker written.
         OwnReservationMovedAside { path: &'static str, aside: &'static str } => {
             LOG ERRCODE_WARNING
             message "pg_upgrade: \"{path}\" was written by this new cluster before pg_upgrade, \
@@ -138,8 +134,7 @@ catalogue! {
             hint "After pg_upgrade, copy \"{path}\" from the old data directory into this one \
                   before the first snowflake ID is made." },
         /// The state file exists but does not hold a valid reservation.
-        StateFileDamaged { path: &'static str, reason: String } => {
-            ERROR ERRCODE_DATA_CORRUPTED
+        StateFileDamaged { path: &'static str, reason: String } => { ERROR ERRCODE_DATA_CORRUPTED
             message "pg_snowflake state file \"{path}\" is damaged: {reason}"
             detail "{STATE_FILE_DETAIL}"
             hint "Restore the file from a backup of this data directory. If you are certain the \
@@ -165,8 +160,7 @@ catalogue! {
                   that is a reservation this cluster made itself before pg_upgrade: keep it, \
                   and copy the old directory's file. Delete this directory's \"{path}\" only if \
                   no server before it ever made snowflake IDs." },
-        /// pg_upgrade loads the library into a new cluster that does not preload it, so nothing
-        /// would mark the new data directory as awaiting the old state file.
+        /// pg_upgrade loads the library into a new cluster that does not preload it.
         NotPreloadedForUpgrade => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "pg_snowflake must be in shared_preload_libraries of the new cluster while \
                      pg_upgrade runs"

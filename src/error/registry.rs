@@ -88,13 +88,10 @@ catalogue! {
             detail "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
             hint "Check that the registry named by pg_snowflake.registry is reachable; the \
                   server log says what the renewer met." },
-        /// The registry refused this server's claim of `node`: `why`; its holder, labelled
-        /// `label`, was last seen at `last_seen` (Unix ms, the registry's clock). Worded by
-        /// [`refused`], a row for each refusal.
+        /// The registry refused the claim of `node` (`last_seen`: Unix ms): a row each, below.
         ClaimRefused { node: u32, why: Refusal, label: String, last_seen: i64 } =>
             [refused(why, node, label, last_seen), refusal_rows()],
-        /// Another server, labelled `label`, took `node` over, or (`None`) it was retired: found
-        /// at a heartbeat; this one claims again.
+        /// Another server (`label`) took `node` over, or (`None`) it was retired; claims again.
         ClaimLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("this server lost node id {node}: {}", lost_to(label))
@@ -107,16 +104,14 @@ catalogue! {
                   another pg_snowflake.node_id, or leave it unset so that the registry assigns \
                   one." },
         /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
-        LeaseExpired { node: u32, ago_ms: i64 } => {
-            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+        LeaseExpired { node: u32, ago_ms: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not \
                      be reached"
             detail "In fenced mode (pg_snowflake.registry_mode) a server makes no IDs without a \
                     lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
             hint "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
                   pg_snowflake.registry_mode = 'available' to keep making IDs while it is not." },
-        /// Fenced mode, switched from available mode since the last heartbeat: a call waited
-        /// `waited_ms` for a heartbeat to grant `node`'s claim a ceiling.
+        /// Switched to fenced mode: a call waited `waited_ms` for a heartbeat to grant a ceiling.
         AwaitingLease { node: u32, waited_ms: i64 } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "this server was switched to fenced mode and has no fenced lease on node id \
@@ -158,8 +153,7 @@ catalogue! {
             detail "The renewer tries again at every heartbeat. {not_logged} more failures were \
                     not logged since the last message."
             hint "Check pg_snowflake.registry and that the registry's server is up." },
-        /// A SQL function's exchange with the registry failed: "could not `action`" (which names
-        /// the registry).
+        /// A SQL function's exchange with the registry failed: "could not `action`".
         Failed { action: &'static str, cause: String } => { ERROR ERRCODE_CONNECTION_FAILURE
             message ("could not {action}: {}", quoted_cause(cause))
             hint "Check pg_snowflake.registry, that the registry's server is up, and that its \
@@ -180,16 +174,14 @@ catalogue! {
             }) }
             hint "snowflake_stats() shows this server's claim; snowflake_registry() lists every \
                   node id." },
-        /// A promoted standby retired its primary's node id (the high-water mark kept, Unix
-        /// ms).
+        /// A promoted standby retired its primary's node id (the high-water mark: Unix ms).
         Retired { node: u32, high_water: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake retired node id {node}, its primary's, for a fresh one"
             detail { high_water.map(|mark| {
                 format!("It is handed out again once the registry's clock is past {}.", when(mark))
             }) }
             hint "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on." },
-        /// The registry's table records IDs of the layout `fleet` (under `node`), and this
-        /// server's is `mine`.
+        /// The registry's fleet has the layout `fleet` (under `node`), this server `mine`.
         OtherLayout { node: u32, fleet: String, mine: String } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "the pg_snowflake registry's fleet makes IDs of another layout than this \
@@ -200,10 +192,8 @@ catalogue! {
             hint "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
                   sequence_bits (a server that never made IDs may change them), or a registry of \
                   its own (one per layout)." },
-        /// With a claim: the registry's table has a row of another layout than the fleet's,
-        /// `stray`, under `node` (the oldest such), which blocks that id alone.
-        StrayLayout { node: u32, stray: String, fleet: String } => {
-            WARNING ERRCODE_DATA_EXCEPTION
+        /// With a claim: a row of another layout, `stray`, under `node`, blocks that id alone.
+        StrayLayout { node: u32, stray: String, fleet: String } => { WARNING ERRCODE_DATA_EXCEPTION
             message "the pg_snowflake registry has a row of another layout than the fleet's: \
                      node id {node}'s, {stray}"
             detail "This server's layout, the fleet's, is {fleet}. The row blocks its own node id \
@@ -212,12 +202,10 @@ catalogue! {
             hint "If no server of that layout uses this registry (a hand edit, another fleet's \
                   server pointed here by mistake), delete the row from snowflake_nodes on the \
                   registry; otherwise give that server a registry of its own." },
-        /// The renewer exited (shutdown, or its own restart) and released its claim of `node`,
-        /// bringing its fenced mark down to its durable reservation `lowered_to` (Unix ms;
-        /// `None`: the mark stays where it is).
+        /// The renewer exited and released its claim, its mark lowered to `lowered_to` (Unix ms).
         Release { node: u32, lowered_to: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake released its claim of node id {node}"
-            detail { release_detail(lowered_to) }
+            detail { Some(release_detail(lowered_to)) }
             hint "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's \
                   restart) makes no ID past its reservation until it claims again." },
         /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
@@ -225,10 +213,8 @@ catalogue! {
             message ("node id {node} is held by {}, which is connected to the registry",
                      quoted(label))
             hint "Stop that server first: only an id whose holder is gone can be retired." },
-        /// `snowflake_registry_retire` of an id whose holder's lease runs until `until` (Unix
-        /// ms).
-        RetireLeaseRuns { node: u32, label: String, until: i64 } => {
-            ERROR ERRCODE_OBJECT_IN_USE
+        /// `snowflake_registry_retire` of an id whose holder's lease runs until `until`.
+        RetireLeaseRuns { node: u32, label: String, until: i64 } => { ERROR ERRCODE_OBJECT_IN_USE
             message ("node id {node} is leased to {} until {}: it may still be making IDs",
                      quoted(label), when(*until))
             detail "A holder cut off from the registry, or one the registry restarted under, goes \
@@ -246,15 +232,13 @@ catalogue! {
             detail "A node-id lease lets its holder make IDs under one of the fleet's node ids: \
                     only members of the role snowflake_lease may take, renew or release one."
             hint "A superuser may grant it: GRANT snowflake_lease TO the application's role." },
-        /// A `snowflake_lease_*` function given an argument that is not one (`what`: which, and
-        /// why).
+        /// A `snowflake_lease_*` function given a bad argument (`what`: which, and why).
         LeaseArgument { what: &'static str } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message "invalid node-id lease argument: {what}"
             hint "Name the application by 1 to 100 printable characters; renew or release a \
                   lease with the node id, token and generation snowflake_lease_acquire() \
                   returned." },
-        /// An application's lease on `node` is lost: its row was retired (its lease ran out) or
-        /// another holder's (`label`), or the token or generation given is not its holder's.
+        /// An application's lease is lost: retired, another's (`label`), or not its token.
         LeaseLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("the lease on node id {node} is lost: {}", lease_lost_to(label))
@@ -263,10 +247,7 @@ catalogue! {
                     own is no lease."
             hint "Stop making IDs under this node id and acquire a new lease with \
                   snowflake_lease_acquire()." },
-        /// A `snowflake_lease_*` function's exchange with the registry failed: "could not
-        /// `action`". The cause goes to the server log only, never to the caller: the caller
-        /// may be any role granted a lease, and libpq's causes name the registry's host and
-        /// user.
+        /// A lease function's exchange failed; its cause (libpq's: host, user) is logged only.
         LeaseRegistryFailed { action: &'static str } => { ERROR ERRCODE_CONNECTION_FAILURE
             message "could not {action}: the pg_snowflake registry did not answer"
             detail "The cause is in this server's log: the registry's address is not shown to \
