@@ -11,7 +11,8 @@
 //!   always a literal, so that the docs check can read it.
 //!
 //! A variant `Name(Family)` carries another family's errors (a `From` is made for it); a row
-//! `=> [expr, rows]` takes its whole message from a family worded by a function (`refused`).
+//! `=> [message, rows, row_name]` takes its whole message from a family worded by a function
+//! (`refused`).
 
 use super::report::Message;
 #[cfg(test)]
@@ -45,6 +46,9 @@ pub trait Family {
     fn message(&self) -> Message;
     #[cfg(test)]
     fn rows() -> Vec<Row>;
+    /// The family and variant of the row that words this error.
+    #[cfg(test)]
+    fn row_name(&self) -> (&'static str, &'static str);
 }
 
 /// Makes an error enum and its wording from rows (the module doc above), or, in the form
@@ -94,6 +98,18 @@ macro_rules! catalogue {
                 $( catalogue!(@rows rows, $name, $variant, [$($row)?] [$($family)?]); )*
                 rows
             }
+
+            #[cfg(test)]
+            #[allow(unused_variables)]
+            fn row_name(&self) -> (&'static str, &'static str) {
+                match self {
+                    $(
+                        $name::$variant $({ $($field),* })?
+                            $(( catalogue!(@bind [$family] family) ))?
+                            => catalogue!(@name $name, $variant, [$($row)?] [$($family)?] family),
+                    )*
+                }
+            }
         }
 
         $($( impl From<$family> for $name {
@@ -106,7 +122,7 @@ macro_rules! catalogue {
     (
         $(#[$meta:meta])*
         fn $fname:ident ($value:ident : & $enum:ident $(, $param:ident : $pty:ty)* $(,)?),
-            rows $rows:ident {
+            rows $rows:ident, row_name $row_name:ident {
             $(
                 $variant:ident
                 $( { $($field:ident),* $(,)? } )?
@@ -133,13 +149,21 @@ macro_rules! catalogue {
             $( catalogue!(@rows rows, $enum, $variant, [$row] []); )*
             rows
         }
+
+        /// The family and variant of the row that words this value.
+        #[cfg(test)]
+        pub(super) fn $row_name($value: &$enum) -> (&'static str, &'static str) {
+            match $value {
+                $( $enum::$variant { .. } => (stringify!($enum), stringify!($variant)), )*
+            }
+        }
     };
 
     (@bind [$family:ty] $bind:ident) => { $bind };
     (@body [] [$family:ty] $bind:ident) => {
         $crate::error::catalogue::Family::message($bind)
     };
-    (@body [[$message:expr, $rows:expr]] [] $bind:tt) => {
+    (@body [[$message:expr, $rows:expr, $row_name:expr]] [] $bind:tt) => {
         $message
     };
     (@body [{ $level:ident $code:ident message $m:tt $(detail $d:tt)? hint $h:tt }] [] $bind:tt)
@@ -162,7 +186,7 @@ macro_rules! catalogue {
     (@rows $v:ident, $enum:ident, $variant:ident, [] [$family:ty]) => {
         $v.extend(<$family as $crate::error::catalogue::Family>::rows())
     };
-    (@rows $v:ident, $enum:ident, $variant:ident, [[$message:expr, $rows:expr]] []) => {
+    (@rows $v:ident, $enum:ident, $variant:ident, [[$message:expr, $rows:expr, $name:expr]] []) => {
         $v.extend($rows)
     };
     (@rows $v:ident, $enum:ident, $variant:ident,
@@ -174,6 +198,16 @@ macro_rules! catalogue {
             level: catalogue!(@level $level),
             message: catalogue!(@template $m),
         })
+    };
+    (@name $name:ident, $variant:ident, [] [$family:ty] $bind:ident) => {
+        $crate::error::catalogue::Family::row_name($bind)
+    };
+    (@name $name:ident, $variant:ident, [[$message:expr, $rows:expr, $row_name:expr]] []
+        $bind:ident) => {
+        $row_name
+    };
+    (@name $name:ident, $variant:ident, [{ $($row:tt)* }] [] $bind:ident) => {
+        (stringify!($name), stringify!($variant))
     };
     (@template $text:literal) => { $text };
     (@template ($text:literal $(, $arg:expr)* $(,)?)) => { $text };

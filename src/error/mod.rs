@@ -14,9 +14,8 @@
 //!
 //! **Adding an error**: one row in its family's `catalogue!` (a doc comment, the variant and its
 //! fields, then its level, SQLSTATE, message, detail and hint); an example of it in
-//! `one_of_every_variant()` and its number in `variant()` (`tests.rs`: the exhaustive match does
-//! not compile until you do); a row in docs/ERRORS.md's first table (the unit tests fail until
-//! its SQLSTATE, level and message are there); a golden test that triggers it.
+//! `one_of_every_variant()` (`tests.rs`); a row in docs/ERRORS.md's first table; a golden test
+//! that triggers it. The unit tests fail until the example and the docs row are there.
 //!
 //! **Adding a family**: a file `name.rs` whose `catalogue! { pub enum NameError { … } }` holds
 //! its rows, its `mod` and `pub use` below, and one variant `Name(NameError),` in
