@@ -1,353 +1,176 @@
-//! The wording of `snowflake_adopt`'s refusals and notices (`sql/adopt.rs`), and of the event
-//! trigger that adopts new key columns and its exclusions (`sql/adopt_new_keys.rs`).
+//! The wording of `snowflake_adopt`'s refusals and notices (`sql/adopt.rs`), of the event
+//! trigger that adopts new key columns and its exclusions (`sql/adopt_new_keys.rs`), and of
+//! `snowflake_adopt_online`'s checks (`sql/adopt_online.rs`).
 
-use super::report::{message, quoted, Message};
-use pgrx::PgSqlErrorCode::*;
+use super::catalogue::catalogue;
+use super::report::quoted;
 
-/// What `snowflake_adopt` refuses or reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum AdoptError {
-    /// Given NULL for `argument` of `function`.
-    NullArgument {
-        function: &'static str,
-        argument: &'static str,
-    },
-    /// Given the OID of no relation (never existed, or dropped since).
-    NoSuchRelation { oid: u32 },
-    /// Given a relation that is not an ordinary or partitioned table.
-    NotATable {
-        relation: String,
-        kind: &'static str,
-    },
-    /// Given a generated column.
-    GeneratedColumn { table: String, column: String },
-    /// Given a column that draws from no sequence (no identity, no
-    /// serial, no `nextval(…)` default); `default` is its default expression, if any.
-    NoSequence {
-        table: String,
-        column: String,
-        default: Option<String>,
-    },
-    /// NOTICE: the column already defaults to `snowflake_nextval()`; nothing is done.
-    AlreadyAdopted { table: String, column: String },
-    /// Given a column the table does not have.
-    NoSuchColumn { table: String, column: String },
-    /// Given a column that cannot hold snowflake IDs even as bigint.
-    NotInteger {
-        table: String,
-        column: String,
-        type_name: String,
-    },
-    /// `snowflake_adopt` found values that IDs made from now on could repeat.
-    WouldCollide {
-        table: String,
-        column: String,
-        max: i64,
-    },
-    /// NOTICE: adopting an identity column dropped the identity's own sequence.
-    IdentitySequenceDropped {
-        sequence: String,
-        column: String,
-        last_value: Option<i64>,
-    },
-    /// NOTICE: the sequence(s) the old default drew from are left in place.
-    SequenceKept { sequences: String, column: String },
-    /// WARNING: foreign-key columns referencing the adopted column are narrower than bigint.
-    NarrowReferences { column: String, columns: String },
-    /// LOG: with `pg_snowflake.adopt_new_keys` on, the event trigger put a column a CREATE TABLE
-    /// or ALTER TABLE had just made on the generator. `table` and `sequence` (the sequence
-    /// dropped with it) are schema-qualified and quoted as SQL quotes them; `was`: what the
-    /// column was (`serial`, `integer GENERATED ALWAYS AS IDENTITY`).
-    NewKeyAdopted {
-        table: String,
-        column: String,
-        was: String,
-        sequence: String,
-    },
-    /// The role running the DDL could not fill the column: it may not call
-    /// `snowflake_nextval()` (`missing`: the privilege it lacks, worded as a GRANT; `table` and
-    /// `role` quoted as SQL quotes them).
-    NewKeyNotAllowed {
-        table: String,
-        column: String,
-        role: String,
-        missing: String,
-    },
-    /// `snowflake_adopt_exclude` was given a name that names no relation.
-    ExcludeNoSuchTable { name: String },
-    /// `snowflake_adopt_exclude` was given a relation that is not an ordinary or partitioned
-    /// table.
-    ExcludeNotATable {
-        relation: String,
-        kind: &'static str,
-    },
-    /// NOTICE: the table was already excluded; nothing is done.
-    AlreadyExcluded { table: String },
-    /// `snowflake_adopt_online` given a partitioned table.
-    OnlinePartitioned { table: String },
-    /// `snowflake_adopt_online` given a table without a primary key.
-    OnlineNoPrimaryKey { table: String },
-    /// `snowflake_adopt_online` given a column that is not the table's one-column primary key;
-    /// `key` is the primary key's definition.
-    OnlineNotPrimaryKey {
-        table: String,
-        column: String,
-        key: String,
-    },
-    /// `snowflake_adopt_online` given a column that is already bigint: nothing to rewrite.
-    OnlineAlreadyBigint { table: String, column: String },
-    /// `snowflake_adopt_online` found a foreign key of several columns referencing the key.
-    OnlineCompositeReference { constraint: String, table: String },
+catalogue! {
+    /// What `snowflake_adopt` refuses or reports.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum AdoptError {
+        /// Given NULL for `argument` of `function`.
+        NullArgument { function: &'static str, argument: &'static str } => {
+            ERROR ERRCODE_NULL_VALUE_NOT_ALLOWED
+            message "argument \"{argument}\" of {function} must not be null"
+            hint { null_argument_hint(function) } },
+        /// Given the OID of no relation (never existed, or dropped since).
+        NoSuchRelation { oid: u32 } => { ERROR ERRCODE_UNDEFINED_TABLE
+            message "relation with OID {oid} does not exist"
+            hint "Pass an existing table by name, e.g. snowflake_adopt('orders'); an OID taken \
+                  before its table was dropped names nothing." },
+        /// Given a relation that is not an ordinary or partitioned table.
+        NotATable { relation: String, kind: &'static str } => { ERROR ERRCODE_WRONG_OBJECT_TYPE
+            message "\"{relation}\" is a {kind}, not a table"
+            detail "snowflake_adopt switches the key column of an ordinary or partitioned table."
+            hint "Pass the table that holds the rows; for a view, the table it reads from." },
+        /// Given a generated column.
+        GeneratedColumn { table: String, column: String } => {
+            ERROR ERRCODE_INVALID_COLUMN_DEFINITION
+            message ("column {} of table \"{table}\" is a generated column", quoted(column))
+            hint "A generated column computes its value from other columns; adopt the table's \
+                  key column instead." },
+        /// Given a column with no identity, serial or `nextval(…)` default (`default`: its own).
+        NoSequence { table: String, column: String, default: Option<String> } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("column {} of table \"{table}\" does not draw its values from a sequence",
+                     quoted(column))
+            detail { Some(no_sequence_detail(default)) }
+            hint "snowflake_adopt switches serial, identity and sequence-default columns. To give \
+                  this column snowflake IDs anyway, use ALTER TABLE … ALTER COLUMN … SET DEFAULT \
+                  snowflake_nextval()." },
+        /// The column already defaults to `snowflake_nextval()`; nothing is done.
+        AlreadyAdopted { table: String, column: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
+            message "column {column} of table \"{table}\" already defaults to \
+                     snowflake_nextval(), skipping"
+            hint "Nothing was changed." },
+        /// Given a column the table does not have.
+        NoSuchColumn { table: String, column: String } => { ERROR ERRCODE_UNDEFINED_COLUMN
+            message ("column {} of relation \"{table}\" does not exist", quoted(column))
+            hint "Name the key column as the second argument, e.g. snowflake_adopt('orders', \
+                  'order_id')." },
+        /// Given a column that cannot hold snowflake IDs even as bigint.
+        NotInteger { table: String, column: String, type_name: String } => {
+            ERROR ERRCODE_DATATYPE_MISMATCH
+            message "column \"{column}\" of table \"{table}\" is of type {type_name}, not an \
+                     integer type"
+            hint "snowflake_adopt switches smallint, integer and bigint columns to bigint \
+                  snowflake IDs." },
+        /// `snowflake_adopt` found values that IDs made from now on could repeat.
+        WouldCollide { table: String, column: String, max: i64 } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "column \"{column}\" of table \"{table}\" holds values that snowflake IDs \
+                     could repeat"
+            detail "Its largest value, {max}, is not below snowflake_from_timestamp(now()), the \
+                    smallest ID a server can issue now."
+            hint "Renumber the rows below snowflake_from_timestamp(now()), or keep the sequence \
+                  for this table." },
+        /// Adopting an identity column dropped the identity's own sequence.
+        IdentitySequenceDropped { sequence: String, column: String, last_value: Option<i64> } => {
+            NOTICE ERRCODE_SUCCESSFUL_COMPLETION
+            message ("identity sequence {sequence} was dropped with the identity of column \
+                      {column} (its last value: {})",
+                     last_value.map_or_else(|| "none".to_string(), |v| v.to_string()))
+            hint "Postgres drops an identity's sequence with the identity; nothing else can have \
+                  used it." },
+        /// The sequence(s) the old default drew from are left in place.
+        SequenceKept { sequences: String, column: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
+            message "sequence {sequences} is left in place; column {column} no longer uses it"
+            hint "Drop it with DROP SEQUENCE once nothing else uses it." },
+        /// Foreign-key columns referencing the adopted column are narrower than bigint.
+        NarrowReferences { column: String, columns: String } => { WARNING ERRCODE_WARNING
+            message "foreign keys to column {column} are too narrow for snowflake IDs: {columns}"
+            hint "Alter each of them to bigint with ALTER TABLE … ALTER COLUMN … TYPE bigint." },
+        /// The event trigger put a new column on the generator (`table`, `sequence`: as SQL
+        /// quotes them; `was`: `serial`, `integer GENERATED ALWAYS AS IDENTITY`).
+        NewKeyAdopted { table: String, column: String, was: String, sequence: String } => {
+            LOG ERRCODE_SUCCESSFUL_COMPLETION
+            message ("pg_snowflake.adopt_new_keys put column {} of table {table} on \
+                      snowflake_nextval()", quoted(column))
+            detail "It was {was}; it is now bigint, and its sequence {sequence} was dropped."
+            hint ("To keep a table's sequences, exclude it with snowflake_adopt_exclude('{}'), \
+                   or run SET LOCAL pg_snowflake.adopt_new_keys = off in the migration that \
+                   makes the column.", table.replace('\'', "''")) },
+        /// The role running the DDL may not call `snowflake_nextval()` (`missing`: as a GRANT).
+        NewKeyNotAllowed { table: String, column: String, role: String, missing: String } => {
+            ERROR ERRCODE_INSUFFICIENT_PRIVILEGE
+            message ("pg_snowflake.adopt_new_keys cannot put column {} of table {table} on \
+                      snowflake_nextval()", quoted(column))
+            detail "Role {role} lacks {missing}, so it could not insert into the table \
+                    afterwards."
+            hint "GRANT {missing} TO {role}; or run SET LOCAL pg_snowflake.adopt_new_keys = off \
+                  in this migration to keep the sequence." },
+        /// `snowflake_adopt_exclude` was given a name that names no relation.
+        ExcludeNoSuchTable { name: String } => { ERROR ERRCODE_UNDEFINED_TABLE
+            message ("relation {} does not exist", quoted(name))
+            hint "Exclude a table once it exists, by its schema-qualified name, e.g. \
+                  snowflake_adopt_exclude('public.invoices'); for a table a migration is about \
+                  to make, run SET LOCAL pg_snowflake.adopt_new_keys = off in that migration." },
+        /// `snowflake_adopt_exclude` given a relation that is not an ordinary or partitioned table.
+        ExcludeNotATable { relation: String, kind: &'static str } => {
+            ERROR ERRCODE_WRONG_OBJECT_TYPE
+            message "{relation} is a {kind}, not a table"
+            detail "Only an ordinary or partitioned table has key columns to leave alone."
+            hint "Exclude the table that holds the rows." },
+        /// The table was already excluded; nothing is done.
+        AlreadyExcluded { table: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
+            message "table {table} is already excluded, skipping"
+            hint "Nothing was changed; DELETE its row from snowflake_adopt_exclusions to include \
+                  it again." },
+        /// `snowflake_adopt_online` given a partitioned table.
+        OnlinePartitioned { table: String } => { ERROR ERRCODE_FEATURE_NOT_SUPPORTED
+            message "snowflake_adopt_online does not adopt partitioned table \"{table}\""
+            detail "A partitioned table's primary key cannot be swapped with \
+                    ADD CONSTRAINT … USING INDEX."
+            hint "Use snowflake_adopt in a maintenance window (it rewrites every partition under \
+                  its lock), or adopt a new partitioned table and move the rows." },
+        /// `snowflake_adopt_online` given a table without a primary key.
+        OnlineNoPrimaryKey { table: String } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "table \"{table}\" has no primary key"
+            hint "snowflake_adopt_online swaps a primary key without a long lock; for a table \
+                  without one, use snowflake_adopt." },
+        /// `snowflake_adopt_online` given a column not its one-column primary key (`key`: that).
+        OnlineNotPrimaryKey { table: String, column: String, key: String } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("column {} of table \"{table}\" is not its one-column primary key",
+                     quoted(column))
+            detail ("The primary key is {}.", quoted(key))
+            hint "Name the primary key's column; other columns (and keys of several columns) are \
+                  snowflake_adopt's." },
+        /// `snowflake_adopt_online` given a column that is already bigint: nothing to rewrite.
+        OnlineAlreadyBigint { table: String, column: String } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("column {} of table \"{table}\" is already bigint: there is nothing to \
+                      rewrite", quoted(column))
+            hint "Use snowflake_adopt: on a bigint column it only changes the catalog, under a \
+                  lock held for milliseconds." },
+        /// `snowflake_adopt_online` found a foreign key of several columns referencing the key.
+        OnlineCompositeReference { constraint: String, table: String } => {
+            ERROR ERRCODE_FEATURE_NOT_SUPPORTED
+            message ("foreign key {} of table \"{table}\" references the key with several \
+                      columns", quoted(constraint))
+            hint "snowflake_adopt_online widens one-column foreign keys only; drop this one and \
+                  make it again after the adoption, or use snowflake_adopt." },
+    }
 }
 
-pub(super) fn message_of(error: &AdoptError) -> Message {
-    use AdoptError::*;
-    match error {
-        NullArgument { function, argument } => message(
-            ERRCODE_NULL_VALUE_NOT_ALLOWED,
-            format!("argument \"{argument}\" of {function} must not be null"),
-            None,
-            match *function {
-                "snowflake_adopt" => {
-                    "Name the table and its key column, e.g. snowflake_adopt('orders', 'id')."
-                }
-                "snowflake_adopt_online_check" => {
-                    "Name the table and its integer primary key column, e.g. CALL \
-                     snowflake_adopt_online('orders', 'id')."
-                }
-                _ => {
-                    "Name the table to leave alone, e.g. \
-                     snowflake_adopt_exclude('public.invoices')."
-                }
-            },
-        ),
-        NoSuchRelation { oid } => message(
-            ERRCODE_UNDEFINED_TABLE,
-            format!("relation with OID {oid} does not exist"),
-            None,
-            "Pass an existing table by name, e.g. snowflake_adopt('orders'); an OID taken \
-             before its table was dropped names nothing.",
-        ),
-        NotATable { relation, kind } => message(
-            ERRCODE_WRONG_OBJECT_TYPE,
-            format!("\"{relation}\" is a {kind}, not a table"),
-            Some(
-                "snowflake_adopt switches the key column of an ordinary or partitioned table."
-                    .into(),
-            ),
-            "Pass the table that holds the rows; for a view, the table it reads from.",
-        ),
-        GeneratedColumn { table, column } => message(
-            ERRCODE_INVALID_COLUMN_DEFINITION,
-            format!(
-                "column {} of table \"{table}\" is a generated column",
-                quoted(column)
-            ),
-            None,
-            "A generated column computes its value from other columns; adopt the table's key \
-             column instead.",
-        ),
-        NoSequence {
-            table,
-            column,
-            default,
-        } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "column {} of table \"{table}\" does not draw its values from a sequence",
-                quoted(column)
-            ),
-            Some(match default {
-                Some(default) => format!("Its default is {}.", quoted(default)),
-                None => "It has no default.".into(),
-            }),
-            "snowflake_adopt switches serial, identity and sequence-default columns. To give \
-             this column snowflake IDs anyway, use ALTER TABLE … ALTER COLUMN … SET DEFAULT \
-             snowflake_nextval().",
-        ),
-        AlreadyAdopted { table, column } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!(
-                "column {column} of table \"{table}\" already defaults to snowflake_nextval(), \
-                 skipping"
-            ),
-            None,
-            "Nothing was changed.",
-        ),
-        NoSuchColumn { table, column } => message(
-            ERRCODE_UNDEFINED_COLUMN,
-            format!(
-                "column {} of relation \"{table}\" does not exist",
-                quoted(column)
-            ),
-            None,
-            "Name the key column as the second argument, e.g. snowflake_adopt('orders', \
-             'order_id').",
-        ),
-        NotInteger {
-            table,
-            column,
-            type_name,
-        } => message(
-            ERRCODE_DATATYPE_MISMATCH,
-            format!(
-                "column \"{column}\" of table \"{table}\" is of type {type_name}, not an \
-                 integer type"
-            ),
-            None,
-            "snowflake_adopt switches smallint, integer and bigint columns to bigint \
-             snowflake IDs.",
-        ),
-        WouldCollide { table, column, max } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "column \"{column}\" of table \"{table}\" holds values that snowflake IDs \
-                 could repeat"
-            ),
-            Some(format!(
-                "Its largest value, {max}, is not below snowflake_from_timestamp(now()), the \
-                 smallest ID a server can issue now."
-            )),
-            "Renumber the rows below snowflake_from_timestamp(now()), or keep the sequence \
-             for this table.",
-        ),
-        IdentitySequenceDropped {
-            sequence,
-            column,
-            last_value,
-        } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!(
-                "identity sequence {sequence} was dropped with the identity of column \
-                 {column} (its last value: {})",
-                last_value.map_or_else(|| "none".to_string(), |v| v.to_string())
-            ),
-            None,
-            "Postgres drops an identity's sequence with the identity; nothing else can have \
-             used it.",
-        ),
-        SequenceKept { sequences, column } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!("sequence {sequences} is left in place; column {column} no longer uses it"),
-            None,
-            "Drop it with DROP SEQUENCE once nothing else uses it.",
-        ),
-        NarrowReferences { column, columns } => message(
-            ERRCODE_WARNING,
-            format!("foreign keys to column {column} are too narrow for snowflake IDs: {columns}"),
-            None,
-            "Alter each of them to bigint with ALTER TABLE … ALTER COLUMN … TYPE bigint.",
-        ),
-        NewKeyAdopted {
-            table,
-            column,
-            was,
-            sequence,
-        } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!(
-                "pg_snowflake.adopt_new_keys put column {} of table {table} on \
-                 snowflake_nextval()",
-                quoted(column)
-            ),
-            Some(format!(
-                "It was {was}; it is now bigint, and its sequence {sequence} was dropped."
-            )),
-            format!(
-                "To keep a table's sequences, exclude it with snowflake_adopt_exclude('{}'), \
-                 or run SET LOCAL pg_snowflake.adopt_new_keys = off in the migration that makes \
-                 the column.",
-                table.replace('\'', "''")
-            ),
-        ),
-        NewKeyNotAllowed {
-            table,
-            column,
-            role,
-            missing,
-        } => message(
-            ERRCODE_INSUFFICIENT_PRIVILEGE,
-            format!(
-                "pg_snowflake.adopt_new_keys cannot put column {} of table {table} on \
-                 snowflake_nextval()",
-                quoted(column)
-            ),
-            Some(format!(
-                "Role {role} lacks {missing}, so it could not insert into the table afterwards."
-            )),
-            format!(
-                "GRANT {missing} TO {role}; or run SET LOCAL pg_snowflake.adopt_new_keys = off \
-                 in this migration to keep the sequence."
-            ),
-        ),
-        ExcludeNoSuchTable { name } => message(
-            ERRCODE_UNDEFINED_TABLE,
-            format!("relation {} does not exist", quoted(name)),
-            None,
-            "Exclude a table once it exists, by its schema-qualified name, e.g. \
-             snowflake_adopt_exclude('public.invoices'); for a table a migration is about to \
-             make, run SET LOCAL pg_snowflake.adopt_new_keys = off in that migration.",
-        ),
-        ExcludeNotATable { relation, kind } => message(
-            ERRCODE_WRONG_OBJECT_TYPE,
-            format!("{relation} is a {kind}, not a table"),
-            Some("Only an ordinary or partitioned table has key columns to leave alone.".into()),
-            "Exclude the table that holds the rows.",
-        ),
-        AlreadyExcluded { table } => message(
-            ERRCODE_SUCCESSFUL_COMPLETION,
-            format!("table {table} is already excluded, skipping"),
-            None,
-            "Nothing was changed; DELETE its row from snowflake_adopt_exclusions to include it \
-             again.",
-        ),
-        OnlinePartitioned { table } => message(
-            ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!("snowflake_adopt_online does not adopt partitioned table \"{table}\""),
-            Some(
-                "A partitioned table's primary key cannot be swapped with \
-                 ADD CONSTRAINT … USING INDEX."
-                    .into(),
-            ),
-            "Use snowflake_adopt in a maintenance window (it rewrites every partition under \
-             its lock), or adopt a new partitioned table and move the rows.",
-        ),
-        OnlineNoPrimaryKey { table } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!("table \"{table}\" has no primary key"),
-            None,
-            "snowflake_adopt_online swaps a primary key without a long lock; for a table \
-             without one, use snowflake_adopt.",
-        ),
-        OnlineNotPrimaryKey { table, column, key } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "column {} of table \"{table}\" is not its one-column primary key",
-                quoted(column)
-            ),
-            Some(format!("The primary key is {}.", quoted(key))),
-            "Name the primary key's column; other columns (and keys of several columns) are \
-             snowflake_adopt's.",
-        ),
-        OnlineAlreadyBigint { table, column } => message(
-            ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-            format!(
-                "column {} of table \"{table}\" is already bigint: there is nothing to rewrite",
-                quoted(column)
-            ),
-            None,
-            "Use snowflake_adopt: on a bigint column it only changes the catalog, under a \
-             lock held for milliseconds.",
-        ),
-        OnlineCompositeReference { constraint, table } => message(
-            ERRCODE_FEATURE_NOT_SUPPORTED,
-            format!(
-                "foreign key {} of table \"{table}\" references the key with several columns",
-                quoted(constraint)
-            ),
-            None,
-            "snowflake_adopt_online widens one-column foreign keys only; drop this one and \
-             make it again after the adoption, or use snowflake_adopt.",
-        ),
+/// The example in the hint of a NULL argument: the call of the function that was given it.
+fn null_argument_hint(function: &str) -> &'static str {
+    match function {
+        "snowflake_adopt" => {
+            "Name the table and its key column, e.g. snowflake_adopt('orders', 'id')."
+        }
+        "snowflake_adopt_online_check" => {
+            "Name the table and its integer primary key column, e.g. CALL \
+             snowflake_adopt_online('orders', 'id')."
+        }
+        _ => "Name the table to leave alone, e.g. snowflake_adopt_exclude('public.invoices').",
+    }
+}
+
+fn no_sequence_detail(default: &Option<String>) -> String {
+    match default {
+        Some(default) => format!("Its default is {}.", quoted(default)),
+        None => "It has no default.".into(),
     }
 }

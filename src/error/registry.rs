@@ -1,97 +1,12 @@
 //! The wording of the node-id registry's refusals, warnings and log lines (`src/registry/`).
 
-use super::report::{message, quoted, quoted_cause, Message};
-use pgrx::PgSqlErrorCode::*;
+use super::catalogue::catalogue;
+use super::report::{quoted, quoted_cause};
 use snowflake_core::calendar::format_unix_ms;
 use snowflake_core::clock::{Clock, SystemClock};
 use snowflake_core::layout::Layout;
 use snowflake_core::node::{Refusing, RegistryStatus};
 use snowflake_core::registry::Refusal;
-
-/// What the registry refuses or reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RegistryError {
-    /// A call waited this long for the registry's first claim, which is not made yet.
-    AwaitingClaim { waited_ms: i64 },
-    /// The registry refused this server's claim of `node`: `why`; its holder, labelled `label`, was
-    /// last seen at `last_seen` (Unix ms, the registry's clock).
-    ClaimRefused {
-        node: u32,
-        why: Refusal,
-        label: String,
-        last_seen: i64,
-    },
-    /// Another server, labelled `label`, took `node` over, or (`None`) it was retired: found at a
-    /// heartbeat; this one claims again.
-    ClaimLost { node: u32, label: Option<String> },
-    /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
-    LeaseExpired { node: u32, ago_ms: i64 },
-    /// Fenced mode, switched from available mode since the last heartbeat: a call waited
-    /// `waited_ms` for a heartbeat to grant `node`'s claim a ceiling.
-    AwaitingLease { node: u32, waited_ms: i64 },
-    /// This clock is `offset_ms` from the registry's, more than `max_ms`.
-    ClockSkew { offset_ms: i64, max_ms: i64 },
-    /// Fenced mode: the next reservation would pass the lease's ceiling (Unix ms).
-    CeilingReached { ceiling: i64 },
-    /// Every node id of the layout (0 to `max`) is held or retired.
-    NoFreeNodeId { max: u32 },
-    /// WARNING from the renewer: the registry cannot be reached (at most one in a while).
-    Unreachable { cause: String, not_logged: u64 },
-    /// A SQL function's exchange with the registry failed: "could not `action`" (which names
-    /// the registry).
-    Failed { action: &'static str, cause: String },
-    /// A registry function on a server without `pg_snowflake.registry`.
-    NotConfigured,
-    /// LOG: the node id claimed.
-    ClaimOutcome {
-        node: u32,
-        generation: i64,
-        floor: Option<i64>,
-        how: &'static str,
-    },
-    /// LOG: a promoted standby retired its primary's node id (the high-water mark kept, Unix ms).
-    Retired { node: u32, high_water: Option<i64> },
-    /// The registry's table records IDs of the layout `fleet` (under `node`), and this server's
-    /// is `mine`.
-    OtherLayout {
-        node: u32,
-        fleet: String,
-        mine: String,
-    },
-    /// WARNING with a claim: the registry's table has a row of another layout than the fleet's,
-    /// `stray`, under `node` (the oldest such), which blocks that id alone.
-    StrayLayout {
-        node: u32,
-        stray: String,
-        fleet: String,
-    },
-    /// LOG: the renewer exited (shutdown, or its own restart) and released its claim of `node`,
-    /// bringing its fenced mark down to its durable reservation `lowered_to` (Unix ms; `None`:
-    /// the mark stays where it is).
-    Release { node: u32, lowered_to: Option<i64> },
-    /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
-    RetireLive { node: u32, label: String },
-    /// `snowflake_registry_retire` of an id whose holder's lease runs until `until` (Unix ms).
-    RetireLeaseRuns {
-        node: u32,
-        label: String,
-        until: i64,
-    },
-    /// `snowflake_registry_retire` of an id the registry has no live row for.
-    NoSuchNode { node: i64 },
-    /// A `snowflake_lease_*` function called by a role not granted `snowflake_lease`.
-    LeaseNotGranted { role: String },
-    /// A `snowflake_lease_*` function given an argument that is not one (`what`: which, and
-    /// why).
-    LeaseArgument { what: &'static str },
-    /// An application's lease on `node` is lost: its row was retired (its lease ran out) or
-    /// another holder's (`label`), or the token or generation given is not its holder's.
-    LeaseLost { node: u32, label: Option<String> },
-    /// A `snowflake_lease_*` function's exchange with the registry failed: "could not
-    /// `action`". The cause goes to the server log only, never to the caller: the caller may
-    /// be any role granted a lease, and libpq's causes name the registry's host and user.
-    LeaseRegistryFailed { action: &'static str },
-}
 
 impl RegistryError {
     /// The error for the registry's refusal `why` of `node` (`label`: the holder's label, or
@@ -163,509 +78,301 @@ pub fn refusal_error(
     }
 }
 
+catalogue! {
+    /// What the registry refuses or reports.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum RegistryError {
+        /// A call waited this long for the registry's first claim, which is not made yet.
+        AwaitingClaim { waited_ms: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "this server has not claimed its node id from the registry yet"
+            detail "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
+            hint "Check that the registry named by pg_snowflake.registry is reachable; the \
+                  server log says what the renewer met." },
+        /// The registry refused the claim of `node` (`last_seen`: Unix ms): a row each, below.
+        ClaimRefused { node: u32, why: Refusal, label: String, last_seen: i64 } =>
+            [refused(why, node, label, last_seen), refusal_rows(), refusal_row_name(why)],
+        /// Another server (`label`) took `node` over, or (`None`) it was retired; claims again.
+        ClaimLost { node: u32, label: Option<String> } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("this server lost node id {node}: {}", lost_to(label))
+            detail "Its lease ran out while it could not reach the registry (or its data \
+                    directory was copied), and another server claimed the id since. This server \
+                    makes no IDs under it any more and claims again: with pg_snowflake.node_id \
+                    set it is refused while the other server holds the id; without, it is given \
+                    a fresh one."
+            hint "Find out which server holds the id now (snowflake_registry()). Give this server \
+                  another pg_snowflake.node_id, or leave it unset so that the registry assigns \
+                  one." },
+        /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
+        LeaseExpired { node: u32, ago_ms: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not \
+                     be reached"
+            detail "In fenced mode (pg_snowflake.registry_mode) a server makes no IDs without a \
+                    lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
+            hint "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
+                  pg_snowflake.registry_mode = 'available' to keep making IDs while it is not." },
+        /// Switched to fenced mode: a call waited `waited_ms` for a heartbeat to grant a ceiling.
+        AwaitingLease { node: u32, waited_ms: i64 } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "this server was switched to fenced mode and has no fenced lease on node id \
+                     {node} yet"
+            detail "The call waited {waited_ms} ms. In fenced mode (pg_snowflake.registry_mode) a \
+                    server makes IDs only below the ceiling its last heartbeat recorded in the \
+                    registry; in available mode its IDs ran ahead of the registry's mark, so \
+                    after the switch it makes none until its next heartbeat grants a ceiling \
+                    above them. {LEASE_DETAIL}"
+            hint "Make the registry reachable: IDs resume at the next heartbeat, which the switch \
+                  makes at once. Or set pg_snowflake.registry_mode = 'available' again." },
+        /// This clock is `offset_ms` from the registry's, more than `max_ms`.
+        ClockSkew { offset_ms: i64, max_ms: i64 } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("this server's clock is {} ms {} the registry's, more than \
+                      pg_snowflake.max_clock_skew_ms ({max_ms} ms)", offset_ms.unsigned_abs(),
+                     if *offset_ms > 0 { "ahead of" } else { "behind" })
+            detail "IDs carry their time: made with a clock that far off, they would be \
+                    misplaced by every reader and by the time-to-ID bounds."
+            hint "Fix the system clock (NTP); IDs resume at the next heartbeat within the \
+                  limit." },
+        /// Fenced mode: the next reservation would pass the lease's ceiling (Unix ms).
+        CeilingReached { ceiling: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("the generator has reached the end of its lease in the registry ({})",
+                     when(*ceiling))
+            detail "In fenced mode no reservation reaches past the time the registry recorded \
+                    for the lease. {LEASE_DETAIL}"
+            hint "Make the registry reachable again, or lower the load: IDs resume at the next \
+                  heartbeat." },
+        /// Every node id of the layout (0 to `max`) is held or retired.
+        NoFreeNodeId { max: u32 } => { ERROR ERRCODE_CONFIGURATION_LIMIT_EXCEEDED
+            message "the registry has no free node id: every id from 0 to {max} is held or \
+                     retired"
+            hint "Retire the ids of servers gone for good with snowflake_registry_retire(), or \
+                  use a layout with more node bits." },
+        /// From the renewer: the registry cannot be reached (at most one in a while).
+        Unreachable { cause: String, not_logged: u64 } => { WARNING ERRCODE_CONNECTION_FAILURE
+            message ("could not reach the pg_snowflake registry: {}", quoted_cause(cause))
+            detail "The renewer tries again at every heartbeat. {not_logged} more failures were \
+                    not logged since the last message."
+            hint "Check pg_snowflake.registry and that the registry's server is up." },
+        /// A SQL function's exchange with the registry failed: "could not `action`".
+        Failed { action: &'static str, cause: String } => { ERROR ERRCODE_CONNECTION_FAILURE
+            message ("could not {action}: {}", quoted_cause(cause))
+            hint "Check pg_snowflake.registry, that the registry's server is up, and that its \
+                  user may use the table snowflake_nodes (snowflake_registry_create() makes \
+                  it)." },
+        /// A registry function on a server without `pg_snowflake.registry`.
+        NotConfigured => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "pg_snowflake.registry is not set"
+            hint "Set pg_snowflake.registry in postgresql.conf to a connection string of the \
+                  registry database and restart the server." },
+        /// The node id claimed.
+        ClaimOutcome { node: u32, generation: i64, floor: Option<i64>, how: &'static str } => {
+            LOG ERRCODE_SUCCESSFUL_COMPLETION
+            message "pg_snowflake claimed node id {node} from the registry ({how}, generation \
+                     {generation})"
+            detail { floor.map(|floor| {
+                format!("IDs continue above the id's high-water mark, {}.", when(floor))
+            }) }
+            hint "snowflake_stats() shows this server's claim; snowflake_registry() lists every \
+                  node id." },
+        /// A promoted standby retired its primary's node id (the high-water mark: Unix ms).
+        Retired { node: u32, high_water: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
+            message "pg_snowflake retired node id {node}, its primary's, for a fresh one"
+            detail { high_water.map(|mark| {
+                format!("It is handed out again once the registry's clock is past {}.", when(mark))
+            }) }
+            hint "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on." },
+        /// The registry's fleet has the layout `fleet` (under `node`), this server `mine`.
+        OtherLayout { node: u32, fleet: String, mine: String } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "the pg_snowflake registry's fleet makes IDs of another layout than this \
+                     server: {fleet} (node id {node}'s), here {mine}"
+            detail "The registry refused this server's claim: it makes no IDs. A fleet has one \
+                    layout: the same 64 bits read in two layouts are two other times and node \
+                    ids, so IDs of the two can collide."
+            hint "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
+                  sequence_bits (a server that never made IDs may change them), or a registry of \
+                  its own (one per layout)." },
+        /// With a claim: a row of another layout, `stray`, under `node`, blocks that id alone.
+        StrayLayout { node: u32, stray: String, fleet: String } => { WARNING ERRCODE_DATA_EXCEPTION
+            message "the pg_snowflake registry has a row of another layout than the fleet's: \
+                     node id {node}'s, {stray}"
+            detail "This server's layout, the fleet's, is {fleet}. The row blocks its own node id \
+                    only: no claim of the fleet takes it, and snowflake_registry() shows it as \
+                    'stray'."
+            hint "If no server of that layout uses this registry (a hand edit, another fleet's \
+                  server pointed here by mistake), delete the row from snowflake_nodes on the \
+                  registry; otherwise give that server a registry of its own." },
+        /// The renewer exited and released its claim, its mark lowered to `lowered_to` (Unix ms).
+        Release { node: u32, lowered_to: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
+            message "pg_snowflake released its claim of node id {node}"
+            detail { Some(release_detail(lowered_to)) }
+            hint "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's \
+                  restart) makes no ID past its reservation until it claims again." },
+        /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
+        RetireLive { node: u32, label: String } => { ERROR ERRCODE_OBJECT_IN_USE
+            message ("node id {node} is held by {}, which is connected to the registry",
+                     quoted(label))
+            hint "Stop that server first: only an id whose holder is gone can be retired." },
+        /// `snowflake_registry_retire` of an id whose holder's lease runs until `until`.
+        RetireLeaseRuns { node: u32, label: String, until: i64 } => { ERROR ERRCODE_OBJECT_IN_USE
+            message ("node id {node} is leased to {} until {}: it may still be making IDs",
+                     quoted(label), when(*until))
+            detail "A holder cut off from the registry, or one the registry restarted under, goes \
+                    on making IDs until its lease runs out; retiring its id before would hand \
+                    the id out again below them."
+            hint "Retire it once the lease has run out (pg_snowflake.registry_lease_ms)." },
+        /// `snowflake_registry_retire` of an id the registry has no live row for.
+        NoSuchNode { node: i64 } => { ERROR ERRCODE_UNDEFINED_OBJECT
+            message "the registry holds no live node id {node}"
+            hint "snowflake_registry() lists the ids the registry knows." },
+        /// A `snowflake_lease_*` function called by a role not granted `snowflake_lease`.
+        LeaseNotGranted { role: String } => { ERROR ERRCODE_INSUFFICIENT_PRIVILEGE
+            message ("role {} may not take a node-id lease from the pg_snowflake registry",
+                     quoted(role))
+            detail "A node-id lease lets its holder make IDs under one of the fleet's node ids: \
+                    only members of the role snowflake_lease may take, renew or release one."
+            hint "A superuser may grant it: GRANT snowflake_lease TO the application's role." },
+        /// A `snowflake_lease_*` function given a bad argument (`what`: which, and why).
+        LeaseArgument { what: &'static str } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
+            message "invalid node-id lease argument: {what}"
+            hint "Name the application by 1 to 100 printable characters; renew or release a \
+                  lease with the node id, token and generation snowflake_lease_acquire() \
+                  returned." },
+        /// An application's lease is lost: retired, another's (`label`), or not its token.
+        LeaseLost { node: u32, label: Option<String> } => {
+            ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("the lease on node id {node} is lost: {}", lease_lost_to(label))
+            detail "A lease not renewed before it runs out is retired and its node id handed out \
+                    again, above every ID made under it; a token or generation not the lease's \
+                    own is no lease."
+            hint "Stop making IDs under this node id and acquire a new lease with \
+                  snowflake_lease_acquire()." },
+        /// A lease function's exchange failed; its cause (libpq's: host, user) is logged only.
+        LeaseRegistryFailed { action: &'static str } => { ERROR ERRCODE_CONNECTION_FAILURE
+            message "could not {action}: the pg_snowflake registry did not answer"
+            detail "The cause is in this server's log: the registry's address is not shown to \
+                    lease holders."
+            hint "Try again (an application keeps its lease until its ceiling); if it persists, \
+                  an operator checks pg_snowflake.registry and the registry's server." },
+    }
+}
+
 const LEASE_DETAIL: &str = "A node id is held under a lease in the registry \
                             (pg_snowflake.registry), renewed by the pg_snowflake renewer.";
+
+const REFUSED: &str = "The registry refused this server's claim: it makes no IDs.";
+
+catalogue! {
+    /// The registry's refusal `why` of this server's claim of `node`, whose holder is labelled
+    /// `label` and was last seen at `last_seen`.
+    fn refused(why: &Refusal, node: &u32, label: &str, last_seen: &i64), rows refusal_rows,
+        row_name refusal_row_name {
+        HeldByAnother { connected } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("node id {node} is held by another server, {}, last seen at {}{}",
+                     quoted(label), when(*last_seen),
+                     if *connected { ", and still connected to the registry" } else { "" })
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "Give this server another pg_snowflake.node_id, or leave it unset so that the \
+                  registry assigns one. If that server is gone for good, retire the id with \
+                  snowflake_registry_retire() (a session the registry still holds for it, as \
+                  behind a hung proxy, ends two leases after its last heartbeat)." },
+        CopyOfLiveHolder => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("this data directory is a copy of the server holding node id {node}, {}, \
+                      which is running (last seen at {})", quoted(label), when(*last_seen))
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "A clone, snapshot or restored backup must not make IDs under its origin's \
+                  node id. Leave pg_snowflake.node_id unset so that the registry gives it a \
+                  fresh one, or set another." },
+        OpenSession => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("node id {node} is held by a registry session under this server's own \
+                      name, {}, last seen at {}: this server's own from before a restart, or \
+                      a running copy's", quoted(label), when(*last_seen))
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "Wait: the registry ends the session of a server that went down within \
+                  about a lease (TCP keepalives), and this server then takes its node id \
+                  back. If the session lives on, this server is a copy: it is refused (node \
+                  id set) or given a fresh node id (unset) after two leases. A copy needs a \
+                  cluster_name, host name or port of its own." },
+        HolderMayReturn { until } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("node id {node} is held under this server's own claim by {}, last seen at \
+                      {}, which may still be running: this server started from its files (a \
+                      restart, a copy, a promoted standby) and waits until {} for it to come \
+                      back", quoted(label), when(*last_seen), when(*until))
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "Wait: a running holder between two registry sessions comes back within a \
+                  heartbeat interval and the clock margin, and this server is then refused as \
+                  its copy. If none comes back, this server takes the id over, above every ID \
+                  made under it, under a token of its own." },
+        StaleCopy => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("this data directory is an older copy of the server holding node id \
+                      {node}, {} (last seen at {})", quoted(label), when(*last_seen))
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "Leave pg_snowflake.node_id unset so that the registry gives this copy a fresh \
+                  node id, or set another." },
+        MarkAhead { mark, now } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("node id {node}'s high-water mark in the registry, {}, is {} s ahead of \
+                      the registry's clock, {}", when(*mark), mark.saturating_sub(*now) / 1_000,
+                     when(*now))
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "A server's clock ran far ahead, or the row was damaged: taking the id would \
+                  stamp every ID that far in the future. Leave pg_snowflake.node_id unset so \
+                  that the registry assigns another id, or set another; once the clocks are \
+                  right, retire this id with snowflake_registry_retire()." },
+        // Never shown: `RegistryError::refused` words it whole as `OtherLayout`.
+        OtherLayout => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "node id {node}'s IDs are of another layout: {label}"
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "Give this server the fleet's layout, or a registry of its own." },
+        HistoryLost => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "this server's state file was damaged, and the registry has never seen this \
+                     server: the node ids it made IDs under are unknown"
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "Restore pg_snowflake.state from a backup of this data directory (or \
+                  pg_snowflake.state.damaged, repaired). If there is none and this server's \
+                  clock is past every ID it ever made, remove pg_snowflake.state.damaged and \
+                  restart the server: it is then given a node id as a new server." },
+        RetiredUntil { until } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message ("node id {node} is retired and is handed out again only after {}",
+                     when(*until))
+            detail "{REFUSED} {LEASE_DETAIL}"
+            hint "Wait until then, or give this server another pg_snowflake.node_id, or leave \
+                  it unset so that the registry assigns a free one." },
+    }
+}
 
 fn when(unix_ms: i64) -> String {
     format_unix_ms(unix_ms)
 }
 
-pub(super) fn message_of(error: &RegistryError) -> Message {
-    use RegistryError::*;
-    match error {
-        AwaitingClaim { waited_ms } => awaiting_claim(waited_ms),
-        ClaimRefused {
-            node,
-            why,
-            label,
-            last_seen,
-        } => claim_refused(node, why, label, last_seen),
-        ClaimLost { node, label } => claim_lost(node, label),
-        LeaseExpired { node, ago_ms } => lease_expired(node, ago_ms),
-        AwaitingLease { node, waited_ms } => awaiting_lease(node, waited_ms),
-        ClockSkew { offset_ms, max_ms } => clock_skew(offset_ms, max_ms),
-        CeilingReached { ceiling } => ceiling_reached(ceiling),
-        NoFreeNodeId { max } => no_free_node_id(max),
-        OtherLayout { node, fleet, mine } => other_layout(node, fleet, mine),
-        Unreachable { cause, not_logged } => unreachable_registry(cause, not_logged),
-        Failed { action, cause } => failed(action, cause),
-        NotConfigured => not_configured(),
-        ClaimOutcome {
-            node,
-            generation,
-            floor,
-            how,
-        } => claim_outcome(node, generation, floor, how),
-        StrayLayout { node, stray, fleet } => stray_layout(node, stray, fleet),
-        Release { node, lowered_to } => release(node, lowered_to),
-        Retired { node, high_water } => retired(node, high_water),
-        RetireLive { node, label } => retire_live(node, label),
-        RetireLeaseRuns { node, label, until } => retire_lease_runs(node, label, until),
-        NoSuchNode { node } => no_such_node(node),
-        LeaseNotGranted { role } => lease_not_granted(role),
-        LeaseArgument { what } => lease_argument(what),
-        LeaseLost { node, label } => lease_lost(node, label),
-        LeaseRegistryFailed { action } => lease_registry_failed(action),
+/// Who took a lost node id: another server, or (`None`) its retirement.
+fn lost_to(label: &Option<String>) -> String {
+    match label {
+        Some(label) => format!(
+            "another server, {}, took it over in the registry",
+            quoted(label)
+        ),
+        None => "it was retired in the registry".into(),
     }
 }
 
-// A call refused while the registry does not let this server make IDs.
-
-fn awaiting_claim(waited_ms: &i64) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        "this server has not claimed its node id from the registry yet",
-        Some(format!(
-            "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
-        )),
-        "Check that the registry named by pg_snowflake.registry is reachable; the server \
-         log says what the renewer met.",
-    )
+/// Why an application's lease is lost: another lease's row, or no live one.
+fn lease_lost_to(label: &Option<String>) -> String {
+    match label {
+        Some(label) => format!("the registry's row is another lease's, {}", quoted(label)),
+        None => "the registry holds no live lease on it under this token and generation".into(),
+    }
 }
 
-fn claim_refused(node: &u32, why: &Refusal, label: &str, last_seen: &i64) -> Message {
-    let (text, hint) = match why {
-        Refusal::HeldByAnother { connected } => (
-            format!(
-                "node id {node} is held by another server, {}, last seen at {}{}",
-                quoted(label),
-                when(*last_seen),
-                if *connected {
-                    ", and still connected to the registry"
-                } else {
-                    ""
-                }
-            ),
-            "Give this server another pg_snowflake.node_id, or leave it unset so that the \
-                 registry assigns one. If that server is gone for good, retire the id with \
-                 snowflake_registry_retire() (a session the registry still holds for it, as \
-                 behind a hung proxy, ends two leases after its last heartbeat).",
+fn release_detail(lowered_to: &Option<i64>) -> String {
+    match lowered_to {
+        Some(mark) => format!(
+            "The registry's high-water mark for it is now {}, the end of this server's \
+             durable reservation, instead of a lease ahead: the next claim resumes \
+             there, and this server's next start takes the id back at once.",
+            when(*mark)
         ),
-        Refusal::CopyOfLiveHolder => (
-            format!(
-                "this data directory is a copy of the server holding node id {node}, {}, \
-                     which is running (last seen at {})",
-                quoted(label),
-                when(*last_seen)
-            ),
-            "A clone, snapshot or restored backup must not make IDs under its origin's \
-                 node id. Leave pg_snowflake.node_id unset so that the registry gives it a \
-                 fresh one, or set another.",
-        ),
-        Refusal::OpenSession => (
-            format!(
-                "node id {node} is held by a registry session under this server's own \
-                     name, {}, last seen at {}: this server's own from before a restart, or \
-                     a running copy's",
-                quoted(label),
-                when(*last_seen)
-            ),
-            "Wait: the registry ends the session of a server that went down within \
-                 about a lease (TCP keepalives), and this server then takes its node id \
-                 back. If the session lives on, this server is a copy: it is refused (node \
-                 id set) or given a fresh node id (unset) after two leases. A copy needs a \
-                 cluster_name, host name or port of its own.",
-        ),
-        Refusal::HolderMayReturn { until } => (
-            format!(
-                "node id {node} is held under this server's own claim by {}, last seen at \
-                     {}, which may still be running: this server started from its files (a \
-                     restart, a copy, a promoted standby) and waits until {} for it to come \
-                     back",
-                quoted(label),
-                when(*last_seen),
-                when(*until)
-            ),
-            "Wait: a running holder between two registry sessions comes back within a \
-                 heartbeat interval and the clock margin, and this server is then refused as \
-                 its copy. If none comes back, this server takes the id over, above every ID \
-                 made under it, under a token of its own.",
-        ),
-        Refusal::StaleCopy => (
-            format!(
-                "this data directory is an older copy of the server holding node id \
-                     {node}, {} (last seen at {})",
-                quoted(label),
-                when(*last_seen)
-            ),
-            "Leave pg_snowflake.node_id unset so that the registry gives this copy a fresh \
-                 node id, or set another.",
-        ),
-        Refusal::MarkAhead { mark, now } => (
-            format!(
-                "node id {node}'s high-water mark in the registry, {}, is {} s ahead of the \
-                     registry's clock, {}",
-                when(*mark),
-                mark.saturating_sub(*now) / 1_000,
-                when(*now)
-            ),
-            "A server's clock ran far ahead, or the row was damaged: taking the id would \
-                 stamp every ID that far in the future. Leave pg_snowflake.node_id unset so \
-                 that the registry assigns another id, or set another; once the clocks are \
-                 right, retire this id with snowflake_registry_retire().",
-        ),
-        // Worded whole by `OtherLayout` (`RegistryError::refused`).
-        Refusal::OtherLayout => (
-            format!("node id {node}'s IDs are of another layout: {label}"),
-            "Give this server the fleet's layout, or a registry of its own.",
-        ),
-        Refusal::HistoryLost => (
-            "this server's state file was damaged, and the registry has never seen this \
-                 server: the node ids it made IDs under are unknown"
-                .to_string(),
-            "Restore pg_snowflake.state from a backup of this data directory (or \
-                 pg_snowflake.state.damaged, repaired). If there is none and this server's \
-                 clock is past every ID it ever made, remove pg_snowflake.state.damaged and \
-                 restart the server: it is then given a node id as a new server.",
-        ),
-        Refusal::RetiredUntil { until } => (
-            format!(
-                "node id {node} is retired and is handed out again only after {}",
-                when(*until)
-            ),
-            "Wait until then, or give this server another pg_snowflake.node_id, or leave \
-                 it unset so that the registry assigns a free one.",
-        ),
-    };
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        text,
-        Some(format!(
-            "The registry refused this server's claim: it makes no IDs. {LEASE_DETAIL}"
-        )),
-        hint,
-    )
-}
-
-fn claim_lost(node: &u32, label: &Option<String>) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        match label {
-            Some(label) => format!(
-                "this server lost node id {node}: another server, {}, took it over in the \
-                 registry",
-                quoted(label)
-            ),
-            None => format!("this server lost node id {node}: it was retired in the registry"),
-        },
-        Some(
-            "Its lease ran out while it could not reach the registry (or its data directory \
-             was copied), and another server claimed the id since. This server makes no IDs \
-             under it any more and claims again: with pg_snowflake.node_id set it is refused \
-             while the other server holds the id; without, it is given a fresh one."
-                .into(),
-        ),
-        "Find out which server holds the id now (snowflake_registry()). Give this server \
-         another pg_snowflake.node_id, or leave it unset so that the registry assigns one.",
-    )
-}
-
-fn lease_expired(node: &u32, ago_ms: &i64) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        format!(
-            "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not be \
-             reached"
-        ),
-        Some(format!(
-            "In fenced mode (pg_snowflake.registry_mode) a server makes no IDs without a \
-             lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
-        )),
-        "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
-         pg_snowflake.registry_mode = 'available' to keep making IDs while it is not.",
-    )
-}
-
-fn awaiting_lease(node: &u32, waited_ms: &i64) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        format!(
-            "this server was switched to fenced mode and has no fenced lease on node id \
-             {node} yet"
-        ),
-        Some(format!(
-            "The call waited {waited_ms} ms. In fenced mode (pg_snowflake.registry_mode) a \
-             server makes IDs only below the ceiling its last heartbeat recorded in the \
-             registry; in available mode its IDs ran ahead of the registry's mark, so after \
-             the switch it makes none until its next heartbeat grants a ceiling above them. \
-             {LEASE_DETAIL}"
-        )),
-        "Make the registry reachable: IDs resume at the next heartbeat, which the switch \
-         makes at once. Or set pg_snowflake.registry_mode = 'available' again.",
-    )
-}
-
-fn clock_skew(offset_ms: &i64, max_ms: &i64) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        format!(
-            "this server's clock is {} ms {} the registry's, more than \
-             pg_snowflake.max_clock_skew_ms ({max_ms} ms)",
-            offset_ms.unsigned_abs(),
-            if *offset_ms > 0 { "ahead of" } else { "behind" }
-        ),
-        Some(
-            "IDs carry their time: made with a clock that far off, they would be misplaced by \
-             every reader and by the time-to-ID bounds."
-                .into(),
-        ),
-        "Fix the system clock (NTP); IDs resume at the next heartbeat within the limit.",
-    )
-}
-
-fn ceiling_reached(ceiling: &i64) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        format!(
-            "the generator has reached the end of its lease in the registry ({})",
-            when(*ceiling)
-        ),
-        Some(format!(
-            "In fenced mode no reservation reaches past the time the registry recorded for \
-             the lease. {LEASE_DETAIL}"
-        )),
-        "Make the registry reachable again, or lower the load: IDs resume at the next \
-         heartbeat.",
-    )
-}
-
-fn no_free_node_id(max: &u32) -> Message {
-    message(
-        ERRCODE_CONFIGURATION_LIMIT_EXCEEDED,
-        format!("the registry has no free node id: every id from 0 to {max} is held or retired"),
-        None,
-        "Retire the ids of servers gone for good with snowflake_registry_retire(), or use a \
-         layout with more node bits.",
-    )
-}
-
-fn other_layout(node: &u32, fleet: &str, mine: &str) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        format!(
-            "the pg_snowflake registry's fleet makes IDs of another layout than this server: \
-             {fleet} (node id {node}'s), here {mine}"
-        ),
-        Some(
-            "The registry refused this server's claim: it makes no IDs. A fleet has one \
-             layout: the same 64 bits read in two layouts are two other times and node ids, \
-             so IDs of the two can collide."
-                .into(),
-        ),
-        "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
-         sequence_bits (a server that never made IDs may change them), or a registry of its \
-         own (one per layout).",
-    )
-}
-
-// The registry out of reach, or not set.
-
-fn unreachable_registry(cause: &str, not_logged: &u64) -> Message {
-    message(
-        ERRCODE_CONNECTION_FAILURE,
-        format!(
-            "could not reach the pg_snowflake registry: {}",
-            quoted_cause(cause)
-        ),
-        Some(format!(
-            "The renewer tries again at every heartbeat. {not_logged} more failures were not \
-             logged since the last message."
-        )),
-        "Check pg_snowflake.registry and that the registry's server is up.",
-    )
-}
-
-fn failed(action: &&'static str, cause: &str) -> Message {
-    message(
-        ERRCODE_CONNECTION_FAILURE,
-        format!("could not {action}: {}", quoted_cause(cause)),
-        None,
-        "Check pg_snowflake.registry, that the registry's server is up, and that its user \
-         may use the table snowflake_nodes (snowflake_registry_create() makes it).",
-    )
-}
-
-fn not_configured() -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        "pg_snowflake.registry is not set",
-        None,
-        "Set pg_snowflake.registry in postgresql.conf to a connection string of the registry \
-         database and restart the server.",
-    )
-}
-
-// The renewer's log lines: a claim, a stray row, a release, a retirement on promotion.
-
-fn claim_outcome(node: &u32, generation: &i64, floor: &Option<i64>, how: &&'static str) -> Message {
-    message(
-        ERRCODE_SUCCESSFUL_COMPLETION,
-        format!("pg_snowflake claimed node id {node} from the registry ({how}, generation {generation})"),
-        floor.map(|floor| {
-            format!(
-                "IDs continue above the id's high-water mark, {}.",
-                when(floor)
-            )
-        }),
-        "snowflake_stats() shows this server's claim; snowflake_registry() lists every node id.",
-    )
-}
-
-fn stray_layout(node: &u32, stray: &str, fleet: &str) -> Message {
-    message(
-        ERRCODE_DATA_EXCEPTION,
-        format!(
-            "the pg_snowflake registry has a row of another layout than the fleet's: node \
-             id {node}'s, {stray}"
-        ),
-        Some(format!(
-            "This server's layout, the fleet's, is {fleet}. The row blocks its own node id \
-             only: no claim of the fleet takes it, and snowflake_registry() shows it as \
-             'stray'."
-        )),
-        "If no server of that layout uses this registry (a hand edit, another fleet's server \
-         pointed here by mistake), delete the row from snowflake_nodes on the registry; \
-         otherwise give that server a registry of its own.",
-    )
-}
-
-fn release(node: &u32, lowered_to: &Option<i64>) -> Message {
-    message(
-        ERRCODE_SUCCESSFUL_COMPLETION,
-        format!("pg_snowflake released its claim of node id {node}"),
-        Some(match lowered_to {
-            Some(mark) => format!(
-                "The registry's high-water mark for it is now {}, the end of this server's \
-                 durable reservation, instead of a lease ahead: the next claim resumes \
-                 there, and this server's next start takes the id back at once.",
-                when(*mark)
-            ),
-            None => "The registry's high-water mark for it stays above every ID made under \
-                     it, and this server's next start takes the id back at once."
-                .to_string(),
-        }),
-        "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's restart) \
-         makes no ID past its reservation until it claims again.",
-    )
-}
-
-fn retired(node: &u32, high_water: &Option<i64>) -> Message {
-    message(
-        ERRCODE_SUCCESSFUL_COMPLETION,
-        format!("pg_snowflake retired node id {node}, its primary's, for a fresh one"),
-        high_water.map(|mark| {
-            format!(
-                "It is handed out again once the registry's clock is past {}.",
-                when(mark)
-            )
-        }),
-        "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on.",
-    )
-}
-
-// `snowflake_registry_retire` refused.
-
-fn retire_live(node: &u32, label: &str) -> Message {
-    message(
-        ERRCODE_OBJECT_IN_USE,
-        format!(
-            "node id {node} is held by {}, which is connected to the registry",
-            quoted(label)
-        ),
-        None,
-        "Stop that server first: only an id whose holder is gone can be retired.",
-    )
-}
-
-fn retire_lease_runs(node: &u32, label: &str, until: &i64) -> Message {
-    message(
-        ERRCODE_OBJECT_IN_USE,
-        format!(
-            "node id {node} is leased to {} until {}: it may still be making IDs",
-            quoted(label),
-            when(*until)
-        ),
-        Some(
-            "A holder cut off from the registry, or one the registry restarted under, goes on \
-             making IDs until its lease runs out; retiring its id before would hand the id \
-             out again below them."
-                .into(),
-        ),
-        "Retire it once the lease has run out (pg_snowflake.registry_lease_ms).",
-    )
-}
-
-fn no_such_node(node: &i64) -> Message {
-    message(
-        ERRCODE_UNDEFINED_OBJECT,
-        format!("the registry holds no live node id {node}"),
-        None,
-        "snowflake_registry() lists the ids the registry knows.",
-    )
-}
-
-// The node-id leases of applications (`snowflake_lease_*`).
-
-fn lease_not_granted(role: &str) -> Message {
-    message(
-        ERRCODE_INSUFFICIENT_PRIVILEGE,
-        format!(
-            "role {} may not take a node-id lease from the pg_snowflake registry",
-            quoted(role)
-        ),
-        Some(
-            "A node-id lease lets its holder make IDs under one of the fleet's node ids: only \
-             members of the role snowflake_lease may take, renew or release one."
-                .into(),
-        ),
-        "A superuser may grant it: GRANT snowflake_lease TO the application's role.",
-    )
-}
-
-fn lease_argument(what: &str) -> Message {
-    message(
-        ERRCODE_INVALID_PARAMETER_VALUE,
-        format!("invalid node-id lease argument: {what}"),
-        None,
-        "Name the application by 1 to 100 printable characters; renew or release a lease with \
-         the node id, token and generation snowflake_lease_acquire() returned.",
-    )
-}
-
-fn lease_lost(node: &u32, label: &Option<String>) -> Message {
-    message(
-        ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE,
-        match label {
-            Some(label) => format!(
-                "the lease on node id {node} is lost: the registry's row is another lease's, {}",
-                quoted(label)
-            ),
-            None => format!(
-                "the lease on node id {node} is lost: the registry holds no live lease on it \
-                 under this token and generation"
-            ),
-        },
-        Some(
-            "A lease not renewed before it runs out is retired and its node id handed out \
-             again, above every ID made under it; a token or generation not the lease's \
-             own is no lease."
-                .into(),
-        ),
-        "Stop making IDs under this node id and acquire a new lease with \
-         snowflake_lease_acquire().",
-    )
-}
-
-fn lease_registry_failed(action: &str) -> Message {
-    message(
-        ERRCODE_CONNECTION_FAILURE,
-        format!("could not {action}: the pg_snowflake registry did not answer"),
-        Some(
-            "The cause is in this server's log: the registry's address is not shown to \
-             lease holders."
-                .into(),
-        ),
-        "Try again (an application keeps its lease until its ceiling); if it persists, an \
-         operator checks pg_snowflake.registry and the registry's server.",
-    )
+        None => "The registry's high-water mark for it stays above every ID made under \
+                 it, and this server's next start takes the id back at once."
+            .to_string(),
+    }
 }

@@ -14,20 +14,6 @@ pub struct Message {
     pub hint: String,
 }
 
-pub(super) fn message(
-    sqlstate: PgSqlErrorCode,
-    text: impl Into<String>,
-    detail: Option<String>,
-    hint: impl Into<String>,
-) -> Message {
-    Message {
-        sqlstate,
-        text: text.into(),
-        detail,
-        hint: hint.into(),
-    }
-}
-
 /// How many characters of a user's text a message shows.
 pub const SHOWN_CHARS: usize = 64;
 

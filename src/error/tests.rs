@@ -1,3 +1,4 @@
+use super::catalogue::{Family, Level, Row};
 use super::report::{quoted, quoted_cause, CAUSE_CHARS, SHOWN_CHARS};
 use super::*;
 use snowflake_core::layout::DEFAULT_LAYOUT;
@@ -59,104 +60,8 @@ fn a_message_echoing_a_megabyte_of_input_stays_small() {
     }
 }
 
-/// Which variant `error` is, as a number from 0 to `VARIANTS - 1`. The match is exhaustive: a
-/// new variant does not compile until it has a number here (the next one; raise `VARIANTS`) and
-/// an example in [`one_of_every_variant`].
-fn variant(error: &SnowflakeError) -> usize {
-    use AdoptError as A;
-    use CoreError as C;
-    use RegistryError as R;
-    use SnowflakeError as S;
-    match error {
-        S::Core(core) => match core {
-            C::InvalidLayout { .. } => 0,
-            C::LayoutChanged { .. } => 1,
-            C::IdBeyondTimeField { .. } => 2,
-            C::NodeOutOfRange { .. } => 3,
-            C::SequenceOutOfRange { .. } => 4,
-            C::InvalidBase32 { .. } => 5,
-            C::BatchSizeOutOfRange { .. } => 6,
-            C::NegativeId(_) => 7,
-            C::TimeExhausted { .. } => 8,
-            C::ClockBeforeEpoch { .. } => 9,
-            C::TimestampBeforeEpoch { .. } => 10,
-            C::TimestampAfterEnd { .. } => 11,
-        },
-        S::NotPreloaded => 12,
-        S::NodeUnset { .. } => 13,
-        S::InvalidSetting { .. } => 14,
-        S::InRecovery => 15,
-        S::RenewerNotRunning => 16,
-        S::ClockSteppedBack { .. } => 17,
-        S::ClockJumpHeld { .. } => 18,
-        S::ClockJumpFollowed { .. } => 19,
-        S::NodeSwitched { .. } => 20,
-        S::ReservationsFailing { .. } => 21,
-        S::OwnReservationMovedAside { .. } => 22,
-        S::StateFileDamaged { .. } => 23,
-        S::StateFileIo { .. } => 24,
-        S::StateFileNotCopied { .. } => 25,
-        S::NotPreloadedForUpgrade => 26,
-        S::UnknownWalRecord => 27,
-        S::Internal { .. } => 28,
-        S::Adopt(adopt) => match adopt {
-            A::NullArgument { .. } => 29,
-            A::NoSuchRelation { .. } => 30,
-            A::NotATable { .. } => 31,
-            A::GeneratedColumn { .. } => 32,
-            A::NoSequence { .. } => 33,
-            A::AlreadyAdopted { .. } => 34,
-            A::NoSuchColumn { .. } => 35,
-            A::NotInteger { .. } => 36,
-            A::WouldCollide { .. } => 37,
-            A::IdentitySequenceDropped { .. } => 38,
-            A::SequenceKept { .. } => 39,
-            A::NarrowReferences { .. } => 40,
-            A::NewKeyAdopted { .. } => 61,
-            A::NewKeyNotAllowed { .. } => 62,
-            A::ExcludeNoSuchTable { .. } => 63,
-            A::ExcludeNotATable { .. } => 64,
-            A::AlreadyExcluded { .. } => 65,
-            A::OnlinePartitioned { .. } => 71,
-            A::OnlineNoPrimaryKey { .. } => 72,
-            A::OnlineNotPrimaryKey { .. } => 73,
-            A::OnlineAlreadyBigint { .. } => 74,
-            A::OnlineCompositeReference { .. } => 75,
-        },
-        S::Registry(registry) => match registry {
-            R::AwaitingClaim { .. } => 41,
-            R::ClaimRefused { .. } => 42,
-            R::ClaimLost { .. } => 43,
-            R::LeaseExpired { .. } => 44,
-            R::ClockSkew { .. } => 45,
-            R::CeilingReached { .. } => 46,
-            R::NoFreeNodeId { .. } => 47,
-            R::Unreachable { .. } => 48,
-            R::Failed { .. } => 49,
-            R::NotConfigured => 50,
-            R::ClaimOutcome { .. } => 51,
-            R::RetireLive { .. } => 52,
-            R::NoSuchNode { .. } => 53,
-            R::RetireLeaseRuns { .. } => 56,
-            R::Retired { .. } => 55,
-            R::Release { .. } => 57,
-            R::OtherLayout { .. } => 58,
-            R::StrayLayout { .. } => 59,
-            R::AwaitingLease { .. } => 60,
-            R::LeaseNotGranted { .. } => 66,
-            R::LeaseArgument { .. } => 67,
-            R::LeaseLost { .. } => 68,
-            R::LeaseRegistryFailed { .. } => 69,
-        },
-        S::DamagedStateFileMovedAside { .. } => 54,
-        S::WatermarkInRecovery => 70,
-        S::Backfill(backfill) => 76 + backfill::number(backfill),
-    }
-}
-
-const VARIANTS: usize = 76 + backfill::VARIANTS;
-
-/// At least one example of every variant (both forms of those whose wording branches).
+/// At least one example of every row of the catalogue (both forms of those whose wording
+/// branches).
 fn one_of_every_variant() -> Vec<SnowflakeError> {
     let field = || DEFAULT_LAYOUT.time_field();
     let (t, c) = (|| "t".to_string(), || "id".to_string());
@@ -470,8 +375,8 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         .map(SnowflakeError::from)
         .chain(adopt.into_iter().map(SnowflakeError::from))
         .chain(registry.into_iter().map(SnowflakeError::from))
+        .chain(backfill().into_iter().map(SnowflakeError::from))
         .chain(server)
-        .chain(backfill::examples().into_iter().map(SnowflakeError::from))
         .chain([SnowflakeError::DamagedStateFileMovedAside {
             path: STATE_FILE,
             aside: "pg_snowflake.state.damaged",
@@ -480,17 +385,57 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         .collect()
 }
 
+/// One of every `snowflake_nextval_at` refusal (each form of the exhausted instant's detail).
+fn backfill() -> Vec<BackfillError> {
+    use BackfillError::*;
+    let exhausted = |first| Exhausted {
+        unix_ms: 1_704_067_200_000,
+        node: 1000,
+        first,
+        max: 4095,
+    };
+    vec![
+        NodeUnset { max: 1023 },
+        NodeIsLive { node: 1 },
+        NodeUsedBefore { node: 2 },
+        NodeOutOfRange {
+            node: 1000,
+            max: 15,
+        },
+        Future { unix_ms: i64::MAX },
+        BeforeEpoch {
+            unix_ms: 0,
+            epoch_unix_ms: 1_704_067_200_000,
+        },
+        BelowCursor {
+            unix_ms: 1_704_067_200_000,
+            cursor_unix_ms: 1_704_067_200_001,
+        },
+        exhausted(0),
+        exhausted(16),
+        exhausted(4096),
+        InRecovery,
+        FileIo {
+            action: "read",
+            cause: "Permission denied".into(),
+        },
+        WriteInterrupted,
+    ]
+}
+
+/// Every row of the catalogue has an example above, so that every wording is tested.
 #[test]
-fn the_examples_cover_every_variant() {
-    let mut seen = [false; VARIANTS];
-    for error in one_of_every_variant() {
-        seen[variant(&error)] = true;
-    }
-    let missing: Vec<usize> = (0..VARIANTS).filter(|&i| !seen[i]).collect();
-    assert!(
-        missing.is_empty(),
-        "variants without an example: {missing:?}"
-    );
+fn the_examples_cover_every_row() {
+    let named: Vec<(&str, &str)> = one_of_every_variant()
+        .iter()
+        .map(|e| e.row_name())
+        .collect();
+    let missing: Vec<(&str, &str)> = SnowflakeError::rows()
+        .iter()
+        .map(|row| (row.family, row.variant))
+        .filter(|name| !named.contains(name) && !NOT_SHOWN.contains(name))
+        .collect();
+    assert!(missing.is_empty(), "rows without an example: {missing:?}");
 }
 
 /// Postgres' style, for every variant: messages start in lower case and end without a period;
@@ -507,4 +452,165 @@ fn every_message_follows_the_postgres_style() {
             assert!(detail.ends_with('.'), "{detail}");
         }
     }
+}
+
+/// Whether `text` is `template` with something (maybe nothing) in place of each `{…}`.
+fn fits(template: &str, text: &str) -> bool {
+    let mut pieces = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        pieces.push(&rest[..open]);
+        rest = rest[open..].split_once('}').map_or("", |(_, after)| after);
+    }
+    pieces.push(rest);
+    let (first, last) = (pieces[0], pieces[pieces.len() - 1]);
+    if pieces.len() == 1 {
+        return text == first;
+    }
+    let Some(mut text) = text.strip_prefix(first) else {
+        return false;
+    };
+    for piece in &pieces[1..pieces.len() - 1] {
+        match text.find(piece) {
+            Some(at) => text = &text[at + piece.len()..],
+            None => return false,
+        }
+    }
+    text.len() >= last.len() && text.ends_with(last)
+}
+
+/// The five characters of a SQLSTATE (Postgres' PGUNSIXBIT, five times).
+fn sqlstate(code: pgrx::PgSqlErrorCode) -> String {
+    let packed = code as isize;
+    (0..5)
+        .map(|i| char::from(((packed >> (6 * i)) & 0x3F) as u8 + b'0'))
+        .collect()
+}
+
+/// The message, detail and hint of every example come from a row of the catalogue: its
+/// template and SQLSTATE are those the docs check reads.
+#[test]
+fn every_message_fits_a_row_of_the_catalogue() {
+    let rows = SnowflakeError::rows();
+    for error in one_of_every_variant() {
+        let m = error.message();
+        assert!(
+            rows.iter()
+                .any(|row| row.sqlstate == m.sqlstate && fits(row.message, &m.text)),
+            "no row for {}",
+            m.text
+        );
+    }
+    assert_eq!(
+        sqlstate(pgrx::PgSqlErrorCode::ERRCODE_DATA_CORRUPTED),
+        "XX001"
+    );
+    assert!(fits(
+        "node id {node} is out of range 0..{max}",
+        "node id 9 is out of range 0..7"
+    ));
+    assert!(!fits(
+        "node id {node} is out of range",
+        "node id 9 is out of range 0..7"
+    ));
+}
+
+/// Reported: never shown (`RegistryError::refused` words this refusal as `OtherLayout`).
+const NOT_SHOWN: &[(&str, &str)] = &[("Refusal", "OtherLayout")];
+
+/// The rows of docs/ERRORS.md's first table (pg_snowflake's own errors): its SQLSTATE cell
+/// (the code and, for what is not an error, the level) and its message (the cell's first code
+/// span).
+fn documented() -> Vec<(String, String)> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ERRORS.md");
+    let text = std::fs::read_to_string(path).expect("docs/ERRORS.md");
+    let table = text
+        .split("\n## ")
+        .find(|section| section.starts_with("pg_snowflake's own"))
+        .expect("a section \"pg_snowflake's own\" in docs/ERRORS.md");
+    table
+        .lines()
+        .filter(|line| line.starts_with("| ") && !line.starts_with("| SQLSTATE"))
+        .map(|line| {
+            let line = line.replace("\\|", "\u{1}");
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let message = cells[3]
+                .split('`')
+                .nth(1)
+                .unwrap_or("")
+                .replace('\u{1}', "|");
+            (cells[1].to_string(), message)
+        })
+        .collect()
+}
+
+fn documents(row: &Row, (state, message): &(String, String)) -> bool {
+    let level = match row.level {
+        Level::Error => None,
+        Level::Warning => Some("(WARNING"),
+        Level::Notice => Some("(NOTICE"),
+        Level::Log => Some("(LOG"),
+    };
+    let level_fits = match level {
+        None => state.len() == 5,
+        Some(level) => state[5..].trim_start().starts_with(level),
+    };
+    state.starts_with(&sqlstate(row.sqlstate)) && level_fits && fits(row.message, message)
+}
+
+/// What a template says for certain: its length without its `{…}`s.
+fn literal_len(template: &str) -> usize {
+    template
+        .split('{')
+        .enumerate()
+        .map(|(i, piece)| {
+            if i == 0 {
+                piece.len()
+            } else {
+                piece.split_once('}').map_or(0, |(_, after)| after.len())
+            }
+        })
+        .sum()
+}
+
+/// docs/ERRORS.md lists every error of the catalogue with its SQLSTATE, level and message, and
+/// no error the catalogue lacks. A documented message is counted for the most specific template
+/// that fits it, so that a loose one (`could not {action}: {}`) is not documented by another's
+/// row.
+#[test]
+fn docs_errors_md_lists_the_catalogue() {
+    let rows: Vec<Row> = SnowflakeError::rows()
+        .into_iter()
+        .filter(|row| !NOT_SHOWN.contains(&(row.family, row.variant)))
+        .collect();
+    let documented = documented();
+    let mut owned = vec![false; rows.len()];
+    let mut unknown = Vec::new();
+    for doc in &documented {
+        let fitting: Vec<usize> = (0..rows.len())
+            .filter(|&i| documents(&rows[i], doc))
+            .collect();
+        let best = fitting.iter().map(|&i| literal_len(rows[i].message)).max();
+        match best {
+            None => unknown.push(doc),
+            Some(best) => fitting
+                .iter()
+                .filter(|&&i| literal_len(rows[i].message) == best)
+                .for_each(|&i| owned[i] = true),
+        }
+    }
+    let undocumented: Vec<String> = (0..rows.len())
+        .filter(|&i| !owned[i])
+        .map(|i| {
+            format!(
+                "{}::{} \"{}\"",
+                rows[i].family, rows[i].variant, rows[i].message
+            )
+        })
+        .collect();
+    assert!(
+        undocumented.is_empty() && unknown.is_empty(),
+        "not in docs/ERRORS.md (SQLSTATE, level and message): {undocumented:#?}\n\
+         in docs/ERRORS.md but not in the catalogue: {unknown:#?}"
+    );
 }
