@@ -207,6 +207,13 @@ pub struct Ceilings {
 
 const FILE_HEADER: &str = "pg_snowflake backfill 1";
 
+/// What stands in the file's place after pg_upgrade made the data directory (pg_upgrade copies
+/// no file of ours): the backfill refuses until the old directory's file is copied over it, or,
+/// where the old server never backfilled, it is deleted. It is no list of ceilings: read as one,
+/// it would let the backfill start again from sequence number 0 at every instant.
+pub const UPGRADE_MARKER: &str =
+    "pg_snowflake backfill 1\nawaiting the old data directory's file\n";
+
 impl Ceilings {
     pub fn new(layout: Layout) -> Ceilings {
         Ceilings {

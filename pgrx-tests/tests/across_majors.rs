@@ -301,6 +301,84 @@ fn pg_upgrade_from_a_directory_left_with_an_earlier_upgrades_output_leaves_it_un
     }
 }
 
+/// The backfill's ceilings (`pg_snowflake_backfill.state`) stay behind too. The upgraded
+/// server refuses `snowflake_nextval_at` until they are copied in; then the backfill continues
+/// above every sequence number the old server used, at the very instant it last stamped.
+#[test]
+#[ignore = "needs two majors: ./dev test runs it in its across stage (--test across_majors --include-ignored)"]
+fn pg_upgrade_without_the_backfill_file_refuses_the_backfill_until_it_is_copied() {
+    const BACKFILL: &str = "pg_snowflake_backfill.state";
+    const AT: &str = "SELECT snowflake_nextval_at('2025-03-01 12:00:00.5+00') \
+                      FROM generate_series(1, 5)";
+    let config = |tree: &str| node_on(tree).setting("pg_snowflake.backfill_node_id = 900");
+    for (old_tree, new_tree) in pairs() {
+        let old = Server::start("upold", config(&old_tree));
+        old.execute("SELECT snowflake_nextval()");
+        let ids = |client: &mut Client| -> Vec<i64> {
+            let rows = client.query(AT, &[]).unwrap();
+            rows.iter().map(|row| row.get(0)).collect()
+        };
+        let old_ids = ids(&mut old.connect());
+        old.stop();
+        let new = new_cluster(&old_tree, &new_tree, config(&new_tree));
+        let printed = new.upgrade_from(&old);
+        assert!(
+            printed.contains("Upgrade Complete"),
+            "pg_upgrade said:\n{printed}"
+        );
+        new.as_postgres(&format!(
+            "cp {} {}",
+            old.data_file(STATE),
+            new.data_file(STATE)
+        ));
+        new.start_again();
+        let err = new
+            .connect()
+            .query(AT, &[])
+            .expect_err("no backfill before the old file is copied");
+        println!(
+            "{old_tree} → {new_tree} without the backfill file: {}",
+            describe(&err)
+        );
+        assert_error(
+            &err,
+            "55000",
+            "this data directory was made by pg_upgrade without its backfill file",
+            None,
+            Some(
+                "Stop the server, copy \"pg_snowflake_backfill.state\" from the old data \
+                 directory into this one, and start the server again. If the old server never \
+                 ran snowflake_nextval_at (it has no such file), delete this directory's \
+                 \"pg_snowflake_backfill.state\" instead.",
+            ),
+        );
+        new.stop();
+        new.as_postgres(&format!(
+            "cp {} {}",
+            old.data_file(BACKFILL),
+            new.data_file(BACKFILL)
+        ));
+        new.start_again();
+        let mut client = new.connect();
+        let new_ids = ids(&mut client);
+        for id in &new_ids {
+            assert!(
+                !old_ids.contains(id),
+                "{id} was made before the upgrade too"
+            );
+            let row = client
+                .query_one(
+                    "SELECT snowflake_node_id($1), \
+                            snowflake_timestamp($1) = '2025-03-01 12:00:00.5+00'",
+                    &[id],
+                )
+                .unwrap();
+            let (node, at_instant): (i32, bool) = (row.get(0), row.get(1));
+            assert_eq!((node, at_instant), (900, true), "{id}");
+        }
+    }
+}
+
 /// With a registry, the upgraded server's renewer must not claim (and so pin, a
 /// rewrite of the state file) while the marker awaits the old state file: 0.5.0 replaced the
 /// marker with its pin, and after one restart made IDs without the old reservation. Now it

@@ -83,6 +83,16 @@ catalogue! {
             hint "Check the data directory's disk and permissions. A damaged file is not \
                   replaced: restore it from a backup, or set pg_snowflake.backfill_node_id to a \
                   node id never used before." },
+        /// pg_upgrade made this data directory and the old one's ceiling file was not copied in.
+        AwaitingOldFile => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
+            message "this data directory was made by pg_upgrade without its backfill file"
+            detail "pg_upgrade does not copy \"{BACKFILL_FILE}\", which holds the sequence \
+                    numbers the old server's backfill used; without it this server could stamp \
+                    IDs at past instants that the old one stamped."
+            hint "Stop the server, copy \"{BACKFILL_FILE}\" from the old data directory into this \
+                  one, and start the server again. If the old server never ran \
+                  snowflake_nextval_at (it has no such file), delete this directory's \
+                  \"{BACKFILL_FILE}\" instead." },
         /// The ceiling's write was interrupted before the synchronous standbys confirmed it.
         WriteInterrupted => { ERROR ERRCODE_QUERY_CANCELED
             message "the backfill's ceiling was not confirmed by the synchronous standbys"

@@ -419,6 +419,7 @@ fn backfill() -> Vec<BackfillError> {
             action: "read",
             cause: "Permission denied".into(),
         },
+        AwaitingOldFile,
         WriteInterrupted,
     ]
 }

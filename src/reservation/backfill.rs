@@ -30,19 +30,40 @@ fn io_error(action: &'static str, e: &std::io::Error) -> SnowflakeError {
 }
 
 /// The ceilings recorded in this data directory for `layout` (none yet: an empty list). A file
-/// of another layout is refused as the state file is (IDs of two layouts do not mix).
+/// of another layout is refused as the state file is (IDs of two layouts do not mix), and so is
+/// the upgrade marker (`mark_if_missing`).
 pub fn load(layout: &Layout) -> Result<Ceilings, SnowflakeError> {
     let text = match std::fs::read_to_string(BACKFILL_FILE) {
         Ok(text) => text,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Ceilings::new(*layout)),
         Err(e) => return Err(io_error("read", &e)),
     };
+    if text == backfill::UPGRADE_MARKER {
+        return Err(BackfillError::AwaitingOldFile.into());
+    }
     let ceilings = Ceilings::parse(&text).map_err(|reason| BackfillError::FileIo {
         action: "read",
         cause: format!("it is damaged: {reason}"),
     })?;
     ceilings.layout.check_same(layout)?;
     Ok(ceilings)
+}
+
+/// pg_upgrade's start into this data directory (`store::start_state`): pg_upgrade copies no
+/// file of ours, so a missing file becomes the upgrade marker, and the backfill refuses until
+/// the old directory's file is copied over it. Without the marker the upgraded server would
+/// start every instant's sequence numbers from 0 again, repeating the old server's backfill.
+pub fn mark_if_missing() -> Result<(), SnowflakeError> {
+    match std::fs::metadata(BACKFILL_FILE) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => replace_file(
+            BACKFILL_FILE,
+            BACKFILL_FILE_TMP,
+            backfill::UPGRADE_MARKER.as_bytes(),
+        )
+        .map_err(|e| io_error("write", &e)),
+        Err(e) => Err(io_error("read", &e)),
+    }
 }
 
 /// Raises the ceiling of backfill node id `node` to `ceiling`, durably: the file, then the WAL

@@ -144,6 +144,9 @@ pub fn start_state() -> Issuer {
         registry: gucs::registry().is_some(),
     };
     let assigned = settings.registry && settings.configured.is_none();
+    if upgrading_into_this_directory() {
+        super::backfill::mark_if_missing().unwrap_or_else(|e| e.report_fatal());
+    }
     let found = match load(gucs::layout()) {
         Err(SnowflakeError::StateFileDamaged { reason, .. }) if assigned => {
             let moved = fs::rename(STATE_FILE, STATE_FILE_DAMAGED)

@@ -221,6 +221,7 @@ fn the_file_and_the_record_read_back() {
         "pg_snowflake backfill 1\nlayout 0 1 40 40\n",
         "pg_snowflake backfill 1\nlayout 0 1 4 4\nnode 1 x\n",
         "pg_snowflake backfill 1\nlayout 0 1 4 4\nnode 1 2\nnode 1 3\n",
+        UPGRADE_MARKER,
     ] {
         assert!(Ceilings::parse(bad).is_err(), "{bad:?}");
     }
