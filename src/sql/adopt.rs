@@ -357,7 +357,7 @@ pub(super) fn warn_about_narrow_references(
         .update(
             "SELECT string_agg(format('%s.%I (%s)', con.conrelid::regclass, a.attname,
                                       format_type(a.atttypid, NULL)), ', '
-                               ORDER BY con.conrelid::regclass::text COLLATE "C", a.attname)
+                               ORDER BY con.conrelid::regclass::text COLLATE \"C\", a.attname)
              FROM pg_constraint con
              CROSS JOIN LATERAL unnest(con.conkey, con.confkey) AS k(attnum, refnum)
              JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum
