@@ -121,7 +121,7 @@ pgrx_install() {
     local pg_config=$1 sudo_flag=()
     shift
     [ -w "$("$pg_config" --pkglibdir)" ] || sudo_flag=(--sudo)
-    (cd "$ROOT" && cargo pgrx install "${sudo_flag[@]}" --pg-config "$pg_config" "$@")
+    (cd "$ROOT" && cargo pgrx install "${sudo_flag[@]}" --pg-config "$pg_config" "$@") || return
     copy_base_scripts "$("$pg_config" --sharedir)/extension"
 }
 
