@@ -4,7 +4,20 @@
 use postgres::Client;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// Sets its flag when dropped. A scope's body holds one for the flag its threads loop on, so
+/// that they stop when the body ends by a panic too: `thread::scope` waits for its threads
+/// before it passes a panic on, and threads looping until the flag is set would make a failing
+/// test hang instead of fail.
+pub struct SetOnDrop<'a>(pub &'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// An error as the server worded it, with its SQLSTATE.
 pub fn describe(e: &postgres::Error) -> String {

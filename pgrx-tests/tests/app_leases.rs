@@ -9,7 +9,7 @@ use snowflake_it::registry::{
     both, member_config, registry_rows, registry_server, registry_standby, LEASE_MS,
 };
 use snowflake_it::{
-    assert_error, describe, repo_root, take_ids, wait_until, Config, Proxy, Server,
+    assert_error, describe, repo_root, take_ids, wait_until, Config, Proxy, Server, SetOnDrop,
 };
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
@@ -837,6 +837,7 @@ fn four_clients_and_three_servers_share_tables_through_a_kill_and_a_registry_fai
     let mut apps: Vec<(Lang, String, App)> = Vec::new();
     let mut restarted = Vec::new();
     thread::scope(|scope| {
+        let _stop_on_panic = SetOnDrop(&stop);
         for (i, (member, (answered, errors))) in members.iter().zip(&server_calls).enumerate() {
             let stop = &stop;
             scope.spawn(move || {

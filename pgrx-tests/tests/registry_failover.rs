@@ -31,7 +31,7 @@ use snowflake_it::registry::{
     both, claimed_node, claimed_within, locked_nodes, log_lines_since, member_config, refusing,
     registry_rows, registry_standby, LEASE_MS,
 };
-use snowflake_it::{describe, take_ids, wait_until, Config, Proxy, Server};
+use snowflake_it::{describe, take_ids, wait_until, Config, Proxy, Server, SetOnDrop};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -230,6 +230,7 @@ fn fail_over_under_load(name: &str, promotion: Promotion) {
     let calls: Vec<Mutex<Vec<Call>>> = members.iter().map(|_| Mutex::default()).collect();
     let stop = AtomicBool::new(false);
     let (failed_over, standby_marks, promote_started, promoted) = thread::scope(|scope| {
+        let _stop_on_panic = SetOnDrop(&stop);
         for (member, calls) in members.iter().zip(&calls) {
             let stop = &stop;
             scope.spawn(move || make_ids(member, calls, stop));
