@@ -463,6 +463,21 @@ impl Server {
         self.connect_db("postgres")
     }
 
+    /// A new connection once the server accepts them again (after a crash restart, or a
+    /// backend's kill -9 and the reinitialisation that follows), within a minute.
+    pub fn reconnect(&self) -> Client {
+        let mut client = None;
+        wait_until(
+            Duration::from_secs(60),
+            "the server to accept connections",
+            || {
+                client = Client::connect(&self.conninfo("postgres"), NoTls).ok();
+                client.is_some()
+            },
+        );
+        client.unwrap()
+    }
+
     /// A new connection to database `dbname` as the superuser.
     pub fn connect_db(&self, dbname: &str) -> Client {
         Client::connect(&self.conninfo(dbname), NoTls)

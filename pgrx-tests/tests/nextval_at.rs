@@ -172,20 +172,6 @@ fn resume(client: &mut Client, after: &mut (String, i64), n: i64) -> Vec<i64> {
     made
 }
 
-/// A connection once the server accepts them again.
-fn reconnect(server: &Server) -> Client {
-    let mut client = None;
-    wait_until(
-        Duration::from_secs(60),
-        "the server to accept connections",
-        || {
-            client = postgres::Client::connect(&server.conninfo("postgres"), postgres::NoTls).ok();
-            client.is_some()
-        },
-    );
-    client.unwrap()
-}
-
 #[test]
 fn a_kill_9_in_the_middle_of_a_backfill_then_resumed() {
     const ROWS: i64 = 200_000;
@@ -239,7 +225,7 @@ fn a_kill_9_in_the_middle_of_a_backfill_then_resumed() {
                 .any(|line| line.contains("ready to accept connections"))
         },
     );
-    let mut client = reconnect(&server);
+    let mut client = server.reconnect();
     resumed.extend(resume(&mut client, &mut after, 20_000));
     let again: Vec<_> = resumed
         .iter()

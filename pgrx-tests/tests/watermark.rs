@@ -6,7 +6,7 @@
 //! rolled back, a backend terminated mid-transaction, a prepared transaction across a backend's
 //! SIGKILL and a crash, and a standby's refusal.
 
-use postgres::{Client, NoTls};
+use postgres::Client;
 use snowflake_it::registry::log_lines_since;
 use snowflake_it::{assert_error, wait_until, Config, Server};
 use std::collections::BTreeSet;
@@ -329,14 +329,14 @@ fn a_prepared_transaction_holds_the_watermark_across_a_backend_kill_and_a_crash(
         "the server to reinitialise after the backend's kill -9",
         || !log_lines_since(&server, logged, "ready to accept connections").is_empty(),
     );
-    let mut watcher = reconnect(&server);
+    let mut watcher = server.reconnect();
     let after_kill = watermark(&mut watcher);
     assert!(after_kill <= held[0], "{after_kill} > {}", held[0]);
 
     // A crash of the whole server and a restart: the same.
     server.crash();
     server.start_again();
-    let mut watcher = reconnect(&server);
+    let mut watcher = server.reconnect();
     let after_crash = watermark(&mut watcher);
     assert!(after_crash <= held[0], "{after_crash} > {}", held[0]);
     let pending: i64 = watcher
@@ -354,20 +354,6 @@ fn a_prepared_transaction_holds_the_watermark_across_a_backend_kill_and_a_crash(
     assert!(committed > *later.last().unwrap());
     let rows = poll(&mut watcher, 0);
     assert_eq!(rows.len(), held.len() + later.len());
-}
-
-/// A connection once the server accepts them again (after a reset or a restart).
-fn reconnect(server: &Server) -> Client {
-    let mut client = None;
-    wait_until(
-        Duration::from_secs(60),
-        "the server to accept connections",
-        || {
-            client = Client::connect(&server.conninfo("postgres"), NoTls).ok();
-            client.is_some()
-        },
-    );
-    client.unwrap()
 }
 
 #[test]
