@@ -7,7 +7,7 @@
 //! backfill lock (`shmem::Handle::backfill`), by the backend that needs the raise. A damaged or
 //! unreadable file refuses the backfill; it never silently starts from nothing.
 
-use super::renew::CancelsHeldBack;
+use super::renew::{with_synchronous_commit_on, CancelsHeldBack};
 use super::store::{replace_file, RMGR_ID};
 use crate::error::{BackfillError, SnowflakeError, BACKFILL_FILE};
 use crate::pg::xlog_register_data;
@@ -96,33 +96,22 @@ pub fn raise(layout: &Layout, node: u32, ceiling: u64) -> Result<bool, Snowflake
         node,
         ceiling,
     });
-    // SAFETY: the payload outlives XLogInsert, which copies it. As for the reservation
-    // (`store::reserve`): SyncRepWaitForLSN returns early, with a WARNING, on a terminate
-    // (interrupts are held by the lock, so it does not end the process inside), and waits
-    // only while synchronous_commit asks for a standby: set on for the write (a GUC nest level
-    // opened and closed around it, inside the caller's transaction; an ERROR in between aborts
-    // the transaction, whose clean-up restores the setting), so that a session re-keying with
-    // synchronous_commit off still waits for the synchronous standbys that may be promoted.
-    unsafe {
-        let level = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"synchronous_commit".as_ptr(),
-            c"on".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        pg_sys::XLogBeginInsert();
-        xlog_register_data(&mut payload);
-        let end = pg_sys::XLogInsert(RMGR_ID, XLOG_BACKFILL);
-        pg_sys::XLogFlush(end);
-        pg_sys::SyncRepWaitForLSN(end, false);
-        pg_sys::AtEOXact_GUC(true, level);
-        Ok(pg_sys::ProcDiePending == 0)
-    }
+    // The wait for the synchronous standbys happens even in a session re-keying with
+    // synchronous_commit off (`with_synchronous_commit_on`).
+    with_synchronous_commit_on(|| {
+        // SAFETY: the payload outlives XLogInsert, which copies it. As for the reservation
+        // (`store::reserve`): SyncRepWaitForLSN returns early, with a WARNING, on a terminate
+        // (interrupts are held by the lock, so it does not end the process inside).
+        unsafe {
+            pg_sys::XLogBeginInsert();
+            xlog_register_data(&mut payload);
+            let end = pg_sys::XLogInsert(RMGR_ID, XLOG_BACKFILL);
+            pg_sys::XLogFlush(end);
+            pg_sys::SyncRepWaitForLSN(end, false);
+        }
+    });
+    // SAFETY: a plain read of a flag set by a signal handler.
+    Ok(unsafe { pg_sys::ProcDiePending } == 0)
 }
 
 /// The redo of a backfill record (the startup process, one record after another): the file's

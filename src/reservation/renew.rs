@@ -178,24 +178,8 @@ pub fn renew_here(shm: Handle) -> bool {
     if unsafe { pg_sys::IsUnderPostmaster } && !LOGGED.swap(true, Ordering::Relaxed) {
         SnowflakeError::RenewerNotRunning.report_log();
     }
-    // SAFETY: a GUC nest level opened and closed around one setting, inside the caller's
-    // transaction (a SQL function's); an ERROR in between aborts the transaction, whose
-    // clean-up restores the setting (and the turn ends abandoned as it unwinds).
-    unsafe {
-        let level = pg_sys::NewGUCNestLevel();
-        pg_sys::set_config_option(
-            c"synchronous_commit".as_ptr(),
-            c"on".as_ptr(),
-            pg_sys::GucContext::PGC_USERSET,
-            pg_sys::GucSource::PGC_S_SESSION,
-            pg_sys::GucAction::GUC_ACTION_SAVE,
-            true,
-            0,
-            false,
-        );
-        renew(turn);
-        pg_sys::AtEOXact_GUC(true, level);
-    }
+    // The turn ends abandoned if an ERROR unwinds through the write.
+    with_synchronous_commit_on(|| renew(turn));
     drop(cancels);
     drop(held);
     // A terminate that came during the write ends the process now, its turn ended.
@@ -253,5 +237,31 @@ impl Drop for CancelsHeldBack {
     fn drop(&mut self) {
         // SAFETY: restores the mask saved by new().
         unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+/// Runs `f` (a durable write from a backend: a reservation, the backfill's ceiling) with
+/// `synchronous_commit` on, so that its wait for the synchronous standbys happens even in a
+/// session that turned it off (as bulk work often does): a standby that may be promoted must
+/// hold what the write covers before any ID under it is handed out.
+pub(super) fn with_synchronous_commit_on<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: a GUC nest level opened and closed around one setting, inside the caller's
+    // transaction (a SQL function's); an ERROR in between aborts the transaction, whose
+    // clean-up restores the setting.
+    unsafe {
+        let level = pg_sys::NewGUCNestLevel();
+        pg_sys::set_config_option(
+            c"synchronous_commit".as_ptr(),
+            c"on".as_ptr(),
+            pg_sys::GucContext::PGC_USERSET,
+            pg_sys::GucSource::PGC_S_SESSION,
+            pg_sys::GucAction::GUC_ACTION_SAVE,
+            true,
+            0,
+            false,
+        );
+        let result = f();
+        pg_sys::AtEOXact_GUC(true, level);
+        result
     }
 }
