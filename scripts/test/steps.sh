@@ -46,8 +46,11 @@ stage_core() {
 }
 
 # Every check runs, whatever the one before it found; the stage fails if any did.
+# Its clippy builds go to a target directory of their own: beside the majors' stages, they
+# would otherwise hold the debug build's lock while a major's install waits for it.
 stage_lint() {
     local rc=0 major scripts check
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/lint
     cargo fmt --all -- --check || rc=1
     cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
     for major in $(clippy_majors); do
@@ -72,8 +75,8 @@ stage_lint() {
 # (which has a stage of its own). Every cfg of src/pg.rs says "this major or later": those two
 # compile every line.
 clippy_majors() {
-    local major
-    for major in "${TEST_MAJORS[0]}" "${TEST_MAJORS[-1]}"; do
+    local major majors=("${TEST_MAJORS[@]:-${PGSF_MAJORS[@]}}")
+    for major in "${majors[0]}" "${majors[-1]}"; do
         is_sid_tree "$major" || echo "$major"
     done | sort -u
 }
