@@ -13,8 +13,9 @@
 //! lock (`shmem::Slot::mark_with`: a load and a compare, a store once per transaction), so that
 //! a watermark call, which draws under the same lock, finds every lower ID's slot written.
 
-use crate::error::{registry_refusal_error, RegistryError, SnowflakeError, STATE_FILE};
+use crate::error::{RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
+use crate::registry::refusal::refusal_error as registry_refusal_error;
 use crate::reservation::renew;
 use crate::shmem::{self, Handle, Slot};
 use crate::watermark;

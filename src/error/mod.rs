@@ -30,7 +30,7 @@ mod report;
 
 pub use adopt::AdoptError;
 pub use backfill::{BackfillError, BACKFILL_FILE};
-pub use registry::{refusal_error as registry_refusal_error, RegistryError};
+pub use registry::RegistryError;
 pub use report::{Message, OrReport};
 
 use catalogue::catalogue;
