@@ -10,7 +10,7 @@ use snowflake_core::Error as CoreError;
 
 catalogue! {
     /// The core's errors, worded.
-    fn message_of(error: &CoreError), rows core_rows, row_name core_row_name {
+    fn message_of(error: &CoreError), rows core_rows {
         InvalidLayout { reason } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message "invalid snowflake layout"
             detail "The layout is invalid: {reason}."
@@ -74,11 +74,6 @@ impl Family for CoreError {
     #[cfg(test)]
     fn rows() -> Vec<Row> {
         core_rows()
-    }
-
-    #[cfg(test)]
-    fn row_name(&self) -> (&'static str, &'static str) {
-        core_row_name(self)
     }
 }
 

@@ -17,7 +17,7 @@ catalogue! {
                   server log says what the renewer met." },
         /// The registry refused the claim of `node` (`last_seen`: Unix ms): a row each, below.
         ClaimRefused { node: u32, why: Refusal, label: String, last_seen: i64 } =>
-            [refused(why, node, label, last_seen), refusal_rows(), refusal_row_name(why)],
+            [refused(why, node, label, last_seen), refusal_rows()],
         /// Another server (`label`) took `node` over, or (`None`) it was retired; claims again.
         ClaimLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
@@ -192,8 +192,7 @@ const REFUSED: &str = "The registry refused this server's claim: it makes no IDs
 catalogue! {
     /// The registry's refusal `why` of this server's claim of `node`, whose holder is labelled
     /// `label` and was last seen at `last_seen`.
-    fn refused(why: &Refusal, node: &u32, label: &str, last_seen: &i64), rows refusal_rows,
-        row_name refusal_row_name {
+    fn refused(why: &Refusal, node: &u32, label: &str, last_seen: &i64), rows refusal_rows {
         HeldByAnother { connected } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("node id {node} is held by another server, {}, last seen at {}{}",
                      quoted(label), when(*last_seen),

@@ -12,6 +12,9 @@ pub struct Message {
     pub text: String,
     pub detail: Option<String>,
     pub hint: String,
+    /// The enum and variant of the row that worded it: the unit tests check every row is shown.
+    #[cfg(test)]
+    pub row: (&'static str, &'static str),
 }
 
 /// How many characters of a user's text a message shows.
@@ -86,6 +89,7 @@ impl SnowflakeError {
             text,
             detail,
             hint,
+            ..
         } = self.message();
         let mut report = ErrorReport::new(sqlstate, text, "pg_snowflake").set_hint(hint);
         if let Some(detail) = detail {
