@@ -111,8 +111,8 @@ macro_rules! catalogue {
         $crate::error::catalogue::Family::message($bind)
     };
     (@body $e:ident $v:ident [[$message:expr, $rows:expr]] [] $bind:tt) => { $message };
-    (@body $e:ident $v:ident [{ $level:ident $code:ident message $m:tt $(detail $d:tt)? hint $h:tt }]
-        [] $bind:tt) => {
+    (@body $e:ident $v:ident
+        [{ $level:ident $code:ident message $m:tt $(detail $d:tt)? hint $h:tt }] [] $bind:tt) => {
         $crate::error::Message {
             sqlstate: ::pgrx::PgSqlErrorCode::$code,
             text: catalogue!(@text $m),

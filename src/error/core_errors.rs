@@ -9,7 +9,6 @@ use snowflake_core::error::TimeField;
 use snowflake_core::Error as CoreError;
 
 catalogue! {
-    /// The core's errors, worded.
     fn message_of(error: &CoreError), rows core_rows {
         InvalidLayout { reason } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message "invalid snowflake layout"

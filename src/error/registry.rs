@@ -6,10 +6,8 @@ use snowflake_core::calendar::format_unix_ms;
 use snowflake_core::registry::Refusal;
 
 catalogue! {
-    /// What the registry refuses or reports.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum RegistryError {
-        /// A call waited this long for the registry's first claim, which is not made yet.
         AwaitingClaim { waited_ms: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "this server has not claimed its node id from the registry yet"
             detail "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
@@ -18,7 +16,6 @@ catalogue! {
         /// The registry refused the claim of `node` (`last_seen`: Unix ms): a row each, below.
         ClaimRefused { node: u32, why: Refusal, label: String, last_seen: i64 } =>
             [refused(why, node, label, last_seen), refusal_rows()],
-        /// Another server (`label`) took `node` over, or (`None`) it was retired; claims again.
         ClaimLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("this server lost node id {node}: {}", lost_to(label))
@@ -30,7 +27,6 @@ catalogue! {
             hint "Find out which server holds the id now (snowflake_registry()). Give this server \
                   another pg_snowflake.node_id, or leave it unset so that the registry assigns \
                   one." },
-        /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
         LeaseExpired { node: u32, ago_ms: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not \
                      be reached"
@@ -38,7 +34,6 @@ catalogue! {
                     lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
             hint "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
                   pg_snowflake.registry_mode = 'available' to keep making IDs while it is not." },
-        /// Switched to fenced mode: a call waited `waited_ms` for a heartbeat to grant a ceiling.
         AwaitingLease { node: u32, waited_ms: i64 } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "this server was switched to fenced mode and has no fenced lease on node id \
@@ -50,7 +45,6 @@ catalogue! {
                     above them. {LEASE_DETAIL}"
             hint "Make the registry reachable: IDs resume at the next heartbeat, which the switch \
                   makes at once. Or set pg_snowflake.registry_mode = 'available' again." },
-        /// This clock is `offset_ms` from the registry's, more than `max_ms`.
         ClockSkew { offset_ms: i64, max_ms: i64 } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("this server's clock is {} ms {} the registry's, more than \
@@ -60,7 +54,6 @@ catalogue! {
                     misplaced by every reader and by the time-to-ID bounds."
             hint "Fix the system clock (NTP); IDs resume at the next heartbeat within the \
                   limit." },
-        /// Fenced mode: the next reservation would pass the lease's ceiling (Unix ms).
         CeilingReached { ceiling: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("the generator has reached the end of its lease in the registry ({})",
                      when(*ceiling))
@@ -68,30 +61,25 @@ catalogue! {
                     for the lease. {LEASE_DETAIL}"
             hint "Make the registry reachable again, or lower the load: IDs resume at the next \
                   heartbeat." },
-        /// Every node id of the layout (0 to `max`) is held or retired.
         NoFreeNodeId { max: u32 } => { ERROR ERRCODE_CONFIGURATION_LIMIT_EXCEEDED
             message "the registry has no free node id: every id from 0 to {max} is held or \
                      retired"
             hint "Retire the ids of servers gone for good with snowflake_registry_retire(), or \
                   use a layout with more node bits." },
-        /// From the renewer: the registry cannot be reached (at most one in a while).
         Unreachable { cause: String, not_logged: u64 } => { WARNING ERRCODE_CONNECTION_FAILURE
             message ("could not reach the pg_snowflake registry: {}", quoted_cause(cause))
             detail "The renewer tries again at every heartbeat. {not_logged} more failures were \
                     not logged since the last message."
             hint "Check pg_snowflake.registry and that the registry's server is up." },
-        /// A SQL function's exchange with the registry failed: "could not `action`".
         Failed { action: &'static str, cause: String } => { ERROR ERRCODE_CONNECTION_FAILURE
             message ("could not {action}: {}", quoted_cause(cause))
             hint "Check pg_snowflake.registry, that the registry's server is up, and that its \
                   user may use the table snowflake_nodes (snowflake_registry_create() makes \
                   it)." },
-        /// A registry function on a server without `pg_snowflake.registry`.
         NotConfigured => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "pg_snowflake.registry is not set"
             hint "Set pg_snowflake.registry in postgresql.conf to a connection string of the \
                   registry database and restart the server." },
-        /// The node id claimed.
         ClaimOutcome { node: u32, generation: i64, floor: Option<i64>, how: &'static str } => {
             LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake claimed node id {node} from the registry ({how}, generation \
@@ -101,14 +89,12 @@ catalogue! {
             }) }
             hint "snowflake_stats() shows this server's claim; snowflake_registry() lists every \
                   node id." },
-        /// A promoted standby retired its primary's node id (the high-water mark: Unix ms).
         Retired { node: u32, high_water: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake retired node id {node}, its primary's, for a fresh one"
             detail { high_water.map(|mark| {
                 format!("It is handed out again once the registry's clock is past {}.", when(mark))
             }) }
             hint "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on." },
-        /// The registry's fleet has the layout `fleet` (under `node`), this server `mine`.
         OtherLayout { node: u32, fleet: String, mine: String } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "the pg_snowflake registry's fleet makes IDs of another layout than this \
@@ -119,7 +105,6 @@ catalogue! {
             hint "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
                   sequence_bits (a server that never made IDs may change them), or a registry of \
                   its own (one per layout)." },
-        /// With a claim: a row of another layout, `stray`, under `node`, blocks that id alone.
         StrayLayout { node: u32, stray: String, fleet: String } => { WARNING ERRCODE_DATA_EXCEPTION
             message "the pg_snowflake registry has a row of another layout than the fleet's: \
                      node id {node}'s, {stray}"
@@ -129,18 +114,15 @@ catalogue! {
             hint "If no server of that layout uses this registry (a hand edit, another fleet's \
                   server pointed here by mistake), delete the row from snowflake_nodes on the \
                   registry; otherwise give that server a registry of its own." },
-        /// The renewer exited and released its claim, its mark lowered to `lowered_to` (Unix ms).
         Release { node: u32, lowered_to: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake released its claim of node id {node}"
             detail { Some(release_detail(lowered_to)) }
             hint "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's \
                   restart) makes no ID past its reservation until it claims again." },
-        /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
         RetireLive { node: u32, label: String } => { ERROR ERRCODE_OBJECT_IN_USE
             message ("node id {node} is held by {}, which is connected to the registry",
                      quoted(label))
             hint "Stop that server first: only an id whose holder is gone can be retired." },
-        /// `snowflake_registry_retire` of an id whose holder's lease runs until `until`.
         RetireLeaseRuns { node: u32, label: String, until: i64 } => { ERROR ERRCODE_OBJECT_IN_USE
             message ("node id {node} is leased to {} until {}: it may still be making IDs",
                      quoted(label), when(*until))
@@ -148,24 +130,20 @@ catalogue! {
                     on making IDs until its lease runs out; retiring its id before would hand \
                     the id out again below them."
             hint "Retire it once the lease has run out (pg_snowflake.registry_lease_ms)." },
-        /// `snowflake_registry_retire` of an id the registry has no live row for.
         NoSuchNode { node: i64 } => { ERROR ERRCODE_UNDEFINED_OBJECT
             message "the registry holds no live node id {node}"
             hint "snowflake_registry() lists the ids the registry knows." },
-        /// A `snowflake_lease_*` function called by a role not granted `snowflake_lease`.
         LeaseNotGranted { role: String } => { ERROR ERRCODE_INSUFFICIENT_PRIVILEGE
             message ("role {} may not take a node-id lease from the pg_snowflake registry",
                      quoted(role))
             detail "A node-id lease lets its holder make IDs under one of the fleet's node ids: \
                     only members of the role snowflake_lease may take, renew or release one."
             hint "A superuser may grant it: GRANT snowflake_lease TO the application's role." },
-        /// A `snowflake_lease_*` function given a bad argument (`what`: which, and why).
         LeaseArgument { what: &'static str } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message "invalid node-id lease argument: {what}"
             hint "Name the application by 1 to 100 printable characters; renew or release a \
                   lease with the node id, token and generation snowflake_lease_acquire() \
                   returned." },
-        /// An application's lease is lost: retired, another's (`label`), or not its token.
         LeaseLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("the lease on node id {node} is lost: {}", lease_lost_to(label))
@@ -174,7 +152,6 @@ catalogue! {
                     own is no lease."
             hint "Stop making IDs under this node id and acquire a new lease with \
                   snowflake_lease_acquire()." },
-        /// A lease function's exchange failed; its cause (libpq's: host, user) is logged only.
         LeaseRegistryFailed { action: &'static str } => { ERROR ERRCODE_CONNECTION_FAILURE
             message "could not {action}: the pg_snowflake registry did not answer"
             detail "The cause is in this server's log: the registry's address is not shown to \
