@@ -11,7 +11,13 @@ catalogue! {
         NullArgument { function: &'static str, argument: &'static str } => {
             ERROR ERRCODE_NULL_VALUE_NOT_ALLOWED
             message "argument \"{argument}\" of {function} must not be null"
-            hint { null_argument_hint(function) } },
+            hint { match *function {
+                "snowflake_adopt" => "Name the table and its key column, e.g. \
+                                      snowflake_adopt('orders', 'id').",
+                "snowflake_adopt_online_check" => "Name the table and its integer primary key \
+                    column, e.g. CALL snowflake_adopt_online('orders', 'id').",
+                _ => "Name the table to leave alone, e.g. \
+                      snowflake_adopt_exclude('public.invoices')." } } },
         NoSuchRelation { oid: u32 } => { ERROR ERRCODE_UNDEFINED_TABLE
             message "relation with OID {oid} does not exist"
             hint "Pass an existing table by name, e.g. snowflake_adopt('orders'); an OID taken \
@@ -29,7 +35,8 @@ catalogue! {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("column {} of table \"{table}\" does not draw its values from a sequence",
                      quoted(column))
-            detail { Some(no_sequence_detail(default)) }
+            detail { Some(default.as_ref().map_or("It has no default.".into(),
+                                                  |d| format!("Its default is {}.", quoted(d)))) }
             hint "snowflake_adopt switches serial, identity and sequence-default columns. To give \
                   this column snowflake IDs anyway, use ALTER TABLE … ALTER COLUMN … SET DEFAULT \
                   snowflake_nextval()." },
@@ -129,26 +136,5 @@ catalogue! {
                       columns", quoted(constraint))
             hint "snowflake_adopt_online widens one-column foreign keys only; drop this one and \
                   make it again after the adoption, or use snowflake_adopt." },
-    }
-}
-
-/// The example in the hint of a NULL argument: the call of the function that was given it.
-fn null_argument_hint(function: &str) -> &'static str {
-    match function {
-        "snowflake_adopt" => {
-            "Name the table and its key column, e.g. snowflake_adopt('orders', 'id')."
-        }
-        "snowflake_adopt_online_check" => {
-            "Name the table and its integer primary key column, e.g. CALL \
-             snowflake_adopt_online('orders', 'id')."
-        }
-        _ => "Name the table to leave alone, e.g. snowflake_adopt_exclude('public.invoices').",
-    }
-}
-
-fn no_sequence_detail(default: &Option<String>) -> String {
-    match default {
-        Some(default) => format!("Its default is {}.", quoted(default)),
-        None => "It has no default.".into(),
     }
 }

@@ -58,7 +58,17 @@ catalogue! {
             ERROR ERRCODE_PROGRAM_LIMIT_EXCEEDED
             message ("no snowflake sequence number is left at {} for backfill node id {node}",
                      format_instant(*unix_ms))
-            detail { Some(exhausted_detail(*first, *max)) }
+            detail { Some(if *first == 0 {
+                format!("Sequence numbers 0 to {max} of this instant are used; an ID is never \
+                         stamped at another instant than the one asked for.")
+            } else if *first > u64::from(*max) {
+                format!("Every sequence number (0 to {max}) went to earlier runs of the backfill \
+                         (each restart sets aside those it may have used, at every instant).")
+            } else {
+                format!("Sequence numbers {first} to {max} of this instant are used; those below \
+                         {first} went to earlier runs of the backfill (each restart sets aside \
+                         those it may have used, at every instant).")
+            }) }
             hint "Set pg_snowflake.backfill_node_id to another node id never used for live IDs, \
                   restart, and continue; or key the remaining rows of this instant with \
                   snowflake_nextval()." },
@@ -87,26 +97,5 @@ catalogue! {
             detail "The call was cancelled or terminated before the ceiling was confirmed: no ID \
                     under it is made."
             hint "Call again." },
-    }
-}
-
-/// Why an instant has no sequence number left: used in this run, or by earlier runs.
-fn exhausted_detail(first: u64, max: u32) -> String {
-    if first == 0 {
-        format!(
-            "Sequence numbers 0 to {max} of this instant are used; an ID is never stamped at \
-             another instant than the one asked for."
-        )
-    } else if first > u64::from(max) {
-        format!(
-            "Every sequence number (0 to {max}) went to earlier runs of the backfill (each \
-             restart sets aside those it may have used, at every instant)."
-        )
-    } else {
-        format!(
-            "Sequence numbers {first} to {max} of this instant are used; those below {first} went \
-             to earlier runs of the backfill (each restart sets aside those it may have used, at \
-             every instant)."
-        )
     }
 }

@@ -6,15 +6,13 @@
 //!   callers report it at; docs/ERRORS.md says the same);
 //! - `message`, `detail` (left out: none) and `hint` are each a string literal whose `{field}`s
 //!   are the variant's fields, or `("… {} …", expr, …)` where a field is shown through a function
-//!   (`quoted(column)`, `when(*until)`); a detail or hint that truly depends on the data is a
-//!   block (`detail { Some(no_sequence_detail(default)) }`). The message is always a literal, so
-//!   that the docs check can read it.
+//!   (`quoted(column)`, `when(*until)`); a detail or hint that depends on the data is a block
+//!   (`detail { Some(…) }`). The message is always a literal, so that the docs check can read it.
 //!
-//! A variant `Name(Family)` carries another family's errors (a `From` is made for it). The form
+//! A row `=> [message, rows]` takes the whole message from elsewhere: `Name(error: Family)`
+//! carries another family's errors (a `From` is made for it); the form
 //! `fn name(value: &Enum, context…), rows rows_name { rows }` words an enum defined elsewhere
-//! (the core's) as a function; a row `=> [message, rows]` takes its whole message from one.
-
-use super::report::Message;
+//! (the core's) as a function.
 
 /// One row of the catalogue as the docs check reads it: the enum and variant, the SQLSTATE, the
 /// level, and the message's template (`{field}` and `{}` stand for what the row interpolates).
@@ -28,19 +26,13 @@ pub struct Row {
     pub message: &'static str,
 }
 
-/// A family of errors: its wording and its rows.
-pub trait Family {
-    fn message(&self) -> Message;
-    #[cfg(test)]
-    fn rows() -> Vec<Row>;
-}
-
 macro_rules! catalogue {
     (
         $(#[$meta:meta])*
         pub enum $name:ident { $(
             $(#[$vmeta:meta])*
-            $variant:ident $({ $($field:ident : $fty:ty),* $(,)? })? $(($family:ty))? $(=> $row:tt)?
+            $variant:ident $({ $($field:ident : $fty:ty),* $(,)? })? $(($bind:ident : $family:ty))?
+            => $row:tt
         ),* $(,)? }
     ) => {
         $(#[$meta])*
@@ -53,30 +45,20 @@ macro_rules! catalogue {
             #[allow(unused_variables, clippy::useless_format)]
             pub fn message(&self) -> $crate::error::Message {
                 match self { $(
-                    $name::$variant $({ $($field),* })? $((catalogue!(@bind [$family] family)))?
-                        => catalogue!(@body $name $variant [$($row)?] [$($family)?] family),
+                    $name::$variant $({ $($field),* })? $(($bind))?
+                        => catalogue!(@body $name $variant $row),
                 )* }
             }
-        }
 
-        impl $crate::error::catalogue::Family for $name {
-            fn message(&self) -> $crate::error::Message {
-                $name::message(self)
-            }
-
+            /// The rows of this family, for the docs check.
             #[cfg(test)]
-            #[allow(clippy::vec_init_then_push)]
-            fn rows() -> Vec<$crate::error::catalogue::Row> {
-                let mut rows = Vec::new();
-                $( catalogue!(@rows rows $name $variant [$($row)?] [$($family)?]); )*
-                rows
+            pub fn rows() -> Vec<$crate::error::catalogue::Row> {
+                [$( catalogue!(@rows $name $variant $row) ),*].concat()
             }
         }
 
         $($( impl From<$family> for $name {
-            fn from(error: $family) -> Self {
-                $name::$variant(error)
-            }
+            fn from(error: $family) -> Self { $name::$variant(error) }
         } )?)*
     };
 
@@ -92,27 +74,20 @@ macro_rules! catalogue {
         pub(super) fn $fname($value: &$enum $(, $param: $pty)*) -> $crate::error::Message {
             match $value { $(
                 $enum::$variant $({ $($field),* })? $(($($tfield),*))?
-                    => catalogue!(@body $enum $variant [$row] [] _),
+                    => catalogue!(@body $enum $variant $row),
             )* }
         }
 
         /// The rows of this wording, for the docs check.
         #[cfg(test)]
-        #[allow(clippy::vec_init_then_push)]
         pub(super) fn $rows() -> Vec<$crate::error::catalogue::Row> {
-            let mut rows = Vec::new();
-            $( catalogue!(@rows rows $enum $variant [$row] []); )*
-            rows
+            [$( catalogue!(@rows $enum $variant $row) ),*].concat()
         }
     };
 
-    (@bind [$family:ty] $bind:ident) => { $bind };
-    (@body $e:ident $v:ident [] [$family:ty] $bind:ident) => {
-        $crate::error::catalogue::Family::message($bind)
-    };
-    (@body $e:ident $v:ident [[$message:expr, $rows:expr]] [] $bind:tt) => { $message };
+    (@body $e:ident $v:ident [$message:expr, $rows:expr]) => { $message };
     (@body $e:ident $v:ident
-        [{ $level:ident $code:ident message $m:tt $(detail $d:tt)? hint $h:tt }] [] $bind:tt) => {
+        { $level:ident $code:ident message $m:tt $(detail $d:tt)? hint $h:tt }) => {
         $crate::error::Message {
             sqlstate: ::pgrx::PgSqlErrorCode::$code,
             text: catalogue!(@text $m),
@@ -130,19 +105,15 @@ macro_rules! catalogue {
     (@detail { $($helper:tt)* }) => { { $($helper)* } };
     (@detail $d:tt) => { Some(catalogue!(@text $d)) };
 
-    (@rows $v:ident $e:ident $var:ident [] [$family:ty]) => {
-        $v.extend(<$family as $crate::error::catalogue::Family>::rows())
-    };
-    (@rows $v:ident $e:ident $var:ident [[$message:expr, $rows:expr]] []) => { $v.extend($rows) };
-    (@rows $v:ident $e:ident $var:ident [{ $level:ident $code:ident message $m:tt $($rest:tt)* }]
-        []) => {
-        $v.push($crate::error::catalogue::Row {
+    (@rows $e:ident $var:ident [$message:expr, $rows:expr]) => { $rows };
+    (@rows $e:ident $var:ident { $level:ident $code:ident message $m:tt $($rest:tt)* }) => {
+        vec![$crate::error::catalogue::Row {
             family: stringify!($e),
             variant: stringify!($var),
             sqlstate: ::pgrx::PgSqlErrorCode::$code,
             level: stringify!($level),
             message: catalogue!(@template $m),
-        })
+        }]
     };
     (@template $text:literal) => { $text };
     (@template ($text:literal $(, $arg:expr)* $(,)?)) => { $text };

@@ -1,15 +1,13 @@
 //! The wording of the pure core's errors (`snowflake_core::Error`: data, no text).
 
-#[cfg(test)]
-use super::catalogue::Row;
-use super::catalogue::{catalogue, Family};
-use super::report::{quoted, Message};
+use super::catalogue::catalogue;
+use super::report::quoted;
 use snowflake_core::calendar::{format_instant, format_unix_ms};
 use snowflake_core::error::TimeField;
 use snowflake_core::Error as CoreError;
 
 catalogue! {
-    fn message_of(error: &CoreError), rows core_rows {
+    fn message_of(error: &CoreError), rows rows {
         InvalidLayout { reason } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message "invalid snowflake layout"
             detail "The layout is invalid: {reason}."
@@ -62,17 +60,6 @@ catalogue! {
                      format_instant(*unix_ms))
             detail ("The time field of this layout ends at {}.", format_unix_ms(field.end_unix_ms))
             hint { time_range_hint(field) } },
-    }
-}
-
-impl Family for CoreError {
-    fn message(&self) -> Message {
-        message_of(self)
-    }
-
-    #[cfg(test)]
-    fn rows() -> Vec<Row> {
-        core_rows()
     }
 }
 

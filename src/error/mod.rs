@@ -33,10 +33,10 @@ const STATE_FILE_DETAIL: &str = "The file holds this server's last reservation o
 catalogue! {
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum SnowflakeError {
-        Core(CoreError),
-        Adopt(AdoptError),
-        Registry(RegistryError),
-        Backfill(BackfillError),
+        Core(error: CoreError) => [core_errors::message_of(error), core_errors::rows()],
+        Adopt(error: AdoptError) => [error.message(), AdoptError::rows()],
+        Registry(error: RegistryError) => [error.message(), RegistryError::rows()],
+        Backfill(error: BackfillError) => [error.message(), BackfillError::rows()],
         NotPreloaded => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "pg_snowflake must be loaded via shared_preload_libraries"
             hint "Add pg_snowflake to shared_preload_libraries in postgresql.conf and restart the \
@@ -89,8 +89,18 @@ catalogue! {
             hint "If the system clock is wrong, set it right; if IDs then run ahead of it, give \
                   the server a node id it never used (see the README on forward clock steps)." },
         NodeSwitched { from: Option<u32>, to: u32, lead_dropped: bool } => { LOG ERRCODE_WARNING
-            message ("pg_snowflake's node id {}", switched(from, to))
-            detail { Some(switched_detail(*to, *lead_dropped)) }
+            message ("pg_snowflake's node id {}", match from {
+                Some(from) => format!("changed from {from} to {to}"),
+                None => format!("is {to}; the state file does not say which node id its \
+                                 reservation was made for") })
+            detail { Some(if *lead_dropped {
+                format!("Node id {to} never issued IDs on this server, so it owes nothing to the \
+                         reservations of the node ids that did: any lead they had over the clock \
+                         is dropped. Their highest reservation is kept in the state file.")
+            } else {
+                format!("Node id {to} may have issued IDs on this server before: it resumes above \
+                         the highest reservation made here.")
+            }) }
             hint "Every server needs a node id no other server uses or used." },
         ReservationsFailing { cause: String, not_logged: u64 } => { WARNING ERRCODE_IO_ERROR
             message "could not write pg_snowflake's reservation: {cause}"
@@ -157,31 +167,6 @@ catalogue! {
             message "{context}: {cause}"
             hint "This is a bug in pg_snowflake; please report it with the statement that \
                   caused it." },
-    }
-}
-
-/// How the node id changed, for [`SnowflakeError::NodeSwitched`]'s message.
-fn switched(from: &Option<u32>, to: &u32) -> String {
-    match from {
-        Some(from) => format!("changed from {from} to {to}"),
-        None => format!(
-            "is {to}; the state file does not say which node id its reservation was made for"
-        ),
-    }
-}
-
-fn switched_detail(to: u32, lead_dropped: bool) -> String {
-    if lead_dropped {
-        format!(
-            "Node id {to} never issued IDs on this server, so it owes nothing to the \
-             reservations of the node ids that did: any lead they had over the clock \
-             is dropped. Their highest reservation is kept in the state file."
-        )
-    } else {
-        format!(
-            "Node id {to} may have issued IDs on this server before: it resumes above \
-             the highest reservation made here."
-        )
     }
 }
 

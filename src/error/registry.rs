@@ -2,7 +2,7 @@
 
 use super::catalogue::catalogue;
 use super::report::{quoted, quoted_cause};
-use snowflake_core::calendar::format_unix_ms;
+use snowflake_core::calendar::format_unix_ms as when;
 use snowflake_core::registry::Refusal;
 
 catalogue! {
@@ -18,7 +18,10 @@ catalogue! {
             [refused(why, node, label, last_seen), refusal_rows()],
         ClaimLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-            message ("this server lost node id {node}: {}", lost_to(label))
+            message ("this server lost node id {node}: {}", match label {
+                Some(label) => format!("another server, {}, took it over in the registry",
+                                       quoted(label)),
+                None => "it was retired in the registry".into() })
             detail "Its lease ran out while it could not reach the registry (or its data \
                     directory was copied), and another server claimed the id since. This server \
                     makes no IDs under it any more and claims again: with pg_snowflake.node_id \
@@ -116,7 +119,13 @@ catalogue! {
                   registry; otherwise give that server a registry of its own." },
         Release { node: u32, lowered_to: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake released its claim of node id {node}"
-            detail { Some(release_detail(lowered_to)) }
+            detail { Some(match lowered_to {
+                Some(mark) => format!("The registry's high-water mark for it is now {}, the end \
+                                      of this server's durable reservation, instead of a lease \
+                                      ahead: the next claim resumes there, and this server's \
+                                      next start takes the id back at once.", when(*mark)),
+                None => "The registry's high-water mark for it stays above every ID made under \
+                         it, and this server's next start takes the id back at once.".into() }) }
             hint "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's \
                   restart) makes no ID past its reservation until it claims again." },
         RetireLive { node: u32, label: String } => { ERROR ERRCODE_OBJECT_IN_USE
@@ -146,7 +155,10 @@ catalogue! {
                   returned." },
         LeaseLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-            message ("the lease on node id {node} is lost: {}", lease_lost_to(label))
+            message ("the lease on node id {node} is lost: {}", match label {
+                Some(label) => format!("the registry's row is another lease's, {}", quoted(label)),
+                None => "the registry holds no live lease on it under this token and generation"
+                    .into() })
             detail "A lease not renewed before it runs out is retired and its node id handed out \
                     again, above every ID made under it; a token or generation not the lease's \
                     own is no lease."
@@ -240,42 +252,5 @@ catalogue! {
             detail "{REFUSED} {LEASE_DETAIL}"
             hint "Wait until then, or give this server another pg_snowflake.node_id, or leave \
                   it unset so that the registry assigns a free one." },
-    }
-}
-
-fn when(unix_ms: i64) -> String {
-    format_unix_ms(unix_ms)
-}
-
-/// Who took a lost node id: another server, or (`None`) its retirement.
-fn lost_to(label: &Option<String>) -> String {
-    match label {
-        Some(label) => format!(
-            "another server, {}, took it over in the registry",
-            quoted(label)
-        ),
-        None => "it was retired in the registry".into(),
-    }
-}
-
-/// Why an application's lease is lost: another lease's row, or no live one.
-fn lease_lost_to(label: &Option<String>) -> String {
-    match label {
-        Some(label) => format!("the registry's row is another lease's, {}", quoted(label)),
-        None => "the registry holds no live lease on it under this token and generation".into(),
-    }
-}
-
-fn release_detail(lowered_to: &Option<i64>) -> String {
-    match lowered_to {
-        Some(mark) => format!(
-            "The registry's high-water mark for it is now {}, the end of this server's \
-             durable reservation, instead of a lease ahead: the next claim resumes \
-             there, and this server's next start takes the id back at once.",
-            when(*mark)
-        ),
-        None => "The registry's high-water mark for it stays above every ID made under \
-                 it, and this server's next start takes the id back at once."
-            .to_string(),
     }
 }

@@ -1,4 +1,4 @@
-use super::catalogue::{Family, Row};
+use super::catalogue::Row;
 use super::report::{quoted, quoted_cause, CAUSE_CHARS, SHOWN_CHARS};
 use super::*;
 use snowflake_core::layout::DEFAULT_LAYOUT;
@@ -108,6 +108,10 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         AdoptError::NullArgument {
             function: "snowflake_adopt_exclude",
             argument: "tbl",
+        },
+        AdoptError::NullArgument {
+            function: "snowflake_adopt_online_check",
+            argument: "col",
         },
         AdoptError::NoSuchRelation { oid: 999_999 },
         AdoptError::NotATable {
