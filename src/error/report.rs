@@ -84,18 +84,13 @@ impl SnowflakeError {
     }
 
     fn raise_at(self, level: PgLogLevel) {
-        let Message {
-            sqlstate,
-            text,
-            detail,
-            hint,
-            ..
-        } = self.message();
-        let mut report = ErrorReport::new(sqlstate, text, "pg_snowflake").set_hint(hint);
-        if let Some(detail) = detail {
-            report = report.set_detail(detail);
+        let m = self.message();
+        let report = ErrorReport::new(m.sqlstate, m.text, "pg_snowflake").set_hint(m.hint);
+        match m.detail {
+            Some(detail) => report.set_detail(detail),
+            None => report,
         }
-        report.report(level);
+        .report(level);
     }
 }
 
