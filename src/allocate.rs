@@ -15,7 +15,7 @@
 
 use crate::error::{RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
-use crate::registry::refusal::refusal_error as registry_refusal_error;
+use crate::registry::refusal;
 use crate::reservation::renew;
 use crate::shmem::{self, Handle, Slot};
 use crate::watermark;
@@ -259,7 +259,7 @@ fn refusal_error(shm: Handle, refusing: Refusing) -> SnowflakeError {
             max: gucs::layout().max_node(),
         },
         Refusing::AwaitingOldStateFile => SnowflakeError::StateFileNotCopied { path: STATE_FILE },
-        _ => registry_refusal_error(
+        _ => refusal::error_of(
             refusing,
             issuer.node().id,
             issuer.registry(),

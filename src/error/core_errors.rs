@@ -3,7 +3,6 @@
 use super::catalogue::catalogue;
 use super::report::quoted;
 use snowflake_core::calendar::{format_instant, format_unix_ms};
-use snowflake_core::error::TimeField;
 use snowflake_core::Error as CoreError;
 
 catalogue! {
@@ -54,19 +53,13 @@ catalogue! {
             message ("timestamp {} is before the snowflake epoch", format_instant(*unix_ms))
             detail ("Snowflake IDs count milliseconds from {}.",
                     format_unix_ms(field.epoch_unix_ms))
-            hint { time_range_hint(field) } },
+            hint ("Pass a timestamp from {} to {}.", format_unix_ms(field.epoch_unix_ms),
+                  format_unix_ms(field.end_unix_ms)) },
         TimestampAfterEnd { unix_ms, field } => { ERROR ERRCODE_DATETIME_FIELD_OVERFLOW
             message ("timestamp {} is after the end of the snowflake time field",
                      format_instant(*unix_ms))
             detail ("The time field of this layout ends at {}.", format_unix_ms(field.end_unix_ms))
-            hint { time_range_hint(field) } },
+            hint ("Pass a timestamp from {} to {}.", format_unix_ms(field.epoch_unix_ms),
+                  format_unix_ms(field.end_unix_ms)) },
     }
-}
-
-fn time_range_hint(field: &TimeField) -> String {
-    format!(
-        "Pass a timestamp from {} to {}.",
-        format_unix_ms(field.epoch_unix_ms),
-        format_unix_ms(field.end_unix_ms)
-    )
 }

@@ -38,7 +38,7 @@ impl RegistryError {
 /// `node` and layout `layout`, with what the registry said last (`registry`, as the renewer left
 /// it in shared memory) and the clock's limit `max_clock_skew_ms`. Given as values: it reads
 /// neither shared memory nor the settings.
-pub fn refusal_error(
+pub fn error_of(
     refusing: Refusing,
     node: u32,
     registry: &RegistryStatus,
