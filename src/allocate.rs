@@ -13,8 +13,9 @@
 //! lock (`shmem::Slot::mark_with`: a load and a compare, a store once per transaction), so that
 //! a watermark call, which draws under the same lock, finds every lower ID's slot written.
 
-use crate::error::{registry_refusal_error, RegistryError, SnowflakeError, STATE_FILE};
+use crate::error::{RegistryError, SnowflakeError, STATE_FILE};
 use crate::gucs;
+use crate::registry::refusal;
 use crate::reservation::renew;
 use crate::shmem::{self, Handle, Slot};
 use crate::watermark;
@@ -258,7 +259,7 @@ fn refusal_error(shm: Handle, refusing: Refusing) -> SnowflakeError {
             max: gucs::layout().max_node(),
         },
         Refusing::AwaitingOldStateFile => SnowflakeError::StateFileNotCopied { path: STATE_FILE },
-        _ => registry_refusal_error(
+        _ => refusal::error_of(
             refusing,
             issuer.node().id,
             issuer.registry(),

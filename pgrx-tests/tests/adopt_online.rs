@@ -1,8 +1,10 @@
 //! `CALL snowflake_adopt_online(table, column)`: an integer primary key and the foreign key
 //! that points at it adopted while writers insert, update and delete on both tables; an
 //! adoption interrupted mid-backfill (its backend terminated, then the server killed and
-//! started again) and resumed to the end; and each input it refuses, with its SQLSTATE and
-//! hint. Thousands of rows, in small batches: the figures at scale are bench/adopt-online's.
+//! started again) and resumed to the end; each input it refuses, with its SQLSTATE and hint;
+//! and the swap's two refusals under its lock (a lock not granted within its retries, a key
+//! written after the check that IDs could repeat), each rolled back and resumed. Thousands of
+//! rows, in small batches: the figures at scale are bench/adopt-online's.
 
 use postgres::Client;
 use snowflake_it::{describe, Config, Server};
@@ -400,4 +402,135 @@ fn refuses_what_it_cannot_adopt_online() {
               + (SELECT count(*) FROM pg_attribute WHERE attname LIKE '%snowflake_new')",
     );
     assert_eq!(touched, 0);
+}
+
+/// `keys` (serial key, 100 rows) taken to the swap: the first CALL and the index statements it
+/// names.
+fn to_the_swap(server: &Server, client: &mut Client) {
+    server.execute(
+        "CREATE TABLE keys (id serial PRIMARY KEY, v integer);
+         INSERT INTO keys (v) SELECT g FROM generate_series(1, 100) g;",
+    );
+    client
+        .batch_execute("CALL snowflake_adopt_online('keys', 'id')")
+        .unwrap_or_else(|e| panic!("the first CALL: {}", describe(&e)));
+    let statements: Vec<String> = client
+        .query("SELECT snowflake_adopt_online_indexes('keys', 'id')", &[])
+        .expect("the index statements")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    for statement in &statements {
+        client
+            .batch_execute(statement)
+            .unwrap_or_else(|e| panic!("{statement}: {}", describe(&e)));
+    }
+}
+
+/// The phase the adoption of `keys` is at, and the type of its key column.
+fn keys_state(server: &Server) -> String {
+    server.query_one(
+        "SELECT phase || ' ' || format_type(atttypid, NULL) FROM snowflake_adopt_progress,
+                pg_attribute WHERE attrelid = 'keys'::regclass AND attname = 'id'",
+    )
+}
+
+/// The swap waits for ACCESS EXCLUSIVE at most `lock_timeout_ms`, `lock_retries` + 1 times: a
+/// transaction that holds the table for longer gets the procedure's 55P03 and its hint, the
+/// swap is rolled back whole, and a CALL after the transaction ends resumes it to the end.
+#[test]
+fn a_swap_locked_out_longer_than_its_retries_is_refused_and_resumes() {
+    let server = Server::start("adopt-online-locked-out", Config::node(1));
+    let mut client = server.connect();
+    to_the_swap(&server, &mut client);
+    let mut holder = server.connect();
+    holder
+        .batch_execute("BEGIN; LOCK TABLE keys IN ACCESS SHARE MODE")
+        .expect("the lock held");
+    let started = Instant::now();
+    let err = client
+        .batch_execute("CALL snowflake_adopt_online('keys', 'id', 10000, 20, 2)")
+        .expect_err("the swap is locked out");
+    let db = err
+        .as_db_error()
+        .unwrap_or_else(|| panic!("{}", describe(&err)));
+    assert_eq!(db.code().code(), "55P03", "{db:?}");
+    assert_eq!(
+        db.message(),
+        "snowflake_adopt_online: a lock was not granted within 20 ms, 3 times"
+    );
+    assert!(
+        db.detail()
+            .is_some_and(|d| d.starts_with("The statement waiting: LOCK TABLE ")),
+        "{db:?}"
+    );
+    assert_eq!(
+        db.hint(),
+        Some(
+            "Long transactions on the tables hold it; CALL again (it resumes here), or raise \
+             lock_retries or lock_timeout_ms."
+        )
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        keys_state(&server),
+        "swap integer",
+        "the swap was not rolled back"
+    );
+    holder.batch_execute("COMMIT").expect("the lock released");
+    client
+        .batch_execute("CALL snowflake_adopt_online('keys', 'id', 10000, 20, 2)")
+        .unwrap_or_else(|e| panic!("the CALL after the lock: {}", describe(&e)));
+    assert_eq!(keys_state(&server), "done bigint");
+}
+
+/// A key written after the first CALL's check that IDs made now could repeat is found by the
+/// swap's check under its lock: refused with 55000 and its hint, the swap rolled back whole; once
+/// the row is gone, a CALL resumes to the end. The layout makes IDs small enough for an integer
+/// to reach: a day per tick and 16 bits below it, so IDs made now are under 2^31 until 2113.
+#[test]
+fn a_collision_written_after_the_check_is_refused_by_the_swap() {
+    let config = Config::node(1)
+        .setting("pg_snowflake.epoch = '2024-01-01'")
+        .setting("pg_snowflake.time_unit_ms = 86400000")
+        .setting("pg_snowflake.node_bits = 8")
+        .setting("pg_snowflake.sequence_bits = 8");
+    let server = Server::start("adopt-online-late-collision", config);
+    let mut client = server.connect();
+    to_the_swap(&server, &mut client);
+    let first: i64 = server.query_one("SELECT snowflake_from_timestamp(now())");
+    assert!(
+        first < i64::from(i32::MAX),
+        "IDs made now are above an integer: {first}"
+    );
+    server.execute("INSERT INTO keys (id, v) VALUES (2147483647, 0)");
+    let err = client
+        .batch_execute("CALL snowflake_adopt_online('keys', 'id')")
+        .expect_err("the swap finds the collision");
+    let db = err
+        .as_db_error()
+        .unwrap_or_else(|| panic!("{}", describe(&err)));
+    assert_eq!(db.code().code(), "55000", "{db:?}");
+    assert_eq!(
+        db.message(),
+        "snowflake_adopt_online: keys.id holds values that snowflake IDs could repeat"
+    );
+    assert_eq!(
+        db.hint(),
+        Some("Renumber the rows below snowflake_from_timestamp(now()), or keep the sequence.")
+    );
+    assert_eq!(
+        keys_state(&server),
+        "swap integer",
+        "the swap was not rolled back"
+    );
+    server.execute("DELETE FROM keys WHERE id = 2147483647");
+    client
+        .batch_execute("CALL snowflake_adopt_online('keys', 'id')")
+        .unwrap_or_else(|e| panic!("the CALL without the row: {}", describe(&e)));
+    assert_eq!(keys_state(&server), "done bigint");
 }

@@ -6,57 +6,54 @@ use super::catalogue::catalogue;
 use super::report::quoted;
 
 catalogue! {
-    /// What `snowflake_adopt` refuses or reports.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum AdoptError {
-        /// Given NULL for `argument` of `function`.
         NullArgument { function: &'static str, argument: &'static str } => {
             ERROR ERRCODE_NULL_VALUE_NOT_ALLOWED
             message "argument \"{argument}\" of {function} must not be null"
-            hint { null_argument_hint(function) } },
-        /// Given the OID of no relation (never existed, or dropped since).
+            hint { match *function {
+                "snowflake_adopt" => "Name the table and its key column, e.g. \
+                                      snowflake_adopt('orders', 'id').",
+                "snowflake_adopt_online_check" => "Name the table and its integer primary key \
+                    column, e.g. CALL snowflake_adopt_online('orders', 'id').",
+                _ => "Name the table to leave alone, e.g. \
+                      snowflake_adopt_exclude('public.invoices')." } } },
         NoSuchRelation { oid: u32 } => { ERROR ERRCODE_UNDEFINED_TABLE
             message "relation with OID {oid} does not exist"
             hint "Pass an existing table by name, e.g. snowflake_adopt('orders'); an OID taken \
                   before its table was dropped names nothing." },
-        /// Given a relation that is not an ordinary or partitioned table.
         NotATable { relation: String, kind: &'static str } => { ERROR ERRCODE_WRONG_OBJECT_TYPE
             message "\"{relation}\" is a {kind}, not a table"
             detail "snowflake_adopt switches the key column of an ordinary or partitioned table."
             hint "Pass the table that holds the rows; for a view, the table it reads from." },
-        /// Given a generated column.
         GeneratedColumn { table: String, column: String } => {
             ERROR ERRCODE_INVALID_COLUMN_DEFINITION
             message ("column {} of table \"{table}\" is a generated column", quoted(column))
             hint "A generated column computes its value from other columns; adopt the table's \
                   key column instead." },
-        /// Given a column with no identity, serial or `nextval(…)` default (`default`: its own).
         NoSequence { table: String, column: String, default: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("column {} of table \"{table}\" does not draw its values from a sequence",
                      quoted(column))
-            detail { Some(no_sequence_detail(default)) }
+            detail { Some(default.as_ref().map_or("It has no default.".into(),
+                                                  |d| format!("Its default is {}.", quoted(d)))) }
             hint "snowflake_adopt switches serial, identity and sequence-default columns. To give \
                   this column snowflake IDs anyway, use ALTER TABLE … ALTER COLUMN … SET DEFAULT \
                   snowflake_nextval()." },
-        /// The column already defaults to `snowflake_nextval()`; nothing is done.
         AlreadyAdopted { table: String, column: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
             message "column {column} of table \"{table}\" already defaults to \
                      snowflake_nextval(), skipping"
             hint "Nothing was changed." },
-        /// Given a column the table does not have.
         NoSuchColumn { table: String, column: String } => { ERROR ERRCODE_UNDEFINED_COLUMN
             message ("column {} of relation \"{table}\" does not exist", quoted(column))
             hint "Name the key column as the second argument, e.g. snowflake_adopt('orders', \
                   'order_id')." },
-        /// Given a column that cannot hold snowflake IDs even as bigint.
         NotInteger { table: String, column: String, type_name: String } => {
             ERROR ERRCODE_DATATYPE_MISMATCH
             message "column \"{column}\" of table \"{table}\" is of type {type_name}, not an \
                      integer type"
             hint "snowflake_adopt switches smallint, integer and bigint columns to bigint \
                   snowflake IDs." },
-        /// `snowflake_adopt` found values that IDs made from now on could repeat.
         WouldCollide { table: String, column: String, max: i64 } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "column \"{column}\" of table \"{table}\" holds values that snowflake IDs \
@@ -65,7 +62,6 @@ catalogue! {
                     smallest ID a server can issue now."
             hint "Renumber the rows below snowflake_from_timestamp(now()), or keep the sequence \
                   for this table." },
-        /// Adopting an identity column dropped the identity's own sequence.
         IdentitySequenceDropped { sequence: String, column: String, last_value: Option<i64> } => {
             NOTICE ERRCODE_SUCCESSFUL_COMPLETION
             message ("identity sequence {sequence} was dropped with the identity of column \
@@ -73,11 +69,9 @@ catalogue! {
                      last_value.map_or_else(|| "none".to_string(), |v| v.to_string()))
             hint "Postgres drops an identity's sequence with the identity; nothing else can have \
                   used it." },
-        /// The sequence(s) the old default drew from are left in place.
         SequenceKept { sequences: String, column: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
             message "sequence {sequences} is left in place; column {column} no longer uses it"
             hint "Drop it with DROP SEQUENCE once nothing else uses it." },
-        /// Foreign-key columns referencing the adopted column are narrower than bigint.
         NarrowReferences { column: String, columns: String } => { WARNING ERRCODE_WARNING
             message "foreign keys to column {column} are too narrow for snowflake IDs: {columns}"
             hint "Alter each of them to bigint with ALTER TABLE … ALTER COLUMN … TYPE bigint." },
@@ -91,7 +85,6 @@ catalogue! {
             hint ("To keep a table's sequences, exclude it with snowflake_adopt_exclude('{}'), \
                    or run SET LOCAL pg_snowflake.adopt_new_keys = off in the migration that \
                    makes the column.", table.replace('\'', "''")) },
-        /// The role running the DDL may not call `snowflake_nextval()` (`missing`: as a GRANT).
         NewKeyNotAllowed { table: String, column: String, role: String, missing: String } => {
             ERROR ERRCODE_INSUFFICIENT_PRIVILEGE
             message ("pg_snowflake.adopt_new_keys cannot put column {} of table {table} on \
@@ -100,36 +93,30 @@ catalogue! {
                     afterwards."
             hint "GRANT {missing} TO {role}; or run SET LOCAL pg_snowflake.adopt_new_keys = off \
                   in this migration to keep the sequence." },
-        /// `snowflake_adopt_exclude` was given a name that names no relation.
         ExcludeNoSuchTable { name: String } => { ERROR ERRCODE_UNDEFINED_TABLE
             message ("relation {} does not exist", quoted(name))
             hint "Exclude a table once it exists, by its schema-qualified name, e.g. \
                   snowflake_adopt_exclude('public.invoices'); for a table a migration is about \
                   to make, run SET LOCAL pg_snowflake.adopt_new_keys = off in that migration." },
-        /// `snowflake_adopt_exclude` given a relation that is not an ordinary or partitioned table.
         ExcludeNotATable { relation: String, kind: &'static str } => {
             ERROR ERRCODE_WRONG_OBJECT_TYPE
             message "{relation} is a {kind}, not a table"
             detail "Only an ordinary or partitioned table has key columns to leave alone."
             hint "Exclude the table that holds the rows." },
-        /// The table was already excluded; nothing is done.
         AlreadyExcluded { table: String } => { NOTICE ERRCODE_SUCCESSFUL_COMPLETION
             message "table {table} is already excluded, skipping"
             hint "Nothing was changed; DELETE its row from snowflake_adopt_exclusions to include \
                   it again." },
-        /// `snowflake_adopt_online` given a partitioned table.
         OnlinePartitioned { table: String } => { ERROR ERRCODE_FEATURE_NOT_SUPPORTED
             message "snowflake_adopt_online does not adopt partitioned table \"{table}\""
             detail "A partitioned table's primary key cannot be swapped with \
                     ADD CONSTRAINT … USING INDEX."
             hint "Use snowflake_adopt in a maintenance window (it rewrites every partition under \
                   its lock), or adopt a new partitioned table and move the rows." },
-        /// `snowflake_adopt_online` given a table without a primary key.
         OnlineNoPrimaryKey { table: String } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "table \"{table}\" has no primary key"
             hint "snowflake_adopt_online swaps a primary key without a long lock; for a table \
                   without one, use snowflake_adopt." },
-        /// `snowflake_adopt_online` given a column not its one-column primary key (`key`: that).
         OnlineNotPrimaryKey { table: String, column: String, key: String } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("column {} of table \"{table}\" is not its one-column primary key",
@@ -137,40 +124,17 @@ catalogue! {
             detail ("The primary key is {}.", quoted(key))
             hint "Name the primary key's column; other columns (and keys of several columns) are \
                   snowflake_adopt's." },
-        /// `snowflake_adopt_online` given a column that is already bigint: nothing to rewrite.
         OnlineAlreadyBigint { table: String, column: String } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("column {} of table \"{table}\" is already bigint: there is nothing to \
                       rewrite", quoted(column))
             hint "Use snowflake_adopt: on a bigint column it only changes the catalog, under a \
                   lock held for milliseconds." },
-        /// `snowflake_adopt_online` found a foreign key of several columns referencing the key.
         OnlineCompositeReference { constraint: String, table: String } => {
             ERROR ERRCODE_FEATURE_NOT_SUPPORTED
             message ("foreign key {} of table \"{table}\" references the key with several \
                       columns", quoted(constraint))
             hint "snowflake_adopt_online widens one-column foreign keys only; drop this one and \
                   make it again after the adoption, or use snowflake_adopt." },
-    }
-}
-
-/// The example in the hint of a NULL argument: the call of the function that was given it.
-fn null_argument_hint(function: &str) -> &'static str {
-    match function {
-        "snowflake_adopt" => {
-            "Name the table and its key column, e.g. snowflake_adopt('orders', 'id')."
-        }
-        "snowflake_adopt_online_check" => {
-            "Name the table and its integer primary key column, e.g. CALL \
-             snowflake_adopt_online('orders', 'id')."
-        }
-        _ => "Name the table to leave alone, e.g. snowflake_adopt_exclude('public.invoices').",
-    }
-}
-
-fn no_sequence_detail(default: &Option<String>) -> String {
-    match default {
-        Some(default) => format!("Its default is {}.", quoted(default)),
-        None => "It has no default.".into(),
     }
 }

@@ -1,16 +1,12 @@
 //! The wording of the pure core's errors (`snowflake_core::Error`: data, no text).
 
-#[cfg(test)]
-use super::catalogue::Row;
-use super::catalogue::{catalogue, Family};
-use super::report::{quoted, Message};
+use super::catalogue::catalogue;
+use super::report::quoted;
 use snowflake_core::calendar::{format_instant, format_unix_ms};
-use snowflake_core::error::TimeField;
 use snowflake_core::Error as CoreError;
 
 catalogue! {
-    /// The core's errors, worded.
-    fn message_of(error: &CoreError), rows core_rows, row_name core_row_name {
+    fn message_of(error: &CoreError), rows rows {
         InvalidLayout { reason } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message "invalid snowflake layout"
             detail "The layout is invalid: {reason}."
@@ -57,35 +53,13 @@ catalogue! {
             message ("timestamp {} is before the snowflake epoch", format_instant(*unix_ms))
             detail ("Snowflake IDs count milliseconds from {}.",
                     format_unix_ms(field.epoch_unix_ms))
-            hint { time_range_hint(field) } },
+            hint ("Pass a timestamp from {} to {}.", format_unix_ms(field.epoch_unix_ms),
+                  format_unix_ms(field.end_unix_ms)) },
         TimestampAfterEnd { unix_ms, field } => { ERROR ERRCODE_DATETIME_FIELD_OVERFLOW
             message ("timestamp {} is after the end of the snowflake time field",
                      format_instant(*unix_ms))
             detail ("The time field of this layout ends at {}.", format_unix_ms(field.end_unix_ms))
-            hint { time_range_hint(field) } },
+            hint ("Pass a timestamp from {} to {}.", format_unix_ms(field.epoch_unix_ms),
+                  format_unix_ms(field.end_unix_ms)) },
     }
-}
-
-impl Family for CoreError {
-    fn message(&self) -> Message {
-        message_of(self)
-    }
-
-    #[cfg(test)]
-    fn rows() -> Vec<Row> {
-        core_rows()
-    }
-
-    #[cfg(test)]
-    fn row_name(&self) -> (&'static str, &'static str) {
-        core_row_name(self)
-    }
-}
-
-fn time_range_hint(field: &TimeField) -> String {
-    format!(
-        "Pass a timestamp from {} to {}.",
-        format_unix_ms(field.epoch_unix_ms),
-        format_unix_ms(field.end_unix_ms)
-    )
 }

@@ -1,25 +1,12 @@
 //! The one error type of the extension, and the one place where every user-visible message is
-//! worded: a catalogue, one row per variant, in the spirit of PostgreSQL's `errcodes.txt`.
-//!
-//! Every variant — errors, and the NOTICEs, WARNINGs and LOG lines the extension raises — is
-//! declared with its row beside it: level, SQLSTATE, message (Postgres style: lower case, no
-//! trailing period), detail and hint, the variant's fields interpolated into them
-//! ([`catalogue!`](catalogue) makes the enum and its `message()` from the rows; its module doc
-//! gives the row's form). A family of errors is a file: the server's own here, the core's in
-//! `core_errors.rs` (the core's errors are data; they are worded there), `snowflake_adopt`'s in
-//! `adopt.rs`, the registry's in `registry.rs`. Text a user typed is shown as a bounded prefix
-//! (see [`quoted`]), so no input can make a message, or a line of the server log, larger than a
-//! few hundred bytes. The golden tests in `pgrx-tests/golden` assert each text word for word, and
-//! `tests.rs` checks every row against docs/ERRORS.md.
-//!
-//! **Adding an error**: one row in its family's `catalogue!` (a doc comment, the variant and its
-//! fields, then its level, SQLSTATE, message, detail and hint); an example of it in
-//! `one_of_every_variant()` (`tests.rs`); a row in docs/ERRORS.md's first table; a golden test
-//! that triggers it. The unit tests fail until the example and the docs row are there.
-//!
-//! **Adding a family**: a file `name.rs` whose `catalogue! { pub enum NameError { … } }` holds
-//! its rows, its `mod` and `pub use` below, and one variant `Name(NameError),` in
-//! [`SnowflakeError`] (its `From`, its wording and its rows follow).
+//! worded: a catalogue, one row per variant (level, SQLSTATE, message, detail, hint), in the
+//! spirit of PostgreSQL's `errcodes.txt`; [`catalogue!`](catalogue) makes each enum and its
+//! `message()` from its rows. A family is a file: the server's own here, the core's in
+//! `core_errors.rs` (the core's errors are data), `snowflake_adopt`'s in `adopt.rs`,
+//! `snowflake_nextval_at`'s in `backfill.rs`, the registry's in `registry.rs`. Text a user typed
+//! is shown as a bounded prefix ([`quoted`]), so no input can make a message, or a line of the
+//! server log, larger than a few hundred bytes. Adding an error or a family: CONTRIBUTING.md;
+//! `tests.rs` fails until every row has an example and a row in docs/ERRORS.md.
 
 mod adopt;
 mod backfill;
@@ -30,7 +17,7 @@ mod report;
 
 pub use adopt::AdoptError;
 pub use backfill::{BackfillError, BACKFILL_FILE};
-pub use registry::{refusal_error as registry_refusal_error, RegistryError};
+pub use registry::RegistryError;
 pub use report::{Message, OrReport};
 
 use catalogue::catalogue;
@@ -46,38 +33,29 @@ const STATE_FILE_DETAIL: &str = "The file holds this server's last reservation o
 catalogue! {
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum SnowflakeError {
-        /// An error of the pure core (layout, generator, base 32).
-        Core(CoreError),
-        /// A refusal or notice of `snowflake_adopt`.
-        Adopt(AdoptError),
-        /// A refusal, warning or log line of the node-id registry.
-        Registry(RegistryError),
-        /// A refusal of `snowflake_nextval_at`.
-        Backfill(BackfillError),
-        /// Loaded into a backend, not through `shared_preload_libraries`: no shared generator.
+        Core(error: CoreError) => [core_errors::message_of(error), core_errors::rows()],
+        Adopt(error: AdoptError) => [error.message(), AdoptError::rows()],
+        Registry(error: RegistryError) => [error.message(), RegistryError::rows()],
+        Backfill(error: BackfillError) => [error.message(), BackfillError::rows()],
         NotPreloaded => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "pg_snowflake must be loaded via shared_preload_libraries"
             hint "Add pg_snowflake to shared_preload_libraries in postgresql.conf and restart the \
                   server." },
-        /// `pg_snowflake.node_id` is still at its "unset" default.
         NodeUnset { max: u32 } => { ERROR ERRCODE_CONFIG_FILE_ERROR
             message "pg_snowflake.node_id is not set"
             detail "Every server needs its own node id so that IDs made on different servers \
                     never collide."
             hint "Add the line \"pg_snowflake.node_id = N\" to postgresql.conf, with N from 0 \
                   to {max} and different on every server, and restart the server." },
-        /// postgresql.conf gives a setting a value Postgres refused (shown as written).
         InvalidSetting { name: &'static str, value: String, reason: String } => {
             ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message ("invalid value for parameter \"{name}\": {}", quoted(value))
             detail "{reason}"
             hint "Correct {name} in postgresql.conf and start the server again." },
-        /// `snowflake_nextval()` on a standby (or during crash recovery).
         InRecovery => { ERROR ERRCODE_READ_ONLY_SQL_TRANSACTION
             message "cannot make snowflake IDs during recovery"
             hint "Make IDs on the primary. A standby follows the primary's reservations through \
                   the WAL and makes IDs once it is promoted." },
-        /// `snowflake_watermark()` on a standby, which cannot know the primary's open drawers.
         WatermarkInRecovery => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "cannot take a snowflake watermark during recovery"
             detail "A standby does not know which of its primary's transactions that drew IDs \
@@ -85,8 +63,7 @@ catalogue! {
             hint "Take the watermark on the primary and poll the primary; or read on the standby \
                   with the primary's watermark once pg_last_wal_replay_lsn() has passed the \
                   primary's pg_current_wal_lsn() taken after it." },
-        /// No renewer process runs, so a backend writes a reservation itself (once per backend).
-        RenewerNotRunning => { LOG ERRCODE_WARNING
+        RenewerNotRunning => { LOG ERRCODE_WARNING // once per backend
             message "the pg_snowflake renewer is not running: backends write the generator's \
                      reservations themselves"
             detail "IDs stay unique and durable, but a call that renews the reservation waits \
@@ -94,32 +71,37 @@ catalogue! {
             hint "Check the server log from start-up for why the background worker \
                   \"pg_snowflake renewer\" is not running; it needs a free slot of \
                   max_worker_processes." },
-        /// The system clock stepped back (rate-limited).
-        ClockSteppedBack { ms: i64 } => { WARNING ERRCODE_WARNING
+        ClockSteppedBack { ms: i64 } => { WARNING ERRCODE_WARNING // rate-limited
             message "the system clock stepped back by {ms} ms"
             detail "pg_snowflake keeps making IDs from its own clock, which runs ahead of the \
                     system clock until that catches up; IDs stay unique and increasing."
             hint "Check the server's time synchronisation." },
-        /// The system clock leapt ahead of the monotonic clock: held.
         ClockJumpHeld { ms: i64, confirm_s: i64 } => { WARNING ERRCODE_WARNING
             message "the system clock leapt {ms} ms ahead of the monotonic clock"
             detail "pg_snowflake keeps making IDs from the monotonic clock's account of time, \
                     and follows the system clock only if it keeps the lead for {confirm_s} \
                     seconds; IDs stay unique and increasing."
             hint "Check the server's time synchronisation and its hardware clock." },
-        /// A held forward step lasted; followed now.
         ClockJumpFollowed { ms: i64 } => { WARNING ERRCODE_WARNING
             message "the system clock kept a lead of {ms} ms: pg_snowflake follows it now"
             detail "IDs are stamped with the system clock's time again; a lead that was not \
                     real stays in the IDs made since and in the durable reservation."
             hint "If the system clock is wrong, set it right; if IDs then run ahead of it, give \
                   the server a node id it never used (see the README on forward clock steps)." },
-        /// The server starts with another node id than its state file's.
         NodeSwitched { from: Option<u32>, to: u32, lead_dropped: bool } => { LOG ERRCODE_WARNING
-            message ("pg_snowflake's node id {}", switched(from, to))
-            detail { Some(switched_detail(*to, *lead_dropped)) }
+            message ("pg_snowflake's node id {}", match from {
+                Some(from) => format!("changed from {from} to {to}"),
+                None => format!("is {to}; the state file does not say which node id its \
+                                 reservation was made for") })
+            detail { Some(if *lead_dropped {
+                format!("Node id {to} never issued IDs on this server, so it owes nothing to the \
+                         reservations of the node ids that did: any lead they had over the clock \
+                         is dropped. Their highest reservation is kept in the state file.")
+            } else {
+                format!("Node id {to} may have issued IDs on this server before: it resumes above \
+                         the highest reservation made here.")
+            }) }
             hint "Every server needs a node id no other server uses or used." },
-        /// From the renewer: reservations cannot be written (rate-limited, with a count).
         ReservationsFailing { cause: String, not_logged: u64 } => { WARNING ERRCODE_IO_ERROR
             message "could not write pg_snowflake's reservation: {cause}"
             detail "Calls that need a new reservation fail until one is written; the renewer \
@@ -127,8 +109,7 @@ catalogue! {
                     not logged since the last message."
             hint "Check that the disk has free space and the server's operating-system user can \
                   write the data directory." },
-        /// pg_upgrade found a reservation of the new cluster's own: moved aside, marker written.
-        OwnReservationMovedAside { path: &'static str, aside: &'static str } => {
+        OwnReservationMovedAside { path: &'static str, aside: &'static str } => { // and marked
             LOG ERRCODE_WARNING
             message "pg_upgrade: \"{path}\" was written by this new cluster before pg_upgrade, \
                      moved to \"{aside}\""
@@ -136,21 +117,18 @@ catalogue! {
                     would let the upgraded server issue IDs the old one issued."
             hint "After pg_upgrade, copy \"{path}\" from the old data directory into this one \
                   before the first snowflake ID is made." },
-        /// The state file exists but does not hold a valid reservation.
         StateFileDamaged { path: &'static str, reason: String } => { ERROR ERRCODE_DATA_CORRUPTED
             message "pg_snowflake state file \"{path}\" is damaged: {reason}"
             detail "{STATE_FILE_DETAIL}"
             hint "Restore the file from a backup of this data directory. If you are certain the \
                   clock is past every ID this server ever issued, move the file away and start \
                   the server again." },
-        /// The state file could not be read or written.
         StateFileIo { action: &'static str, path: &'static str, cause: String } => {
             ERROR ERRCODE_IO_ERROR
             message "could not {action} pg_snowflake state file \"{path}\": {cause}"
             detail "{STATE_FILE_DETAIL}"
             hint "Check that the server's operating-system user can read and write the file, and \
                   that the disk has free space." },
-        /// pg_upgrade made this data directory and the old one's state file was not copied in.
         StateFileNotCopied { path: &'static str } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "this data directory was made by pg_upgrade without its pg_snowflake state \
@@ -163,7 +141,6 @@ catalogue! {
                   that is a reservation this cluster made itself before pg_upgrade: keep it, \
                   and copy the old directory's file. Delete this directory's \"{path}\" only if \
                   no server before it ever made snowflake IDs." },
-        /// pg_upgrade loads the library into a new cluster that does not preload it.
         NotPreloadedForUpgrade => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "pg_snowflake must be in shared_preload_libraries of the new cluster while \
                      pg_upgrade runs"
@@ -173,12 +150,10 @@ catalogue! {
             hint "Add pg_snowflake to shared_preload_libraries, and copy every pg_snowflake \
                   setting of the old cluster, into the new cluster's postgresql.conf; then run \
                   pg_upgrade again." },
-        /// A WAL record of our resource manager that this version does not know.
         UnknownWalRecord => { ERROR ERRCODE_INTERNAL_ERROR
             message "unknown pg_snowflake WAL record"
             hint "The WAL was written by another version of pg_snowflake; install that version \
                   to replay it." },
-        /// With a registry to give a fresh node id, a damaged state file was moved aside.
         DamagedStateFileMovedAside { path: &'static str, aside: &'static str, reason: String } => {
             LOG ERRCODE_WARNING
             message "pg_snowflake state file \"{path}\" is damaged ({reason}): moved to \
@@ -188,52 +163,10 @@ catalogue! {
                     seen this server cannot know them, and refuses it."
             hint "Keep the moved file for inspection. If the registry refuses this server, \
                   restore the state file from a backup." },
-        /// pgrx's SPI layer failed where it cannot (a bug): `context` says which step.
         Internal { context: &'static str, cause: String } => { ERROR ERRCODE_INTERNAL_ERROR
             message "{context}: {cause}"
             hint "This is a bug in pg_snowflake; please report it with the statement that \
                   caused it." },
-    }
-}
-
-/// How the node id changed, for [`SnowflakeError::NodeSwitched`]'s message.
-fn switched(from: &Option<u32>, to: &u32) -> String {
-    match from {
-        Some(from) => format!("changed from {from} to {to}"),
-        None => format!(
-            "is {to}; the state file does not say which node id its reservation was made for"
-        ),
-    }
-}
-
-fn switched_detail(to: u32, lead_dropped: bool) -> String {
-    if lead_dropped {
-        format!(
-            "Node id {to} never issued IDs on this server, so it owes nothing to the \
-             reservations of the node ids that did: any lead they had over the clock \
-             is dropped. Their highest reservation is kept in the state file."
-        )
-    } else {
-        format!(
-            "Node id {to} may have issued IDs on this server before: it resumes above \
-             the highest reservation made here."
-        )
-    }
-}
-
-impl SnowflakeError {
-    /// The error of a failed state-file write, from its OS error number (0: unknown).
-    pub fn state_file_write(errno: i32) -> SnowflakeError {
-        let cause = if errno == 0 {
-            std::io::Error::other("unknown error")
-        } else {
-            std::io::Error::from_raw_os_error(errno)
-        };
-        SnowflakeError::StateFileIo {
-            action: "write",
-            path: STATE_FILE,
-            cause: cause.to_string(),
-        }
     }
 }
 

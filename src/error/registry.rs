@@ -2,87 +2,12 @@
 
 use super::catalogue::catalogue;
 use super::report::{quoted, quoted_cause};
-use snowflake_core::calendar::format_unix_ms;
-use snowflake_core::clock::{Clock, SystemClock};
-use snowflake_core::layout::Layout;
-use snowflake_core::node::{Refusing, RegistryStatus};
+use snowflake_core::calendar::format_unix_ms as when;
 use snowflake_core::registry::Refusal;
 
-impl RegistryError {
-    /// The error for the registry's refusal `why` of `node` (`label`: the holder's label, or
-    /// for another layout the fleet's), with this server's layout described by `mine`.
-    pub fn refused(
-        node: u32,
-        why: Refusal,
-        label: String,
-        last_seen: i64,
-        mine: impl FnOnce() -> String,
-    ) -> RegistryError {
-        match why {
-            Refusal::OtherLayout => RegistryError::OtherLayout {
-                node,
-                fleet: label,
-                mine: mine(),
-            },
-            why => RegistryError::ClaimRefused {
-                node,
-                why,
-                label,
-                last_seen,
-            },
-        }
-    }
-}
-
-/// The error a call meets while `refusing` for the registry (a claim not made after
-/// `claim_wait_ms`, refused or lost, a lease run out, a clock off) on the server of node id
-/// `node` and layout `layout`, with what the registry said last (`registry`, as the renewer left
-/// it in shared memory) and the clock's limit `max_clock_skew_ms`. Given as values: `error` is
-/// the bottom layer, and reads neither shared memory nor the settings.
-pub fn refusal_error(
-    refusing: Refusing,
-    node: u32,
-    registry: &RegistryStatus,
-    layout: &Layout,
-    max_clock_skew_ms: i64,
-    claim_wait_ms: i64,
-) -> RegistryError {
-    match refusing {
-        Refusing::ClaimRefused => match registry.refusal {
-            Some((node, why, last_seen)) => {
-                RegistryError::refused(node, why, registry.label(), last_seen, || layout.describe())
-            }
-            None => RegistryError::NoFreeNodeId {
-                max: layout.max_node(),
-            },
-        },
-        Refusing::ClaimLost => RegistryError::ClaimLost {
-            node,
-            label: Some(registry.label()).filter(|label| !label.is_empty()),
-        },
-        Refusing::LeaseExpired => RegistryError::LeaseExpired {
-            node,
-            ago_ms: (SystemClock.monotonic() - registry.lease_ends_at).max(0),
-        },
-        Refusing::AwaitingLease => RegistryError::AwaitingLease {
-            node,
-            waited_ms: claim_wait_ms,
-        },
-        Refusing::ClockSkew => RegistryError::ClockSkew {
-            offset_ms: registry.clock_offset_ms,
-            max_ms: max_clock_skew_ms,
-        },
-        _ => RegistryError::AwaitingClaim {
-            waited_ms: claim_wait_ms,
-        },
-    }
-}
-
 catalogue! {
-    /// What the registry refuses or reports.
     #[derive(Clone, Debug, PartialEq, Eq)]
     pub enum RegistryError {
-        /// A call waited this long for the registry's first claim, which is not made yet.
         AwaitingClaim { waited_ms: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "this server has not claimed its node id from the registry yet"
             detail "The call waited {waited_ms} ms for the pg_snowflake renewer to claim it."
@@ -90,11 +15,13 @@ catalogue! {
                   server log says what the renewer met." },
         /// The registry refused the claim of `node` (`last_seen`: Unix ms): a row each, below.
         ClaimRefused { node: u32, why: Refusal, label: String, last_seen: i64 } =>
-            [refused(why, node, label, last_seen), refusal_rows(), refusal_row_name(why)],
-        /// Another server (`label`) took `node` over, or (`None`) it was retired; claims again.
+            [refused(why, node, label, last_seen), refusal_rows()],
         ClaimLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-            message ("this server lost node id {node}: {}", lost_to(label))
+            message ("this server lost node id {node}: {}", match label {
+                Some(label) => format!("another server, {}, took it over in the registry",
+                                       quoted(label)),
+                None => "it was retired in the registry".into() })
             detail "Its lease ran out while it could not reach the registry (or its data \
                     directory was copied), and another server claimed the id since. This server \
                     makes no IDs under it any more and claims again: with pg_snowflake.node_id \
@@ -103,7 +30,6 @@ catalogue! {
             hint "Find out which server holds the id now (snowflake_registry()). Give this server \
                   another pg_snowflake.node_id, or leave it unset so that the registry assigns \
                   one." },
-        /// Fenced mode: the lease on `node` ran out `ago_ms` ago without a heartbeat.
         LeaseExpired { node: u32, ago_ms: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "the lease on node id {node} ran out {ago_ms} ms ago: the registry could not \
                      be reached"
@@ -111,7 +37,6 @@ catalogue! {
                     lease, so that no two servers make IDs under one node id. {LEASE_DETAIL}"
             hint "Make the registry reachable again: IDs resume at the next heartbeat. Or set \
                   pg_snowflake.registry_mode = 'available' to keep making IDs while it is not." },
-        /// Switched to fenced mode: a call waited `waited_ms` for a heartbeat to grant a ceiling.
         AwaitingLease { node: u32, waited_ms: i64 } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "this server was switched to fenced mode and has no fenced lease on node id \
@@ -123,7 +48,6 @@ catalogue! {
                     above them. {LEASE_DETAIL}"
             hint "Make the registry reachable: IDs resume at the next heartbeat, which the switch \
                   makes at once. Or set pg_snowflake.registry_mode = 'available' again." },
-        /// This clock is `offset_ms` from the registry's, more than `max_ms`.
         ClockSkew { offset_ms: i64, max_ms: i64 } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("this server's clock is {} ms {} the registry's, more than \
@@ -133,7 +57,6 @@ catalogue! {
                     misplaced by every reader and by the time-to-ID bounds."
             hint "Fix the system clock (NTP); IDs resume at the next heartbeat within the \
                   limit." },
-        /// Fenced mode: the next reservation would pass the lease's ceiling (Unix ms).
         CeilingReached { ceiling: i64 } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("the generator has reached the end of its lease in the registry ({})",
                      when(*ceiling))
@@ -141,30 +64,25 @@ catalogue! {
                     for the lease. {LEASE_DETAIL}"
             hint "Make the registry reachable again, or lower the load: IDs resume at the next \
                   heartbeat." },
-        /// Every node id of the layout (0 to `max`) is held or retired.
         NoFreeNodeId { max: u32 } => { ERROR ERRCODE_CONFIGURATION_LIMIT_EXCEEDED
             message "the registry has no free node id: every id from 0 to {max} is held or \
                      retired"
             hint "Retire the ids of servers gone for good with snowflake_registry_retire(), or \
                   use a layout with more node bits." },
-        /// From the renewer: the registry cannot be reached (at most one in a while).
         Unreachable { cause: String, not_logged: u64 } => { WARNING ERRCODE_CONNECTION_FAILURE
             message ("could not reach the pg_snowflake registry: {}", quoted_cause(cause))
             detail "The renewer tries again at every heartbeat. {not_logged} more failures were \
                     not logged since the last message."
             hint "Check pg_snowflake.registry and that the registry's server is up." },
-        /// A SQL function's exchange with the registry failed: "could not `action`".
         Failed { action: &'static str, cause: String } => { ERROR ERRCODE_CONNECTION_FAILURE
             message ("could not {action}: {}", quoted_cause(cause))
             hint "Check pg_snowflake.registry, that the registry's server is up, and that its \
                   user may use the table snowflake_nodes (snowflake_registry_create() makes \
                   it)." },
-        /// A registry function on a server without `pg_snowflake.registry`.
         NotConfigured => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "pg_snowflake.registry is not set"
             hint "Set pg_snowflake.registry in postgresql.conf to a connection string of the \
                   registry database and restart the server." },
-        /// The node id claimed.
         ClaimOutcome { node: u32, generation: i64, floor: Option<i64>, how: &'static str } => {
             LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake claimed node id {node} from the registry ({how}, generation \
@@ -174,14 +92,12 @@ catalogue! {
             }) }
             hint "snowflake_stats() shows this server's claim; snowflake_registry() lists every \
                   node id." },
-        /// A promoted standby retired its primary's node id (the high-water mark: Unix ms).
         Retired { node: u32, high_water: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake retired node id {node}, its primary's, for a fresh one"
             detail { high_water.map(|mark| {
                 format!("It is handed out again once the registry's clock is past {}.", when(mark))
             }) }
             hint "Nothing to do: pg_snowflake.fresh_node_id_on_promotion is on." },
-        /// The registry's fleet has the layout `fleet` (under `node`), this server `mine`.
         OtherLayout { node: u32, fleet: String, mine: String } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message "the pg_snowflake registry's fleet makes IDs of another layout than this \
@@ -192,7 +108,6 @@ catalogue! {
             hint "Give this server the fleet's pg_snowflake.epoch, time_unit_ms, node_bits and \
                   sequence_bits (a server that never made IDs may change them), or a registry of \
                   its own (one per layout)." },
-        /// With a claim: a row of another layout, `stray`, under `node`, blocks that id alone.
         StrayLayout { node: u32, stray: String, fleet: String } => { WARNING ERRCODE_DATA_EXCEPTION
             message "the pg_snowflake registry has a row of another layout than the fleet's: \
                      node id {node}'s, {stray}"
@@ -202,18 +117,21 @@ catalogue! {
             hint "If no server of that layout uses this registry (a hand edit, another fleet's \
                   server pointed here by mistake), delete the row from snowflake_nodes on the \
                   registry; otherwise give that server a registry of its own." },
-        /// The renewer exited and released its claim, its mark lowered to `lowered_to` (Unix ms).
         Release { node: u32, lowered_to: Option<i64> } => { LOG ERRCODE_SUCCESSFUL_COMPLETION
             message "pg_snowflake released its claim of node id {node}"
-            detail { Some(release_detail(lowered_to)) }
+            detail { Some(match lowered_to {
+                Some(mark) => format!("The registry's high-water mark for it is now {}, the end \
+                                      of this server's durable reservation, instead of a lease \
+                                      ahead: the next claim resumes there, and this server's \
+                                      next start takes the id back at once.", when(*mark)),
+                None => "The registry's high-water mark for it stays above every ID made under \
+                         it, and this server's next start takes the id back at once.".into() }) }
             hint "Nothing to do: a server whose renewer exits (a shutdown, or the renewer's \
                   restart) makes no ID past its reservation until it claims again." },
-        /// `snowflake_registry_retire` of an id whose holder is connected to the registry.
         RetireLive { node: u32, label: String } => { ERROR ERRCODE_OBJECT_IN_USE
             message ("node id {node} is held by {}, which is connected to the registry",
                      quoted(label))
             hint "Stop that server first: only an id whose holder is gone can be retired." },
-        /// `snowflake_registry_retire` of an id whose holder's lease runs until `until`.
         RetireLeaseRuns { node: u32, label: String, until: i64 } => { ERROR ERRCODE_OBJECT_IN_USE
             message ("node id {node} is leased to {} until {}: it may still be making IDs",
                      quoted(label), when(*until))
@@ -221,33 +139,31 @@ catalogue! {
                     on making IDs until its lease runs out; retiring its id before would hand \
                     the id out again below them."
             hint "Retire it once the lease has run out (pg_snowflake.registry_lease_ms)." },
-        /// `snowflake_registry_retire` of an id the registry has no live row for.
         NoSuchNode { node: i64 } => { ERROR ERRCODE_UNDEFINED_OBJECT
             message "the registry holds no live node id {node}"
             hint "snowflake_registry() lists the ids the registry knows." },
-        /// A `snowflake_lease_*` function called by a role not granted `snowflake_lease`.
         LeaseNotGranted { role: String } => { ERROR ERRCODE_INSUFFICIENT_PRIVILEGE
             message ("role {} may not take a node-id lease from the pg_snowflake registry",
                      quoted(role))
             detail "A node-id lease lets its holder make IDs under one of the fleet's node ids: \
                     only members of the role snowflake_lease may take, renew or release one."
             hint "A superuser may grant it: GRANT snowflake_lease TO the application's role." },
-        /// A `snowflake_lease_*` function given a bad argument (`what`: which, and why).
         LeaseArgument { what: &'static str } => { ERROR ERRCODE_INVALID_PARAMETER_VALUE
             message "invalid node-id lease argument: {what}"
             hint "Name the application by 1 to 100 printable characters; renew or release a \
                   lease with the node id, token and generation snowflake_lease_acquire() \
                   returned." },
-        /// An application's lease is lost: retired, another's (`label`), or not its token.
         LeaseLost { node: u32, label: Option<String> } => {
             ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
-            message ("the lease on node id {node} is lost: {}", lease_lost_to(label))
+            message ("the lease on node id {node} is lost: {}", match label {
+                Some(label) => format!("the registry's row is another lease's, {}", quoted(label)),
+                None => "the registry holds no live lease on it under this token and generation"
+                    .into() })
             detail "A lease not renewed before it runs out is retired and its node id handed out \
                     again, above every ID made under it; a token or generation not the lease's \
                     own is no lease."
             hint "Stop making IDs under this node id and acquire a new lease with \
                   snowflake_lease_acquire()." },
-        /// A lease function's exchange failed; its cause (libpq's: host, user) is logged only.
         LeaseRegistryFailed { action: &'static str } => { ERROR ERRCODE_CONNECTION_FAILURE
             message "could not {action}: the pg_snowflake registry did not answer"
             detail "The cause is in this server's log: the registry's address is not shown to \
@@ -265,8 +181,7 @@ const REFUSED: &str = "The registry refused this server's claim: it makes no IDs
 catalogue! {
     /// The registry's refusal `why` of this server's claim of `node`, whose holder is labelled
     /// `label` and was last seen at `last_seen`.
-    fn refused(why: &Refusal, node: &u32, label: &str, last_seen: &i64), rows refusal_rows,
-        row_name refusal_row_name {
+    fn refused(why: &Refusal, node: &u32, label: &str, last_seen: &i64), rows refusal_rows {
         HeldByAnother { connected } => { ERROR ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE
             message ("node id {node} is held by another server, {}, last seen at {}{}",
                      quoted(label), when(*last_seen),
@@ -337,42 +252,5 @@ catalogue! {
             detail "{REFUSED} {LEASE_DETAIL}"
             hint "Wait until then, or give this server another pg_snowflake.node_id, or leave \
                   it unset so that the registry assigns a free one." },
-    }
-}
-
-fn when(unix_ms: i64) -> String {
-    format_unix_ms(unix_ms)
-}
-
-/// Who took a lost node id: another server, or (`None`) its retirement.
-fn lost_to(label: &Option<String>) -> String {
-    match label {
-        Some(label) => format!(
-            "another server, {}, took it over in the registry",
-            quoted(label)
-        ),
-        None => "it was retired in the registry".into(),
-    }
-}
-
-/// Why an application's lease is lost: another lease's row, or no live one.
-fn lease_lost_to(label: &Option<String>) -> String {
-    match label {
-        Some(label) => format!("the registry's row is another lease's, {}", quoted(label)),
-        None => "the registry holds no live lease on it under this token and generation".into(),
-    }
-}
-
-fn release_detail(lowered_to: &Option<i64>) -> String {
-    match lowered_to {
-        Some(mark) => format!(
-            "The registry's high-water mark for it is now {}, the end of this server's \
-             durable reservation, instead of a lease ahead: the next claim resumes \
-             there, and this server's next start takes the id back at once.",
-            when(*mark)
-        ),
-        None => "The registry's high-water mark for it stays above every ID made under \
-                 it, and this server's next start takes the id back at once."
-            .to_string(),
     }
 }

@@ -12,6 +12,9 @@ pub struct Message {
     pub text: String,
     pub detail: Option<String>,
     pub hint: String,
+    /// The enum and variant of the row that worded it: the unit tests check every row is shown.
+    #[cfg(test)]
+    pub row: (&'static str, &'static str),
 }
 
 /// How many characters of a user's text a message shows.
@@ -81,17 +84,13 @@ impl SnowflakeError {
     }
 
     fn raise_at(self, level: PgLogLevel) {
-        let Message {
-            sqlstate,
-            text,
-            detail,
-            hint,
-        } = self.message();
-        let mut report = ErrorReport::new(sqlstate, text, "pg_snowflake").set_hint(hint);
-        if let Some(detail) = detail {
-            report = report.set_detail(detail);
+        let m = self.message();
+        let report = ErrorReport::new(m.sqlstate, m.text, "pg_snowflake").set_hint(m.hint);
+        match m.detail {
+            Some(detail) => report.set_detail(detail),
+            None => report,
         }
-        report.report(level);
+        .report(level);
     }
 }
 

@@ -1,4 +1,4 @@
-use super::catalogue::{Family, Level, Row};
+use super::catalogue::Row;
 use super::report::{quoted, quoted_cause, CAUSE_CHARS, SHOWN_CHARS};
 use super::*;
 use snowflake_core::layout::DEFAULT_LAYOUT;
@@ -108,6 +108,10 @@ fn one_of_every_variant() -> Vec<SnowflakeError> {
         AdoptError::NullArgument {
             function: "snowflake_adopt_exclude",
             argument: "tbl",
+        },
+        AdoptError::NullArgument {
+            function: "snowflake_adopt_online_check",
+            argument: "col",
         },
         AdoptError::NoSuchRelation { oid: 999_999 },
         AdoptError::NotATable {
@@ -429,7 +433,7 @@ fn backfill() -> Vec<BackfillError> {
 fn the_examples_cover_every_row() {
     let named: Vec<(&str, &str)> = one_of_every_variant()
         .iter()
-        .map(|e| e.row_name())
+        .map(|e| e.message().row)
         .collect();
     let missing: Vec<(&str, &str)> = SnowflakeError::rows()
         .iter()
@@ -546,15 +550,9 @@ fn documented() -> Vec<(String, String)> {
 }
 
 fn documents(row: &Row, (state, message): &(String, String)) -> bool {
-    let level = match row.level {
-        Level::Error => None,
-        Level::Warning => Some("(WARNING"),
-        Level::Notice => Some("(NOTICE"),
-        Level::Log => Some("(LOG"),
-    };
-    let level_fits = match level {
-        None => state.len() == 5,
-        Some(level) => state[5..].trim_start().starts_with(level),
+    let level_fits = match row.level {
+        "ERROR" => state.len() == 5,
+        level => state[5..].trim_start().starts_with(&format!("({level}")),
     };
     state.starts_with(&sqlstate(row.sqlstate)) && level_fits && fits(row.message, message)
 }

@@ -8,6 +8,7 @@
 //! - `member`: the server as the core's round and contact see it (shared memory, the state file)
 //! - [`client`]: the registry's SQL (its table, a claim, a heartbeat, listing, retiring)
 //! - [`libpq`]: the connection, through PostgreSQL's client library
+//! - [`refusal`]: which error of the catalogue a refusal becomes (a call's, a claim's)
 //!
 //! The decisions (who may take which id, leases, clock offsets) and the reasoning about
 //! identity are the core's: `core/src/registry.rs`. The SQL face is `sql/registry.rs`; the
@@ -17,3 +18,4 @@ pub mod client;
 pub mod libpq;
 pub mod link;
 pub(crate) mod member;
+pub mod refusal;

@@ -127,6 +127,22 @@ fn place() -> u64 {
     }
 }
 
+impl SnowflakeError {
+    /// The error of a failed state-file write, from its OS error number (0: unknown).
+    pub fn state_file_write(errno: i32) -> SnowflakeError {
+        let cause = if errno == 0 {
+            std::io::Error::other("unknown error")
+        } else {
+            std::io::Error::from_raw_os_error(errno)
+        };
+        SnowflakeError::StateFileIo {
+            action: "write",
+            path: STATE_FILE,
+            cause: cause.to_string(),
+        }
+    }
+}
+
 fn write_error(e: &std::io::Error) -> SnowflakeError {
     SnowflakeError::state_file_write(e.raw_os_error().unwrap_or(0))
 }
