@@ -1,8 +1,9 @@
 //! `snowflake_nextval_at(ts)`: old rows re-keyed by their `created_at` under the backfill node
-//! id. A million rows re-keyed in committed batches while live inserts go on: no duplicate, every
-//! ID at its row's instant. A kill -9 of the server in the middle of a backfill, resumed: no ID
+//! id. A million rows (100,000 on the majors other than the newest) re-keyed in committed
+//! batches while live inserts go on: no duplicate, every ID at its row's instant. A kill -9 of the server in the middle of a backfill, resumed: no ID
 //! made twice, not even one a client saw in a batch that was never committed. The refusals, word
-//! for word, on a standby too, and a promoted standby continuing above its primary's ceiling.
+//! for word, on a standby too, and a promoted standby continuing above its primary's ceiling. A
+//! node id the server used before, and a damaged backfill file, refused.
 
 use postgres::Client;
 use snowflake_it::{assert_error, wait_until, Config, Server};
@@ -133,21 +134,32 @@ fn live_inserts(
         .collect()
 }
 
+/// On the newest major; every major re-keys 100,000 rows the same way (the cursor's arithmetic
+/// and the live IDs beside it do not differ between majors: shared memory, WAL and the planner
+/// are met as well by fewer rows).
 #[test]
 fn a_million_rows_rekeyed_beside_live_inserts() {
-    const ROWS: i64 = 1_000_000;
-    let server = Server::start("nextval_at_million", config());
+    rekeyed_beside_live_inserts("nextval_at_million", 1_000_000);
+}
+
+#[test]
+fn rows_rekeyed_beside_live_inserts() {
+    rekeyed_beside_live_inserts("nextval_at_rows", 100_000);
+}
+
+fn rekeyed_beside_live_inserts(name: &str, rows: i64) {
+    let server = Server::start(name, config());
     let mut client = server.connect();
     client
         .batch_execute("CREATE TABLE live (id bigint PRIMARY KEY DEFAULT snowflake_nextval());")
         .unwrap();
-    old_rows(&mut client, ROWS);
+    old_rows(&mut client, rows);
     let stop = Arc::new(AtomicBool::new(false));
     let inserters = live_inserts(&server, 2, stop.clone());
     let began = Instant::now();
     let mut after = start();
     let mut batches = 0;
-    while let Some((_, last)) = batch(&mut client, &after, 50_000, true).unwrap() {
+    while let Some((_, last)) = batch(&mut client, &after, rows / 20, true).unwrap() {
         after = last;
         batches += 1;
     }
@@ -157,9 +169,9 @@ fn a_million_rows_rekeyed_beside_live_inserts() {
         inserter.join().unwrap();
     }
     let live: i64 = server.query_one("SELECT count(*) FROM live");
-    eprintln!("{ROWS} rows re-keyed in {batches} batches in {took:?}, {live} live rows beside");
+    eprintln!("{rows} rows re-keyed in {batches} batches in {took:?}, {live} live rows beside");
     assert!(live > 0, "live inserts ran beside the backfill");
-    check_rekeyed(&mut client, ROWS);
+    check_rekeyed(&mut client, rows);
 }
 
 /// Resumes the backfill after `after` until nothing is left; returns the IDs made.
@@ -444,4 +456,91 @@ fn the_ceiling_waits_for_the_synchronous_standby_even_with_synchronous_commit_of
             );
         }
     }
+}
+
+/// A node id this server made live IDs under before (its state file lists it) is refused as
+/// the backfill node id; and a backfill file that cannot be read as one is refused, not taken
+/// for an empty one (which would start every instant's sequence numbers from 0 again): once the
+/// file is put back, the backfill goes on above what it had made.
+#[test]
+fn a_node_id_used_before_and_a_damaged_backfill_file_are_refused() {
+    let server = Server::start(
+        "nextval_at_history",
+        Config::node(7).setting("pg_snowflake.backfill_node_id = 8"),
+    );
+    let mut client = server.connect();
+    let instant = "'2025-06-01 00:00:00+00'";
+    let made: Vec<i64> = (0..3)
+        .map(|_| {
+            client
+                .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
+                .unwrap()
+                .get(0)
+        })
+        .collect();
+    client.query_one("SELECT snowflake_nextval()", &[]).unwrap();
+
+    // The live node id becomes 9, the backfill's 7: the one the server made live IDs under.
+    server.execute("ALTER SYSTEM SET pg_snowflake.node_id = 9");
+    server.execute("ALTER SYSTEM SET pg_snowflake.backfill_node_id = 7");
+    server.stop();
+    server.start_again();
+    let mut client = server.connect();
+    let err = client
+        .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
+        .unwrap_err();
+    assert_error(
+        &err,
+        "22023",
+        "pg_snowflake.backfill_node_id 7 made live IDs on this server before",
+        Some(
+            "The server's state file lists it among the node ids used here: an ID stamped at a \
+             past instant under it could equal one of them.",
+        ),
+        Some(
+            "pg_snowflake.backfill_node_id must name a node id that no server or application \
+             ever uses for live IDs, distinct per server, as node_id is.",
+        ),
+    );
+
+    // Back to backfill node id 8, its file damaged.
+    server.execute("ALTER SYSTEM SET pg_snowflake.backfill_node_id = 8");
+    server.stop();
+    let file = server.data_file("pg_snowflake_backfill.state");
+    server.as_postgres(&format!(
+        "cp {file} {file}.kept && echo 'not a backfill file' > {file}"
+    ));
+    server.start_again();
+    let mut client = server.connect();
+    let err = client
+        .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
+        .unwrap_err();
+    assert_error(
+        &err,
+        "58030",
+        "could not read the backfill file \"pg_snowflake_backfill.state\": it is damaged: …",
+        Some(
+            "The file holds the sequence numbers the backfill has used; without it the server \
+             could stamp an ID it has stamped before.",
+        ),
+        Some(
+            "Check the data directory's disk and permissions. A damaged file is not replaced: \
+             restore it from a backup, or set pg_snowflake.backfill_node_id to a node id never \
+             used before.",
+        ),
+    );
+
+    // The file put back (the server reads it at the run's first call): above what was made.
+    server.stop();
+    server.as_postgres(&format!("cp {file}.kept {file}"));
+    server.start_again();
+    let mut client = server.connect();
+    let next: i64 = client
+        .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        made.iter().all(|&id| next > id),
+        "{next} is not above the backfill's earlier IDs {made:?}"
+    );
 }

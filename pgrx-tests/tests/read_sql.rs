@@ -1,6 +1,8 @@
 //! pg_snowflake_read, the read side in SQL for servers that cannot load the library, gives what
 //! the library gives: on a million IDs and a million instants per layout, every decoder, time
-//! bound and base-32 form equals the library's, compared in the server in one query per layout;
+//! bound and base-32 form equals the library's, compared in the server in one query per layout
+//! (on the majors other than the newest, the default layout's on 100,000: what differs between
+//! majors is the planner's handling of the SQL functions, which as many rows meet alike);
 //! every refusal has the library's SQLSTATE, message, detail and hint. And it runs where the
 //! library is absent: a server of a copy of the PostgreSQL tree without pg_snowflake's library or
 //! control file, where a role that is no superuser installs it as a trusted extension, and the
@@ -102,6 +104,8 @@ const OTHERS: [Layout; 4] = [
 ];
 
 const MILLION: i64 = 1_000_000;
+/// The default layout's IDs and instants on every major (a million on the newest).
+const ON_EVERY_MAJOR: i64 = 100_000;
 /// How many IDs the functions that are not inlined get (the record-returning decoders, which
 /// Postgres never inlines, and base 32 read back), so that the test stays within seconds.
 const SLOW: i64 = 2_000;
@@ -111,7 +115,7 @@ const SLOW: i64 = 2_000;
 /// results of the read extension that differ from the library's: the layout-argument forms
 /// against the library's same forms, and against its one-argument forms with the server's layout
 /// where the library has no layout-argument form (jsonb, the time bounds).
-fn mismatches(client: &mut Client, layout: &Layout) -> Vec<(String, i64)> {
+fn mismatches(client: &mut Client, layout: &Layout, n: i64) -> Vec<(String, i64)> {
     let (args, shift, end_tick) = (
         layout.args(),
         layout.node_bits + layout.seq_bits,
@@ -124,12 +128,12 @@ fn mismatches(client: &mut Client, layout: &Layout) -> Vec<(String, i64)> {
              UNION ALL SELECT 1, ({end_tick}::bigint << {shift}) | ((1::bigint << {shift}) - 1)
              UNION ALL SELECT i, ((hashint8extended(i, 1) & 9223372036854775807) % ({end_tick} + 1)) << {shift}
                     | (hashint8extended(i, 2) & ((1::bigint << {shift}) - 1))
-             FROM generate_series(2, {MILLION} - 1) i),
+             FROM generate_series(2, {n} - 1) i),
          instants AS (
              SELECT '{epoch}'::timestamptz
                     + make_interval(secs => ((hashint8extended(i, 3) & 9223372036854775807) % {span_ms})::float8 / 1000)
                     + (i % 1000) * interval '1 microsecond' AS ts
-             FROM generate_series(1, {MILLION}) i)
+             FROM generate_series(1, {n}) i)
          SELECT 'timestamp', count(*) FILTER (WHERE rd.snowflake_timestamp(id, {args})
                                    IS DISTINCT FROM public.snowflake_timestamp(id, {args})) FROM ids
          UNION ALL SELECT 'node_id', count(*) FILTER (WHERE rd.snowflake_node_id(id, {args})
@@ -179,13 +183,13 @@ fn mismatches(client: &mut Client, layout: &Layout) -> Vec<(String, i64)> {
         .collect()
 }
 
-fn assert_equal_on_a_million(layout: &Layout) {
+fn assert_equal_on(layout: &Layout, n: i64) {
     let server = layout.server();
     let mut client = server.connect();
     let started = Instant::now();
-    let counts = mismatches(&mut client, layout);
+    let counts = mismatches(&mut client, layout, n);
     eprintln!(
-        "{}: a million IDs and instants compared in {:.1} s",
+        "{}: {n} IDs and instants compared in {:.1} s",
         layout.name,
         started.elapsed().as_secs_f64()
     );
@@ -330,13 +334,18 @@ fn assert_same_errors(client: &mut Client, layout: &Layout) {
 
 #[test]
 fn the_default_layout_gives_the_librarys_results_and_errors() {
-    assert_equal_on_a_million(&DEFAULT);
+    assert_equal_on(&DEFAULT, ON_EVERY_MAJOR);
+}
+
+#[test]
+fn a_million_of_the_default_layout_give_the_librarys_results_and_errors() {
+    assert_equal_on(&DEFAULT, MILLION);
 }
 
 #[test]
 fn four_more_layouts_give_the_librarys_results_and_errors() {
     for layout in &OTHERS {
-        assert_equal_on_a_million(layout);
+        assert_equal_on(layout, MILLION);
     }
 }
 

@@ -7,7 +7,7 @@
 # scripts/test/plan) | the command (@major; @pairs: the pg_upgrade pairs; @newest: the newest
 # released major tested; scripts/...: in this checkout) | what is said where a major is left out.
 read -r -d '' STAGE_TABLE <<'EOF' || true
-lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | beside | host | stage_lint
+lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
 mutants: each named mutation of the registry's rules caught by a seed | beside | host \
     | scripts/test/mutants
@@ -19,13 +19,14 @@ clippy (in the sid root) | sid | home | stage_clippy @major
 golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each | home \
     | stage_servers @major @newest
 the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_binary @major partman
-README install section from the Debian package; apt remove | beside-deb-readme | host \
+README install section from the Debian package; apt remove | deb-readme | host \
     | scripts/test/install-section --deb
-README install section from source, in the PGXN zip (./dev package --pgxn) | beside-first-host \
-    | host | stage_readme @major --pgxn
-README install section from source (release build) | beside-first-sid | home | stage_readme @major
-benchmark smoke run (release build; fails on errors, never on numbers) | beside-first | home \
-    | stage_bench_smoke @major
+README install section from source, in the PGXN zip (./dev package --pgxn) | first-host | host \
+    | stage_readme @major --pgxn
+README install section from source (release build) | first-sid | home | stage_readme @major
+benchmark smoke run (release build; fails on errors, never on numbers) | first | home \
+    | stage_bench_smoke @major \
+    | [@major] README install from source and bench smoke: on @first only (./dev test --pg @major runs them)
 client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host \
     | stage_clients @major \
     | client recipes: on a major outside the sid root only (./dev test --pg @default)
@@ -44,37 +45,22 @@ pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | ro
 EOF
 
 # Runs the stages of PLAN (scripts/test/plan stages) of phase $1 (once, beside, major, after) on
-# major $2, or says why one is left out. Those beside run in the background at the lowest
-# priority, their output kept: each on its own, or those of one major one after another in one
-# job that holds the major's install lock (taken here, before the majors' turns are chosen; the
-# job's copy of the lock is the one left open), so that the major's own turn comes after them.
+# major $2, or says why one is left out; those beside at the lowest priority, their output kept.
 run_table() {
-    local stage label line lines n=0
-    local -A jobs=()
+    local stage
     while IFS=$'\t' read -r -a stage; do
         [ "${stage[*]:0:2}" = "$1 ${2:--}" ] || continue
         if [ "${stage[2]}" = - ]; then
             say "${stage[3]}"
         elif [ "$1" = beside ]; then
-            label=${stage[2]}
-            [ "$label" != all ] || label="all $((n += 1))"
-            jobs[$label]+="${stage[*]@Q}"$'\n'
+            BESIDE+=("$(mktemp)")
+            ({ renice -n 19 -p "$BASHPID" && ionice -c 3 -p "$BASHPID"; } >/dev/null 2>&1 || true
+                run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
+                echo "${STAGES[-1]}" >"${BESIDE[-1]}.stage") >"${BESIDE[-1]}" 2>&1 &
         else
             run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
         fi
     done <<<"$PLAN"
-    for label in "${!jobs[@]}"; do
-        BESIDE+=("$(mktemp)")
-        mapfile -t lines <<<"${jobs[$label]%$'\n'}"
-        [[ $label == all* ]] || { take_install_lock "$label" && BESIDE_TREES+=" $label "; }
-        ({ renice -n 19 -p "$BASHPID" && ionice -c 3 -p "$BASHPID"; } >/dev/null 2>&1 || true
-            for line in "${lines[@]}"; do
-                eval "stage=($line)"
-                run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
-                echo "${STAGES[-1]}" >>"${BESIDE[-1]}.stage"
-            done) >"${BESIDE[-1]}" 2>&1 &
-        release_install_lock "$label"
-    done
 }
 
 run_tests() {
@@ -114,7 +100,7 @@ run_tests() {
 
     PLAN=$("$ROOT/scripts/test/plan" stages "${no_sid[@]}" "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
     run_table once
-    BESIDE=() BESIDE_TREES=
+    BESIDE=()
     run_table beside
     local remaining=("${TEST_MAJORS[@]}") next out
     while [ ${#remaining[@]} -gt 0 ]; do
@@ -123,12 +109,7 @@ run_tests() {
         for next in "${remaining[@]}"; do
             ! take_install_lock --try "$next" || { major=$next && break; }
         done
-        if [ -z "$major" ]; then
-            major=${remaining[0]}
-            [[ ${BESIDE_TREES:-} != *" $major "* ]] ||
-                say "[$major] waiting for its stages beside the others to end"
-            take_install_lock "$major"
-        fi
+        [ -n "$major" ] || { major=${remaining[0]} && take_install_lock "$major"; }
         mapfile -t remaining < <(printf '%s\n' "${remaining[@]}" | grep -vx "$major")
         if is_sid_tree "$major" && [ -n "$warm" ] && ! wait "$WARM_PID"; then
             say "[$major] building ahead in the sid root failed (the stages build again):"
@@ -140,7 +121,7 @@ run_tests() {
     for out in "${BESIDE[@]}"; do
         wait
         cat "$out"
-        mapfile -t -O "${#STAGES[@]}" STAGES <"$out.stage"
+        STAGES+=("$(cat "$out.stage")")
         rm -f "$out" "$out.stage"
     done
     run_table after

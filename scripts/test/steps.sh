@@ -46,11 +46,8 @@ stage_core() {
 }
 
 # Every check runs, whatever the one before it found; the stage fails if any did.
-# Its clippy builds go to a target directory of their own: beside the majors' stages, they
-# would otherwise hold the debug build's lock while a major's install waits for it.
 stage_lint() {
     local rc=0 major scripts check
-    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/lint
     cargo fmt --all -- --check || rc=1
     cargo clippy -p snowflake-core --all-targets -- -D warnings || rc=1
     for major in $(clippy_majors); do
