@@ -219,11 +219,22 @@ fn terminating_a_backend_while_it_writes_a_reservation_ends_it() {
     let mut a = server.connect();
     let pid: i32 = a.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
     a.query_one("SELECT snowflake_nextval()", &[]).unwrap();
-    std::thread::sleep(Duration::from_millis(500)); // the reservation runs out
+    // The reservation runs out, so that the next call must write one, and the terminate comes
+    // once the call is inside that write: each waited for, not slept for. With fixed sleeps, on
+    // a busy machine, the call had ended and its connection closed before the terminate, which
+    // found no backend.
+    wait_until(Duration::from_secs(20), "the reservation runs out", || {
+        server.query_one("SELECT reserved_until < clock_timestamp() FROM snowflake_stats()")
+    });
     server.set_fsync_delay_ms(2_000);
     let call = std::thread::spawn(move || a.query_one("SELECT snowflake_nextval()", &[]));
-    // Inside the write: the state file's fsyncs, then the WAL flush.
-    std::thread::sleep(Duration::from_millis(700));
+    // Inside the write (the state file's fsyncs, then the WAL flush): the backend holds the
+    // renewal for the seconds it takes.
+    wait_until(
+        Duration::from_secs(20),
+        "the call writes the reservation",
+        || server.query_one("SELECT renewing FROM snowflake_stats()"),
+    );
     let asked = Instant::now();
     let gone: bool = server.query_one(&format!("SELECT pg_terminate_backend({pid}, 20000)"));
     let took = asked.elapsed();
