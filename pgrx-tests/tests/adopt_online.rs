@@ -7,7 +7,7 @@
 //! rows, in small batches: the figures at scale are bench/adopt-online's.
 
 use postgres::Client;
-use snowflake_it::{describe, Config, Server};
+use snowflake_it::{assert_error, describe, Config, Server};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -451,25 +451,15 @@ fn a_swap_locked_out_longer_than_its_retries_is_refused_and_resumes() {
     let err = client
         .batch_execute("CALL snowflake_adopt_online('keys', 'id', 10000, 20, 2)")
         .expect_err("the swap is locked out");
-    let db = err
-        .as_db_error()
-        .unwrap_or_else(|| panic!("{}", describe(&err)));
-    assert_eq!(db.code().code(), "55P03", "{db:?}");
-    assert_eq!(
-        db.message(),
-        "snowflake_adopt_online: a lock was not granted within 20 ms, 3 times"
-    );
-    assert!(
-        db.detail()
-            .is_some_and(|d| d.starts_with("The statement waiting: LOCK TABLE ")),
-        "{db:?}"
-    );
-    assert_eq!(
-        db.hint(),
+    assert_error(
+        &err,
+        "55P03",
+        "snowflake_adopt_online: a lock was not granted within 20 ms, 3 times",
+        Some("The statement waiting: LOCK TABLE …"),
         Some(
             "Long transactions on the tables hold it; CALL again (it resumes here), or raise \
-             lock_retries or lock_timeout_ms."
-        )
+             lock_retries or lock_timeout_ms.",
+        ),
     );
     assert!(
         started.elapsed() < Duration::from_secs(10),
@@ -511,17 +501,12 @@ fn a_collision_written_after_the_check_is_refused_by_the_swap() {
     let err = client
         .batch_execute("CALL snowflake_adopt_online('keys', 'id')")
         .expect_err("the swap finds the collision");
-    let db = err
-        .as_db_error()
-        .unwrap_or_else(|| panic!("{}", describe(&err)));
-    assert_eq!(db.code().code(), "55000", "{db:?}");
-    assert_eq!(
-        db.message(),
-        "snowflake_adopt_online: keys.id holds values that snowflake IDs could repeat"
-    );
-    assert_eq!(
-        db.hint(),
-        Some("Renumber the rows below snowflake_from_timestamp(now()), or keep the sequence.")
+    assert_error(
+        &err,
+        "55000",
+        "snowflake_adopt_online: keys.id holds values that snowflake IDs could repeat",
+        None,
+        Some("Renumber the rows below snowflake_from_timestamp(now()), or keep the sequence."),
     );
     assert_eq!(
         keys_state(&server),

@@ -493,15 +493,28 @@ fn a_node_id_used_before_and_a_damaged_backfill_file_are_refused() {
         .collect();
     client.query_one("SELECT snowflake_nextval()", &[]).unwrap();
 
+    // The settings, then a restart (between its stop and start, `meanwhile` runs); then a call.
+    let restarted = |settings: &[&str], meanwhile: &dyn Fn()| {
+        for setting in settings {
+            server.execute(&format!("ALTER SYSTEM SET {setting}"));
+        }
+        server.stop();
+        meanwhile();
+        server.start_again();
+        server
+            .connect()
+            .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
+    };
+
     // The live node id becomes 9, the backfill's 7: the one the server made live IDs under.
-    server.execute("ALTER SYSTEM SET pg_snowflake.node_id = 9");
-    server.execute("ALTER SYSTEM SET pg_snowflake.backfill_node_id = 7");
-    server.stop();
-    server.start_again();
-    let mut client = server.connect();
-    let err = client
-        .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
-        .unwrap_err();
+    let err = restarted(
+        &[
+            "pg_snowflake.node_id = 9",
+            "pg_snowflake.backfill_node_id = 7",
+        ],
+        &|| {},
+    )
+    .unwrap_err();
     assert_error(
         &err,
         "22023",
@@ -517,17 +530,13 @@ fn a_node_id_used_before_and_a_damaged_backfill_file_are_refused() {
     );
 
     // Back to backfill node id 8, its file damaged.
-    server.execute("ALTER SYSTEM SET pg_snowflake.backfill_node_id = 8");
-    server.stop();
     let file = server.data_file("pg_snowflake_backfill.state");
-    server.as_postgres(&format!(
-        "cp {file} {file}.kept && echo 'not a backfill file' > {file}"
-    ));
-    server.start_again();
-    let mut client = server.connect();
-    let err = client
-        .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
-        .unwrap_err();
+    let err = restarted(&["pg_snowflake.backfill_node_id = 8"], &|| {
+        server.as_postgres(&format!(
+            "cp {file} {file}.kept && echo 'not a backfill file' > {file}"
+        ))
+    })
+    .unwrap_err();
     assert_error(
         &err,
         "58030",
@@ -544,14 +553,11 @@ fn a_node_id_used_before_and_a_damaged_backfill_file_are_refused() {
     );
 
     // The file put back (the server reads it at the run's first call): above what was made.
-    server.stop();
-    server.as_postgres(&format!("cp {file}.kept {file}"));
-    server.start_again();
-    let mut client = server.connect();
-    let next: i64 = client
-        .query_one(&format!("SELECT snowflake_nextval_at({instant})"), &[])
-        .unwrap()
-        .get(0);
+    let next: i64 = restarted(&[], &|| {
+        server.as_postgres(&format!("cp {file}.kept {file}"))
+    })
+    .unwrap()
+    .get(0);
     assert!(
         made.iter().all(|&id| next > id),
         "{next} is not above the backfill's earlier IDs {made:?}"
