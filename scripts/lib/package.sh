@@ -30,7 +30,7 @@ copyright_file() {
     sed "s/@YEAR@/$(date -u -d "@$(source_date)" +%Y)/" "$PGSF_ROOT/packaging/copyright" >"$1"
 }
 
-# parse_package_args KIND --pg N [--debug]: scripts/package/deb's (KIND deb) and image's. Sets
+# parse_package_args KIND --pg N [--debug]: ./dev package's (KIND deb), image's and arm64's. Sets
 # major, profile (release, or debug) and version; refuses a tree whose packages column lacks KIND.
 parse_package_args() {
     local kind=$1

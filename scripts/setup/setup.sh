@@ -128,7 +128,7 @@ pgrx_install() {
 # ./dev install --pg-config PATH [--debug]: the README's install from source, with what a build
 # needs and is missing (the headers of PATH's server when PATH is a Debian package's).
 install_into() {
-    local pg_config="" profile=(--release) arg
+    local pg_config="" build=(--release) arg
     while [ $# -gt 0 ]; do
         case "$1" in
         --pg-config)
@@ -136,7 +136,7 @@ install_into() {
             pg_config=$2
             shift
             ;;
-        --debug) profile=() ;;
+        --debug) build=() ;;
         *) die "usage: ./dev install --pg-config PATH [--debug]" ;;
         esac
         shift
@@ -169,8 +169,8 @@ install_into() {
     # cargo pgrx reads its config file even when given --pg-config: an empty one will do.
     local pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
     [ -f "$pgrx_home/config.toml" ] || { mkdir -p "$pgrx_home" && : >"$pgrx_home/config.toml"; }
-    say "Building and installing pg_snowflake ${profile[*]:-(debug)} into $version ($pg_config)"
-    timed "build and install" pgrx_install "$pg_config" "${profile[@]}"
+    say "Building and installing pg_snowflake ${build[*]:-(debug)} into $version ($pg_config)"
+    timed "build and install" pgrx_install "$pg_config" "${build[@]}"
     print_timings
     say "Installed. Next: shared_preload_libraries and pg_snowflake.node_id in postgresql.conf" \
         "(README: Installing into an existing PostgreSQL)"
