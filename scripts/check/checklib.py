@@ -1,5 +1,5 @@
-"""What the checks of scripts/check/ share: the checkout's root, its tracked files and their text,
-and how a check ends."""
+"""What the checks of scripts/check/ (and scripts/test/plan) share: the checkout's root, its tracked
+files and their text, what scripts/lib/trees.sh says, and how a check ends."""
 
 import os
 import re
@@ -38,6 +38,17 @@ def outside_fences(text):
         elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
                 and not line.strip().lstrip(fence[0]):
             fence = None
+
+
+def line_of(text, offset):
+    """The number of the line of `text` that holds its character `offset`."""
+    return text.count("\n", 0, offset) + 1
+
+
+def trees_sh(script):
+    """The lines bash `script` prints after sourcing scripts/lib/trees.sh (its tables read)."""
+    return subprocess.run(["bash", "-c", ". scripts/lib/trees.sh; " + script], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.splitlines()
 
 
 def report(name, problems, passed):
