@@ -28,9 +28,14 @@ rust_recent_enough() {
 
 # Makes a rustc of PGSF_RUST_MIN or later the one on PATH: the machine's own, or else Debian's
 # (PGSF_RUST_OWN, exported for the scripts run from here, says the machine's own version).
-# Returns 1 when there is none.
+# Returns 1 when there is none. Found once for a PATH (PGSF_RUST_PATH): every script sources
+# this, a test's servers' script a few times a second, and each rustc --version costs 30 ms.
 use_rust() {
-    rust_recent_enough && return 0
+    [ "${PGSF_RUST_PATH:-}" != "$PATH" ] || return 0
+    if rust_recent_enough; then
+        export PGSF_RUST_PATH=$PATH
+        return 0
+    fi
     local tool
     export PGSF_RUST_OWN
     PGSF_RUST_OWN=$(rust_version rustc)
@@ -40,6 +45,7 @@ use_rust() {
         [ ! -e "/usr/bin/$tool" ] || ln -sfn "/usr/bin/$tool" "$PGSF_RUST_WEB_BIN/$tool"
     done
     export PATH="$PGSF_RUST_WEB_BIN:$PATH"
+    export PGSF_RUST_PATH=$PATH
 }
 
 # Installs those of the Debian packages $2... that are missing, saying why ($1), and starts none
