@@ -4,7 +4,7 @@
 
 # A line a stage, in the order they run (a trailing backslash goes on on the next): what
 # run_stage prints | which majors | where (both: the words of MAJORS and WHERE_RUN in
-# scripts/test/plan) | the command (@major; @pairs: the pg_upgrade pairs; @newest: the newest
+# scripts/test/plan; "behind" after it: in the background, see run_table) | the command (@major; @pairs: the pg_upgrade pairs; @newest: the newest
 # released major tested; scripts/...: in this checkout) | what is said where a major is left out.
 read -r -d '' STAGE_TABLE <<'EOF' || true
 lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
@@ -21,46 +21,59 @@ golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each
 the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_binary @major partman
 README install section from the Debian package; apt remove | deb-readme | host \
     | scripts/test/install-section --deb
-README install section from source, in the PGXN zip (./dev package --pgxn) | first-host | host \
-    | stage_readme @major --pgxn
+README install section from source, in the PGXN zip (./dev package --pgxn) | first-host \
+    | host behind | stage_readme @major --pgxn
 README install section from source (release build) | first-sid | home | stage_readme @major
-benchmark smoke run (release build; fails on errors, never on numbers) | first | home \
-    | stage_bench_smoke @major \
+benchmark smoke run (release build; fails on errors, never on numbers) | first \
+    | home behind | stage_bench_smoke @major \
     | [@major] README install from source and bench smoke: on @first only (./dev test --pg @major runs them)
-client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host \
+client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host behind \
     | stage_clients @major \
     | client recipes: on a major outside the sid root only (./dev test --pg @default)
 extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
-    | host | stage_binary @major image \
+    | host behind | stage_binary @major image \
     | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
-the extension's unit tests: the error catalogue's wording (cargo pgrx test) | last-host | host \
-    | stage_unit @major
+the extension's unit tests: the error catalogue's wording (cargo pgrx test) | last-host \
+    | host behind | stage_unit @major
 the registry at scale, smoke run (bench/fleet-scale; errors only, never numbers) | last-host \
-    | host | stage_fleet_scale_smoke @major
+    | host behind | stage_fleet_scale_smoke @major
 upgrading from 0.5.0's own build: a server, a standby, fleets (pgrx-tests/tests/from_release.rs) \
-    | last-host:from-release | host | stage_from_release @major
+    | last-host:from-release | host behind | stage_from_release @major
 pg_upgrade and pg_dump across majors (@pairs) | across-host | host | stage_across_majors @pairs
 pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | root \
     | stage_across_majors @pairs
 EOF
 
-# Runs the stages of PLAN (scripts/test/plan stages) of phase $1 (once, beside, major, after) on
-# major $2, or says why one is left out; those beside at the lowest priority, their output kept.
+# Runs the stages of PLAN (scripts/test/plan stages) of phase $1 (once, beside, major, behind,
+# after) on major $2, or says why one is left out. Those beside, each in the background at the
+# lowest priority; those behind a major, one after another in the background at a low one, from
+# its turn's end while the next majors run, its install lock held (they mostly wait: on a
+# benchmark's delayed fsyncs, on apt, on a fleet's leases). Their output is shown at the end.
 run_table() {
-    local stage
+    local stage behind=()
     while IFS=$'\t' read -r -a stage; do
         [ "${stage[*]:0:2}" = "$1 ${2:--}" ] || continue
         if [ "${stage[2]}" = - ]; then
             say "${stage[3]}"
         elif [ "$1" = beside ]; then
-            BESIDE+=("$(mktemp)")
-            ({ renice -n 19 -p "$BASHPID" && ionice -c 3 -p "$BASHPID"; } >/dev/null 2>&1 || true
-                run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
-                echo "${STAGES[-1]}" >"${BESIDE[-1]}.stage") >"${BESIDE[-1]}" 2>&1 &
+            in_background 19 run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
+        elif [ "$1" = behind ]; then
+            behind+=("$(printf '%q ' run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}")")
         else
             run_stage "${stage[3]}" "${stage[2]}" "${stage[@]:4}"
         fi
     done <<<"$PLAN"
+    [ ${#behind[@]} -eq 0 ] || in_background 10 eval "$(printf '%s; ' "${behind[@]}")"
+}
+
+# in_background NICE COMMAND...: COMMAND in a subshell at that priority, its output and the
+# stages it ran kept in a file of BESIDE for the end of the run.
+in_background() {
+    BESIDE+=("$(mktemp)")
+    ({ renice -n "$1" -p "$BASHPID" && ionice -c 2 -n 7 -p "$BASHPID"; } >/dev/null 2>&1 || true
+        local ran=${#STAGES[@]}
+        "${@:2}"
+        printf '%s\n' "${STAGES[@]:ran}" >"${BESIDE[-1]}.stage") >"${BESIDE[-1]}" 2>&1 &
 }
 
 run_tests() {
@@ -116,12 +129,13 @@ run_tests() {
             tail -n 20 "$warm"
         fi
         run_table major "$major"
+        run_table behind "$major" # its lock, inherited, held until they end
         release_install_lock "$major"
     done
+    wait
     for out in "${BESIDE[@]}"; do
-        wait
         cat "$out"
-        STAGES+=("$(cat "$out.stage")")
+        mapfile -t -O "${#STAGES[@]}" STAGES <"$out.stage"
         rm -f "$out" "$out.stage"
     done
     run_table after
@@ -157,7 +171,7 @@ list_tests() {
             say "${stage[3]}"
             continue
         fi
-        say "[${stage[2]}] ${stage[3]}"
+        say "[${stage[2]}] ${stage[3]}$([[ ! ${stage[0]} =~ beside|behind ]] || echo " (in the background)")"
         # stage_servers MAJOR NEWEST: the plan's test files on MAJOR.
         [[ " ${stage[*]:4} " =~ \ stage_servers\ ([^ ]+)\ ([^ ]+)\  ]] || continue
         "$ROOT/scripts/test/plan" files "${BASH_REMATCH[@]:1}" | tr '\n' ' ' | fold -s -w 94 |
