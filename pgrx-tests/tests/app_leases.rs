@@ -579,6 +579,51 @@ fn applications_cut_off_from_their_member_stop_at_their_ceiling() {
     }
 }
 
+/// A release whose registry session ends under it is tried once more on a new connection: the
+/// registry ends a release's transaction idle past a quarter second, which a busy machine's
+/// stall between two statements reaches (a whole run's app lease test failed so). Here the
+/// registry's backend is ended while the release waits for the table's lock.
+#[test]
+fn a_release_whose_registry_session_ends_under_it_is_tried_again() {
+    let (registry, member) = fleet("apps-release", 900);
+    let (node, token, generation, _, ceiling) = acquire(&member, "released");
+    let mut holder = registry.connect();
+    let mut lock = holder.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE snowflake_nodes IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mut app = member.connect();
+    let release = thread::spawn(move || {
+        app.query_one(
+            "SELECT snowflake_lease_release($1, $2, $3, $4, $5)",
+            &[&node, &token, &generation, &ceiling, &(ceiling - 1_000)],
+        )
+        .map(|row| row.get::<_, bool>(0))
+        .map_err(|e| describe(&e))
+    });
+    // Every session waiting for the lock ended (the member's heartbeat's too: it tries again).
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'";
+    wait_until(
+        Duration::from_secs(5),
+        "the release waiting for the lock",
+        || registry.query_one::<i64>(waiting) > 0,
+    );
+    registry.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+    );
+    lock.commit().unwrap();
+    assert_eq!(
+        release.join().unwrap(),
+        Ok(true),
+        "the release, tried again"
+    );
+    // The mark came down to the last ID the application said it made.
+    let mark: i64 = registry.query_one(&format!(
+        "SELECT high_water_ms FROM snowflake_nodes WHERE node_id = {node}"
+    ));
+    assert_eq!(mark, ceiling - 1_000);
+    assert!(member.log().contains("could not release a node-id lease"));
+}
+
 #[test]
 fn an_application_goes_on_through_a_registry_restart() {
     goes_on_through_a_restart(Restarted::Registry);

@@ -235,9 +235,26 @@ fn snowflake_lease_release(
     };
     let (node, identity) = identity(node_id, token, generation);
     const ACTION: &str = "release a node-id lease";
-    let (conn, asked) = connect(String::new(), ACTION);
     let lower = ceiling_ms.zip(last_ms);
-    lease::release(&mut Sql(&conn), node, identity, lower, asked.lease_ms)
+    let release = || {
+        let (conn, asked) = connect(String::new(), ACTION);
+        lease::release(&mut Sql(&conn), node, identity, lower, asked.lease_ms)
+    };
+    // The registry ends a release's transaction idle past a quarter second (a stalled member
+    // must not hold the table's lock from the fleet's heartbeats), and a busy machine can stall
+    // this backend that long between two statements: an application's clean exit would then
+    // fail, its mark left at its ceiling. A release is a compare-and-set of the row's mark, so
+    // it is tried once more on a new connection; repeated after a commit whose answer was lost,
+    // it finds the mark already where it set it and leaves it there.
+    release()
+        .or_else(|first| {
+            SnowflakeError::from(RegistryError::Failed {
+                action: ACTION,
+                cause: first.message,
+            })
+            .report_server_only();
+            release()
+        })
         .map_err(|e| failed(ACTION, e))
         .or_report()
         .is_some()
