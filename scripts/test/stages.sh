@@ -27,14 +27,14 @@ README install section from source (release build) | first-sid | home | stage_re
 benchmark smoke run (release build; fails on errors, never on numbers) | first \
     | home behind | stage_bench_smoke @major \
     | [@major] README install from source and bench smoke: on @first only (./dev test --pg @major runs them)
+the extension's unit tests: the error catalogue's wording (cargo pgrx test) | first-host \
+    | host behind | stage_unit @major
 client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host behind \
     | stage_clients @major \
     | client recipes: on a major outside the sid root only (./dev test --pg @default)
 extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
     | host behind | stage_binary @major image \
     | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
-the extension's unit tests: the error catalogue's wording (cargo pgrx test) | last-host \
-    | host behind | stage_unit @major
 the registry at scale, smoke run (bench/fleet-scale; errors only, never numbers) | last-host \
     | host behind | stage_fleet_scale_smoke @major
 upgrading from 0.5.0's own build: a server, a standby, fleets (pgrx-tests/tests/from_release.rs) \
