@@ -21,14 +21,14 @@ golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each
 the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_binary @major partman
 README install section from the Debian package; apt remove | deb-readme | host \
     | scripts/test/install-section --deb
+the extension's unit tests: the error catalogue's wording (cargo pgrx test) | first-host | host \
+    | stage_unit @major
 README install section from source, in the PGXN zip (./dev package --pgxn) | first-host \
     | host behind | stage_readme @major --pgxn
 README install section from source (release build) | first-sid | home | stage_readme @major
 benchmark smoke run (release build; fails on errors, never on numbers) | first \
     | home behind | stage_bench_smoke @major \
     | [@major] README install from source and bench smoke: on @first only (./dev test --pg @major runs them)
-the extension's unit tests: the error catalogue's wording (cargo pgrx test) | first-host \
-    | host behind | stage_unit @major
 client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host behind \
     | stage_clients @major \
     | client recipes: on a major outside the sid root only (./dev test --pg @default)
@@ -49,6 +49,8 @@ EOF
 # lowest priority; those behind a major, one after another in the background at a low one, from
 # its turn's end while the next majors run, its install lock held (they mostly wait: on a
 # benchmark's delayed fsyncs, on apt, on a fleet's leases). Their output is shown at the end.
+# None of them may build much in target/: cargo's lock on it would hold the next major's build
+# (the unit tests' build behind 15 held 17's for 95 s).
 run_table() {
     local stage behind=()
     while IFS=$'\t' read -r -a stage; do
