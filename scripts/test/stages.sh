@@ -117,7 +117,9 @@ run_tests() {
     run_table once
     BESIDE=()
     run_table beside
-    local remaining=("${TEST_MAJORS[@]}") next out
+    # The majors in the plan's order (scripts/test/plan stages says why).
+    local remaining next out
+    mapfile -t remaining < <(awk -F '\t' '$1 == "major" && !seen[$2]++ { print $2 }' <<<"$PLAN")
     while [ ${#remaining[@]} -gt 0 ]; do
         # Each major's stages hold its install lock; one another checkout holds waits its turn.
         major=
