@@ -4,8 +4,9 @@
 
 # A line a stage, in the order they run (a trailing backslash goes on on the next): what
 # run_stage prints | which majors | where (both: the words of MAJORS and WHERE_RUN in
-# scripts/test/plan; "behind" after it: in the background, see run_table) | the command (@major; @pairs: the pg_upgrade pairs; @newest: the newest
-# released major tested; scripts/...: in this checkout) | what is said where a major is left out.
+# scripts/test/plan; "behind" after it: in the background, see run_table) | the command
+# (@major; @pairs: the pg_upgrade pairs; @newest: the newest released major tested;
+# scripts/...: in this checkout) | what is said where a major is left out.
 read -r -d '' STAGE_TABLE <<'EOF' || true
 lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
 core: unit and property tests of the pure core (core/) | once | host | stage_core
@@ -48,9 +49,9 @@ EOF
 # after) on major $2, or says why one is left out. Those beside, each in the background at the
 # lowest priority; those behind a major, one after another in the background at a low one, from
 # its turn's end while the next majors run, its install lock held (they mostly wait: on a
-# benchmark's delayed fsyncs, on apt, on a fleet's leases). Their output is shown at the end.
-# None of them may build much in target/: cargo's lock on it would hold the next major's build
-# (the unit tests' build behind 15 held 17's for 95 s).
+# benchmark's delayed fsyncs, a fleet's leases, an image's build). Their output is shown at the
+# end. None of them may build much in target/: cargo's lock on it would hold the next major's
+# build (with the unit tests' build behind 15, 17's turn took 95 s longer).
 run_table() {
     local stage behind=()
     while IFS=$'\t' read -r -a stage; do
