@@ -1,7 +1,7 @@
 //! [`Config`] and [`Server`]: a throwaway PostgreSQL server driven through `scripts/serve/pgserver`.
 
 use crate::checks::{describe, one, wait_until};
-use crate::paths::{pg_config, repo_root};
+use crate::paths::{pg_config, repo_root, servers_root};
 use crate::ports::{lease_port, PortLease};
 use postgres::{Client, NoTls};
 use std::path::PathBuf;
@@ -249,7 +249,7 @@ impl Server {
         let lease = lease_port();
         let port = lease.number;
         // Unique while the lease is held; a directory left by a killed run is replaced.
-        let dir = format!("/tmp/pgsf-{name}-{port}");
+        let dir = format!("{}/pgsf-{name}-{port}", servers_root());
         pgserver(&["destroy", &dir]);
         Server {
             name: name.to_string(),
