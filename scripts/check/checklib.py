@@ -1,9 +1,10 @@
-"""What the checks of scripts/check/ (and scripts/test/plan) share: the checkout's root, its tracked
-files and their text, what scripts/lib/trees.sh says, and how a check ends."""
+"""What scripts/check/ and scripts/test/plan share: the checkout's root, its tracked files and
+their text, what scripts/lib/trees.sh says, how a check ends (python3 -B runs them: no .pyc)."""
 
 import os
 import re
 import subprocess
+import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")  # a line that opens or closes a fenced code block
@@ -11,9 +12,14 @@ FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")  # a line that opens or closes a fen
 
 def tracked(*pathspecs):
     """The tracked files (those matching the git pathspecs given), relative to ROOT."""
-    out = subprocess.run(["git", "-C", ROOT, "ls-files", *pathspecs], capture_output=True,
-                         text=True, check=True).stdout
-    return [path for path in out.split("\n") if path]
+    return subprocess.run(["git", "-C", ROOT, "ls-files", *pathspecs], capture_output=True,
+                          text=True, check=True).stdout.splitlines()
+
+
+def trees_sh(script):
+    """The lines bash `script` prints after sourcing scripts/lib/trees.sh (its tables read)."""
+    return subprocess.run(["bash", "-c", ". scripts/lib/trees.sh; " + script], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.splitlines()
 
 
 def read(path, default=None):
@@ -45,15 +51,10 @@ def line_of(text, offset):
     return text.count("\n", 0, offset) + 1
 
 
-def trees_sh(script):
-    """The lines bash `script` prints after sourcing scripts/lib/trees.sh (its tables read)."""
-    return subprocess.run(["bash", "-c", ". scripts/lib/trees.sh; " + script], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout.splitlines()
-
-
 def report(name, problems, passed):
-    """Prints each problem and check-NAME's last line (`passed` when there is none); the exit code."""
+    """Prints each problem and check-NAME's last line (`passed` when there is none); exits 1 on a
+    problem."""
     for problem in problems:
         print(problem)
     print(f"check-{name}: " + (f"{len(problems)} problem(s)" if problems else passed))
-    return 1 if problems else 0
+    sys.exit(1 if problems else 0)
