@@ -5,9 +5,16 @@ import os
 import re
 import subprocess
 import sys
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")  # a line that opens or closes a fenced code block
+TREES = """. scripts/lib/trees.sh
+echo "${PGSF_MAJORS[*]}"; echo "${PGSF_SID_TREES[*]}"; echo "${PGSF_UPGRADE_PAIRS_ALL[*]}"
+highest_host_major "${PGSF_MAJORS[@]}"
+for tree in "${!PGSF_TREE_FROM[@]}"; do
+    echo "$tree ${PGSF_TREE_FROM[$tree]} ${PGSF_TREE_TESTS[$tree]}"
+done"""
 
 
 def tracked(*pathspecs):
@@ -16,10 +23,16 @@ def tracked(*pathspecs):
                           text=True, check=True).stdout.splitlines()
 
 
-def trees_sh(script):
-    """The lines bash `script` prints after sourcing scripts/lib/trees.sh (its tables read)."""
-    return subprocess.run(["bash", "-c", ". scripts/lib/trees.sh; " + script], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout.splitlines()
+def tree_table():
+    """PGSF_TREE_TABLE as scripts/lib/trees.sh reads it: the majors (in order), the sid root's
+    trees, the pg_upgrade pairs (OLD:NEW trees), the highest major outside the sid root, and
+    each tree's from and tests columns."""
+    out = subprocess.run(["bash", "-c", TREES], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    rows = [line.split(" ", 2) for line in out[4:]]
+    return types.SimpleNamespace(majors=out[0].split(), sid=out[1].split(), pairs=out[2].split(),
+                                 highest=out[3], source={tree: f for tree, f, _ in rows},
+                                 tests={tree: tests for tree, _, tests in rows})
 
 
 def read(path, default=None):
