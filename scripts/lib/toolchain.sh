@@ -86,7 +86,7 @@ apt_install() {
     done
 }
 
-# The Debian archive the roots are made from (scripts/setup/sid-root, arm64-root).
+# The Debian archive the roots are made from (scripts/setup/sid-root, scripts/package/arm64).
 PGSF_MIRROR=${PGSF_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PGSF_SECURITY_MIRROR=${PGSF_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 

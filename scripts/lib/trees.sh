@@ -62,8 +62,6 @@ pypi_release() {
 
 is_host_debian_tree() { [[ ${PGSF_TREE_FROM[$1]:-} == debian && ${PGSF_TREE_RUNS[$1]} == host ]]; }
 
-is_known_tree() { is_host_debian_tree "$1" || is_sid_tree "$1" || pypi_release "$1" >/dev/null; }
-
 # Whether tree $1 lives in the sid root; whether this shell runs inside that root.
 is_sid_tree() { [[ " ${PGSF_SID_TREES[*]} " == *" $1 "* ]]; }
 in_sid_root() { [ -e "/$PGSF_SID_STAMP" ]; }
