@@ -26,6 +26,12 @@ as_root() {
 # ordinary user with sudo must not own them either.
 as_postgres() { if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres "$@"; fi; }
 
+# psql ARG... into the postgres database of the server of $PG_CONFIG on 127.0.0.1, port $1.
+psql_at() {
+    "$("$PG_CONFIG" --bindir)/psql" -X -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$1" -U postgres \
+        -d postgres "${@:2}"
+}
+
 # shellcheck source=scripts/lib/trees.sh
 . "$PGSF_LIB/trees.sh"
 # shellcheck source=scripts/lib/toolchain.sh
