@@ -1,18 +1,15 @@
 # shellcheck shell=bash
 # What ./dev install and scripts/package/ share, sourced by lib.sh.
 
-# Copies the install scripts of older releases kept in sql/ (pg_snowflake--0.1.0.sql), which
-# CREATE EXTENSION ... VERSION '0.1.0' needs and pgrx does not copy, and the SQL-only read
-# extension's files (pg_snowflake_read), into the extension directory $1 (through as_root where it
-# is not writable), from the sources in $2 (default: this checkout; an old one may lack the latter).
+# Copies what pgrx does not into the extension directory $1 (as_root where it is not writable),
+# from the sources in $2 (default: this checkout): the install scripts of older releases in sql/
+# (for CREATE EXTENSION ... VERSION '0.1.0') and the read extension's (an old one lacks those).
 copy_base_scripts() {
-    local dest=$1 script scripts=() sudo=()
-    for script in "${2:-$PGSF_ROOT}"/sql/pg_snowflake--*.sql; do
-        # An upgrade script (pg_snowflake--A--B.sql): pgrx copies those.
-        [[ ${script##*/pg_snowflake--} == *--* ]] || scripts+=("$script")
-    done
-    for script in "${2:-$PGSF_ROOT}"/pg_snowflake_read.control "${2:-$PGSF_ROOT}"/sql/pg_snowflake_read--*.sql; do
-        [ ! -e "$script" ] || scripts+=("$script")
+    local dest=$1 src=${2:-$PGSF_ROOT} script scripts=() sudo=()
+    for script in "$src"/sql/pg_snowflake--*.sql "$src"/pg_snowflake_read.control \
+        "$src"/sql/pg_snowflake_read--*.sql; do
+        # Not an upgrade script (pg_snowflake--A--B.sql): pgrx copies those.
+        [ ! -e "$script" ] || [[ ${script##*/} == pg_snowflake--*--* ]] || scripts+=("$script")
     done
     [ -w "$dest" ] || sudo=(as_root)
     [ ${#scripts[@]} -eq 0 ] || "${sudo[@]}" install -m 644 -t "$dest" "${scripts[@]}"
@@ -31,8 +28,8 @@ copyright_file() {
 }
 
 # parse_package_args KIND --pg N [--debug] [--image]: ./dev package's (KIND deb), image's and
-# arm64's. Sets major, profile (release, or debug), version and image (1 with --image, which
-# scripts/package/arm64 reads); refuses a tree whose packages column lacks KIND (or image).
+# arm64's. Sets major, profile (release, or debug), version and image (1 with --image); refuses a
+# tree whose packages column lacks KIND (or image).
 parse_package_args() {
     local kind=$1 arg
     shift
@@ -129,15 +126,13 @@ CONTROL
 
 # make_image STAGE DISTRO ARCH ARCHIVE: the extension image of $version for $major in ARCHIVE,
 # from scratch with buildah (nothing pulled; as root, in a storage of its own, removed after):
-# STAGE's lib/ and share/extension/ and the licence, tagged and labelled for CloudNativePG
-# (packaging/README.md), run as 65532:65532; the last commit's files and times, so the same
-# commit and build make the same layer.
+# STAGE's lib/ and share/extension/ and the licence, tagged and labelled for CloudNativePG, run as
+# 65532:65532; the last commit's files and times, so the same commit and build make the same layer.
 make_image() {
-    local stage=$1 distro=$2 arch=$3 archive=$4 built sql_version entry tag container
-    local layout=${4%.tar} licenses=$1/licenses/pg_snowflake
+    local stage=$1 distro=$2 arch=$3 archive=$4 built sql_version entry tag container immutable
+    local layout=${4%.tar} licenses=$1/licenses/pg_snowflake rolling=$version-$major-$2
     local control=$1/share/extension/pg_snowflake.control
     built=$(source_date)
-    local rolling=$version-$major-$distro immutable
     immutable=$version-$(date -u -d "@$built" +%Y%m%d%H%M)-$major-$distro
     install -d -m 755 "$licenses"
     install -m 644 "$PGSF_ROOT/LICENSE" "$licenses/LICENSE"

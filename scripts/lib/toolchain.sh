@@ -20,10 +20,7 @@ rust_version() { "$1" --version 2>/dev/null | awk '{ print $2 }'; }
 
 # Whether the rustc $1 (default: the one on PATH) is PGSF_RUST_MIN or later.
 rust_recent_enough() {
-    local version
-    version=$(rust_version "${1:-rustc}")
-    [ -n "$version" ] && [ "$(printf '%s\n' "$version" "$PGSF_RUST_MIN" | sort -V | head -n 1)" = \
-        "$PGSF_RUST_MIN" ]
+    printf '%s\n' "$PGSF_RUST_MIN" "$(rust_version "${1:-rustc}")" | sort -C -V
 }
 
 # Makes a rustc of PGSF_RUST_MIN or later the one on PATH: the machine's own, or else Debian's
@@ -32,19 +29,17 @@ rust_recent_enough() {
 # this, a test's servers' script a few times a second, and each rustc --version costs 30 ms.
 use_rust() {
     [ "${PGSF_RUST_PATH:-}" != "$PATH" ] || return 0
-    if rust_recent_enough; then
-        export PGSF_RUST_PATH=$PATH
-        return 0
+    if ! rust_recent_enough; then
+        local tool
+        export PGSF_RUST_OWN
+        PGSF_RUST_OWN=$(rust_version rustc)
+        rust_recent_enough /usr/bin/rustc || return 1
+        mkdir -p "$PGSF_RUST_WEB_BIN" 2>/dev/null || return 1
+        for tool in rustc rustdoc cargo cargo-clippy clippy-driver; do
+            [ ! -e "/usr/bin/$tool" ] || ln -sfn "/usr/bin/$tool" "$PGSF_RUST_WEB_BIN/$tool"
+        done
+        export PATH="$PGSF_RUST_WEB_BIN:$PATH"
     fi
-    local tool
-    export PGSF_RUST_OWN
-    PGSF_RUST_OWN=$(rust_version rustc)
-    rust_recent_enough /usr/bin/rustc || return 1
-    mkdir -p "$PGSF_RUST_WEB_BIN" 2>/dev/null || return 1
-    for tool in rustc rustdoc cargo cargo-clippy clippy-driver; do
-        [ ! -e "/usr/bin/$tool" ] || ln -sfn "/usr/bin/$tool" "$PGSF_RUST_WEB_BIN/$tool"
-    done
-    export PATH="$PGSF_RUST_WEB_BIN:$PATH"
     export PGSF_RUST_PATH=$PATH
 }
 

@@ -44,9 +44,7 @@ while read -r pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests; do
     bookworm) PGSF_BOOKWORM_MAJOR=${pgsf_tree%%-*} ;;
     sid) PGSF_SID_TREES+=("$pgsf_tree") ;;
     esac
-    if [[ $pgsf_tree =~ ^[0-9]+$ ]] && [ "$pgsf_runs" != bookworm ]; then
-        PGSF_MAJORS+=("$pgsf_tree")
-    fi
+    [[ ! $pgsf_tree =~ ^[0-9]+$ || $pgsf_runs == bookworm ]] || PGSF_MAJORS+=("$pgsf_tree")
 done <<<"$PGSF_TREE_TABLE"
 unset pgsf_tree pgsf_from pgsf_runs pgsf_packages pgsf_tests
 mapfile -t PGSF_MAJORS < <(printf '%s\n' "${PGSF_MAJORS[@]}" | sort -n)
@@ -155,9 +153,8 @@ export_test_env() {
     local name var lib debian=15
     for name in "${PGSF_MAJORS[@]}" 15-vanilla; do
         var=PGSF_PG_CONFIG_${name//-/_}
-        var=${var^^}
         if runs_here "$name" && [ -x "$(pg_config_of "$name")" ]; then
-            export "$var=$(pg_config_of "$name")"
+            export "${var^^}=$(pg_config_of "$name")"
         fi
     done
     ! in_sid_root || debian=${PGSF_SID_TREES[0]}

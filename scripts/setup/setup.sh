@@ -6,17 +6,16 @@
 # build and is missing (--for-tests: to test too); for the sid root's trees, the root, and pgrx
 # pointed at them inside it (where only that is done: the root's recipe has its packages).
 setup() {
-    local tests='' trees=() tree sid=''
+    local tests='' trees=() tree sid='' release wanted=("${PGSF_BUILD_PACKAGES[@]}")
     [ "${1:-}" != --for-tests ] || { tests=1 && shift; }
     if in_sid_root; then
         pgrx_init
         return
     fi
     trees=("$@")
-    if [ ${#trees[@]} -eq 0 ]; then
-        for tree in "${PGSF_MAJORS[@]}" 15-vanilla; do is_sid_tree "$tree" || trees+=("$tree"); done
-    fi
-    local wanted=("${PGSF_BUILD_PACKAGES[@]}")
+    [ $# -gt 0 ] || for tree in "${PGSF_MAJORS[@]}" 15-vanilla; do
+        is_sid_tree "$tree" || trees+=("$tree")
+    done
     [ -z "$tests" ] || wanted+=("${PGSF_TEST_PACKAGES[@]}")
     for tree in "${trees[@]}"; do
         if is_sid_tree "$tree"; then sid=1; fi
@@ -26,7 +25,6 @@ setup() {
     setup_rust_packages
     timed "Debian packages" apt_install "to build${tests:+ and test}" "${wanted[@]}"
     setup_rust
-    local release
     for tree in "${trees[@]}"; do
         release=$(pypi_release "$tree") || continue
         # shellcheck disable=SC2086 # the version and its sha256
@@ -70,12 +68,11 @@ setup_rust() {
 # timed LABEL COMMAND...: runs COMMAND; print_timings says how long it took.
 TIMINGS=()
 timed() {
-    local label=$1 started rc=0
-    shift
+    local started rc=0
     started=$(date +%s)
-    "$@" || rc=$?
-    TIMINGS+=("$(printf '%-34s %5d s' "$label" $(($(date +%s) - started)))")
-    [ "$rc" -eq 0 ] || return "$rc"
+    "${@:2}" || rc=$?
+    TIMINGS+=("$(printf '%-34s %5d s' "$1" $(($(date +%s) - started)))")
+    return "$rc"
 }
 
 print_timings() {
@@ -87,7 +84,7 @@ print_timings() {
 # Points pgrx at every major set up, when an entry is missing or points elsewhere: `cargo pgrx
 # init` rewrites the whole of config.toml, so with every major and the file's other entries.
 pgrx_init() {
-    local config="${PGRX_HOME:-$HOME/.pgrx}/config.toml" major pg_config args=() stale=()
+    local config="${PGRX_HOME:-$HOME/.pgrx}/config.toml" major pg_config args=() stale=() line
     for major in "${PGSF_MAJORS[@]}"; do
         pg_config=$(pg_config_of "$major")
         if ! runs_here "$major" || [ ! -x "$pg_config" ]; then continue; fi
@@ -95,7 +92,6 @@ pgrx_init() {
         grep -qsxF "pg$major = \"$pg_config\"" "$config" || stale+=("$major")
     done
     [ ${#stale[@]} -gt 0 ] || return 0
-    local line
     while read -r line; do
         [[ $line =~ ^pg([0-9]+)\ =\ \"(.*)\"$ ]] || continue
         [[ " ${PGSF_MAJORS[*]} " == *" ${BASH_REMATCH[1]} "* ]] ||
@@ -128,7 +124,8 @@ pgrx_install() {
 # ./dev install --pg-config PATH [--debug]: the README's install from source, with what a build
 # needs and is missing (the headers of PATH's server when PATH is a Debian package's).
 install_into() {
-    local pg_config="" build=(--release) arg
+    local pg_config="" build=(--release) arg version major headers
+    local wanted=("${PGSF_BUILD_PACKAGES[@]}") pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
     while [ $# -gt 0 ]; do
         case "$1" in
         --pg-config)
@@ -145,14 +142,12 @@ install_into() {
         "pg_config of the PostgreSQL to install into, e.g. /usr/lib/postgresql/15/bin/pg_config)"
     arg=$pg_config
     pg_config=$(command -v "$arg") || die "no pg_config at '$arg'"
-    local version major
     version=$("$pg_config" --version) || die "'$pg_config --version' failed: not a pg_config?"
     major=$(sed -nE '1s/^PostgreSQL ([0-9]+).*/\1/p' <<<"$version")
     [ -n "$major" ] || die "$pg_config is not a pg_config: its --version says" \
         "'$(head -n 1 <<<"$version")', not 'PostgreSQL N...'"
     [[ " ${PGSF_MAJORS[*]} " == *" $major "* ]] ||
         die "$version is not supported (supported majors: ${PGSF_MAJORS[*]})"
-    local wanted=("${PGSF_BUILD_PACKAGES[@]}") headers
     headers="$("$pg_config" --includedir-server)/postgres.h"
     if [ ! -f "$headers" ]; then
         if [[ $pg_config != /usr/lib/postgresql/$major/bin/pg_config ]] || in_sid_root; then
@@ -167,7 +162,6 @@ install_into() {
     fi
     setup_rust
     # cargo pgrx reads its config file even when given --pg-config: an empty one will do.
-    local pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
     [ -f "$pgrx_home/config.toml" ] || { mkdir -p "$pgrx_home" && : >"$pgrx_home/config.toml"; }
     say "Building and installing pg_snowflake ${build[*]:-(debug)} into $version ($pg_config)"
     timed "build and install" pgrx_install "$pg_config" "${build[@]}"
