@@ -48,7 +48,7 @@ use_rust() {
 # every action stands in /usr/sbin while apt runs (unless the machine has its own), and under
 # systemd, the services the packages enabled for the next boot are disabled again.
 apt_install() {
-    local why=$1 pkg missing=()
+    local why=$1 pkg missing=() policy=/usr/sbin/policy-rc.d ours='' rc=0 units unit
     shift
     for pkg in "$@"; do
         [[ " ${missing[*]} " != *" $pkg "* ]] || continue
@@ -58,7 +58,6 @@ apt_install() {
     [ ${#missing[@]} -gt 0 ] || return 0
     say "Installing Debian packages ($why): ${missing[*]}"
     as_root apt-get update -qq || die "apt-get update failed: is Debian's archive reachable?"
-    local policy=/usr/sbin/policy-rc.d ours='' rc=0
     if [ ! -e "$policy" ]; then
         printf '#!/bin/sh\n# pg_snowflake: no service starts while its packages install\nexit 101\n' |
             as_root tee "$policy" >/dev/null
@@ -70,7 +69,6 @@ apt_install() {
     [ -z "$ours" ] || as_root rm -f "$policy"
     [ "$rc" -eq 0 ] || die "apt-get could not install ${missing[*]}"
     [ -d /run/systemd/system ] || return 0
-    local units unit
     units=$(for pkg in "${missing[@]}"; do dpkg-query -L "$pkg" 2>/dev/null; done |
         sed -nE 's|^/(usr/)?lib/systemd/system/([^/@]+\.service)$|\2|p' | sort -u)
     for unit in $units; do
