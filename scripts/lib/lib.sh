@@ -16,15 +16,24 @@ usage() {
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
-        die "need root for: $* (install sudo, or run as root)"
-    fi
-}
-
 # Servers run as the operating-system user postgres: Postgres refuses to run as root, and an
-# ordinary user with sudo must not own them either.
-as_postgres() { if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres "$@"; fi; }
+# ordinary user with sudo must not own them either. Root becomes postgres through setpriv with
+# the environment sudo would leave (its secure_path, LANG, TZ), at half sudo's CPU: a run of the
+# tests starts thousands of these.
+if [ "$(id -u)" -eq 0 ]; then
+    as_root() { "$@"; }
+    as_postgres() {
+        setpriv --reuid=postgres --regid=postgres --init-groups /usr/bin/env -i HOME=~postgres \
+            USER=postgres LOGNAME=postgres SHELL=/bin/bash ${LANG:+"LANG=$LANG"} ${TZ:+"TZ=$TZ"} \
+            PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$@"
+    }
+else
+    as_root() {
+        command -v sudo >/dev/null || die "need root for: $* (install sudo, or run as root)"
+        sudo "$@"
+    }
+    as_postgres() { if [ "$(id -un)" = postgres ]; then "$@"; else sudo -u postgres "$@"; fi; }
+fi
 
 # psql ARG... into the postgres database of the server of $PG_CONFIG on 127.0.0.1, port $1.
 psql_at() {
