@@ -8,10 +8,10 @@
 # (@major; @pairs: the pg_upgrade pairs; @newest: the newest released major tested;
 # scripts/...: in this checkout) | what is said where a major is left out.
 read -r -d '' STAGE_TABLE <<'EOF' || true
-lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
-core: unit and property tests of the pure core (core/) | once | host | stage_core
 mutants: each named mutation of the registry's rules caught by a seed | beside | host \
     | scripts/test/mutants
+lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
+core: unit and property tests of the pure core (core/) | once | host | stage_core
 pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-install) | once | host \
     | scripts/test/pgxn-install
 the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals) | sid | host \
@@ -115,9 +115,10 @@ run_tests() {
     fi
 
     PLAN=$("$ROOT/scripts/test/plan" stages "${no_sid[@]}" "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
-    run_table once
+    # Those beside first: the mutants' lowest priority takes what the others leave from the start.
     BESIDE=()
     run_table beside
+    run_table once
     # The majors in the plan's order (scripts/test/plan stages says why).
     local remaining next out
     mapfile -t remaining < <(awk -F '\t' '$1 == "major" && !seen[$2]++ { print $2 }' <<<"$PLAN")
