@@ -105,10 +105,11 @@ run_tests() {
             done)
             no_sid=(--no-sid)
         else
-            # What their stages build, built beside the other majors' tests at the lowest
-            # priority: the stages then find it built.
+            # What their stages build, built beside the other majors' tests at a low priority
+            # (above the mutants': at theirs, the sid root's turn waited 200 s for it): the
+            # stages then find it built.
             warm=$(mktemp)
-            nice -n 19 ionice -c 3 "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage \
+            nice -n 10 ionice -c 2 -n 7 "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage \
                 stage_sid_builds "${TEST_MAJORS[0]}" "${sid_trees[@]}" >"$warm" 2>&1 &
             WARM_PID=$!
         fi
