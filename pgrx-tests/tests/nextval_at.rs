@@ -89,13 +89,15 @@ fn start() -> (String, i64) {
 
 /// The checks of a finished backfill: every old row keyed, no ID twice among old and live rows,
 /// every old row's ID at its `created_at` (to the millisecond, the default layout's unit) and
-/// under the backfill node id.
+/// under the backfill node id. The IDs are counted distinct by a sort: a hash aggregate
+/// `GROUP BY id HAVING count(*) > 1` over a million rows spilled, and at each refill cleared and
+/// walked its whole bucket array (11 minutes of CPU in one run, where the run before took 36 s).
 fn check_rekeyed(client: &mut Client, rows: i64) {
     let row = client
         .query_one(
             "SELECT count(id),
-                    (SELECT count(*) FROM (SELECT id FROM old UNION ALL SELECT id FROM live) a
-                     GROUP BY id HAVING count(*) > 1 LIMIT 1),
+                    (SELECT count(*) - count(DISTINCT id)
+                     FROM (SELECT id FROM old UNION ALL SELECT id FROM live) a),
                     count(*) FILTER (WHERE snowflake_timestamp(id)
                                            <> date_trunc('milliseconds', created_at)),
                     count(*) FILTER (WHERE snowflake_node_id(id) <> $1),
@@ -105,7 +107,7 @@ fn check_rekeyed(client: &mut Client, rows: i64) {
         )
         .unwrap();
     assert_eq!(row.get::<_, i64>(0), rows, "every old row re-keyed");
-    assert_eq!(row.get::<_, Option<i64>>(1), None, "an ID made twice");
+    assert_eq!(row.get::<_, i64>(1), 0, "IDs made twice");
     assert_eq!(row.get::<_, i64>(2), 0, "IDs not at their row's instant");
     assert_eq!(row.get::<_, i64>(3), 0, "IDs under another node id");
 }
