@@ -184,10 +184,12 @@ fn check_command(lang: Lang) -> Command {
     command
 }
 
-/// An application process: a client's check in one mode, its output lines gathered.
+/// An application process: a client's check in one mode, its output lines gathered, and when
+/// its first error line came (read as it comes, not when a test looks).
 struct App {
     child: Child,
     lines: Arc<Mutex<Vec<String>>>,
+    first_error_at: Arc<Mutex<Option<Instant>>>,
 }
 
 impl App {
@@ -203,14 +205,27 @@ impl App {
             .spawn()
             .unwrap_or_else(|e| panic!("the {lang:?} client starts: {e}"));
         let lines = Arc::new(Mutex::new(Vec::new()));
+        let first_error_at = Arc::new(Mutex::new(None));
         let out = child.stdout.take().unwrap();
-        let gathered = Arc::clone(&lines);
+        let (gathered, error_at) = (Arc::clone(&lines), Arc::clone(&first_error_at));
         thread::spawn(move || {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if line.starts_with("error: ") {
+                    error_at.lock().unwrap().get_or_insert_with(Instant::now);
+                }
                 gathered.lock().unwrap().push(line);
             }
         });
-        App { child, lines }
+        App {
+            child,
+            lines,
+            first_error_at,
+        }
+    }
+
+    /// When its first error line came, if one did.
+    fn first_error_at(&self) -> Option<Instant> {
+        *self.first_error_at.lock().unwrap()
     }
 
     /// Runs to its end; panics unless it exited 0.
@@ -512,7 +527,8 @@ fn applications_cut_off_from_their_member_stop_at_their_ceiling() {
             "the client to stop",
             || !app.errors().is_empty(),
         );
-        let stopped_after = cut_at.elapsed();
+        // When it said so, not when this loop, after the clients before it, looked.
+        let stopped_after = app.first_error_at().unwrap().duration_since(cut_at);
         let mark: i64 = registry.query_one(&format!(
             "SELECT high_water_ms FROM snowflake_nodes WHERE node_id = {node}"
         ));
