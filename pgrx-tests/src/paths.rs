@@ -14,8 +14,8 @@ pub fn repo_root() -> PathBuf {
 
 /// Where the test servers' directories go: `PGSF_SERVERS_DIR`, else `/dev/shm` where it is a
 /// directory (a tmpfs on Linux), else `/tmp`. On ext4 a server's initdb, start, stop and removal
-/// took 1.4 CPU-seconds, two thirds of it the kernel's search for a free inode among those just
-/// freed; on a tmpfs 0.55. A crash a test makes kills the server's processes, not the machine,
+/// took 1.4 CPU-seconds, most of it kernel time, ext4's inode allocation foremost (perf); on a
+/// tmpfs 0.55. A crash a test makes kills the server's processes, not the machine,
 /// so what a test proves about durability holds on either.
 pub fn servers_root() -> String {
     std::env::var("PGSF_SERVERS_DIR").unwrap_or_else(|_| {
