@@ -50,8 +50,7 @@ EOF
 # lowest priority; those behind a major, one after another in the background at a low one, from
 # its turn's end while the next majors run, its install lock held (they mostly wait: on a
 # benchmark's delayed fsyncs, a fleet's leases, an image's build). Their output is shown at the
-# end. None of them may build much in target/: cargo's lock on it would hold the next major's
-# build (with the unit tests' build behind 15, 17's turn took 95 s longer).
+# end. None of them may build much in target/: cargo's lock on it would hold the next major's build.
 run_table() {
     local stage behind=()
     while IFS=$'\t' read -r -a stage; do
@@ -83,7 +82,7 @@ run_tests() {
     parse_majors "$@"
     [[ ${ARGS[*]} =~ ^(--list)?$ ]] || die "usage: ./dev test [--list] [--pg N]..."
     mapfile -t TEST_MAJORS < <(printf '%s\n' "${MAJORS[@]:-${PGSF_MAJORS[@]}}" | sort -nu)
-    local trees=() sid_trees=() tree started major no_sid=()
+    local trees=() sid_trees=() tree started major no_sid=() warm='' remaining next out
     for tree in $("$ROOT/scripts/test/plan" trees "${TEST_MAJORS[@]}"); do
         if is_sid_tree "$tree"; then sid_trees+=("$tree"); else trees+=("$tree"); fi
     done
@@ -96,7 +95,6 @@ run_tests() {
     export_test_env
     # The sid root's majors: set up as a stage, so that a machine that cannot make the root
     # (no Debian archive, a full disk) fails them with its reason and tests the others.
-    local warm=
     if [ ${#sid_trees[@]} -gt 0 ]; then
         run_stage "set up the sid root (scripts/setup/sid-root)" "${sid_trees[*]}" setup "${sid_trees[@]}"
         if [ "${STAGES[-1]##*$'\t'}" != 0 ]; then
@@ -105,9 +103,8 @@ run_tests() {
             done)
             no_sid=(--no-sid)
         else
-            # What their stages build, built beside the other majors' tests at a low priority
-            # (above the mutants': at theirs, the sid root's turn waited 200 s for it): the
-            # stages then find it built.
+            # What their stages build, built beside the other majors' tests at a low priority,
+            # above the mutants' (at theirs it starved): the stages then find it built.
             warm=$(mktemp)
             nice -n 10 ionice -c 2 -n 7 "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage \
                 stage_sid_builds "${TEST_MAJORS[0]}" "${sid_trees[@]}" >"$warm" 2>&1 &
@@ -121,7 +118,6 @@ run_tests() {
     run_table beside
     run_table once
     # The majors in the plan's order (scripts/test/plan stages says why).
-    local remaining next out
     mapfile -t remaining < <(awk -F '\t' '$1 == "major" && !seen[$2]++ { print $2 }' <<<"$PLAN")
     while [ ${#remaining[@]} -gt 0 ]; do
         # Each major's stages hold its install lock; one another checkout holds waits its turn.

@@ -14,10 +14,9 @@ in_root() { "$ROOT/scripts/setup/sid-root" run "$ROOT/dev" _stage "$@"; }
 # does in the sid root), whatever failed before it. Its tests are cargo's "test result:" counts;
 # one without them counts as one test, one that fails without a failed test as one failure.
 run_stage() {
-    local name=$1 major=$2
+    local name=$1 major=$2 out started rc passed failed seconds
     shift 2
     say "[$major] $name"
-    local out started rc passed failed seconds
     out=$(mktemp)
     started=$(date +%s)
     set +e
@@ -68,9 +67,8 @@ stage_lint() {
     return "$rc"
 }
 
-# The majors lint runs clippy on here: the lowest and the highest tested outside the sid root
-# (which has a stage of its own). Every cfg of src/pg.rs says "this major or later": those two
-# compile every line.
+# The majors lint runs clippy on: the lowest and highest tested outside the sid root (which has
+# its own stage). Each cfg of src/pg.rs says "this major or later": those two compile every line.
 clippy_majors() {
     local major majors=("${TEST_MAJORS[@]:-${PGSF_MAJORS[@]}}")
     for major in "${majors[0]}" "${majors[-1]}"; do
@@ -124,10 +122,7 @@ stage_servers() {
     "$ROOT/scripts/test/side-by-side" --plan "$major" "$newest" || rc=1
     staged=$("$ROOT/scripts/test/plan" staged)
     while read -r binary test; do
-        case " $staged " in
-        *" $binary "*) ;;
-        *) stray+=("$binary: $test") ;;
-        esac
+        [[ " $staged " == *" $binary "* ]] || stray+=("$binary: $test")
     done < <(cargo test -p snowflake-it -- --list --ignored --format terse 2>&1 | awk '
         /Running / { b = ($2 == "unittests") ? $3 : $2; sub(/^.*\//, "", b); sub(/\.rs$/, "", b) }
         /: test$/ { sub(/: test$/, ""); print b, $0 }')
