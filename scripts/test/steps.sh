@@ -133,21 +133,12 @@ stage_servers() {
     return "$rc"
 }
 
-# Every test of binary $1 (a stage: line of the plan), the #[ignore]d ones too, one at a time;
-# with $2, that many at once (scripts/test/side-by-side), where they share only the build.
-staged_tests() {
-    if [ -n "${2:-}" ]; then
-        "$ROOT/scripts/test/side-by-side" -j "$2" --binary "$1"
-        return
-    fi
-    cargo test -p snowflake-it --no-fail-fast --test "$1" -- --include-ignored --test-threads=1 \
-        --nocapture
-}
-
-# Test binary $2 (a stage: line of the plan) on major $1, where stage_servers installed the build.
+# Every test of binary $2 (a stage: line of the plan), the #[ignore]d ones too, one at a time, on
+# major $1, where stage_servers installed the build.
 stage_binary() {
     use_pg "$1"
-    staged_tests "$2"
+    cargo test -p snowflake-it --no-fail-fast --test "$2" -- --include-ignored --test-threads=1 \
+        --nocapture
 }
 
 # The README's install section from source, in this checkout; with --pgxn, in the PGXN zip
@@ -178,7 +169,7 @@ stage_from_release() {
         build=$("$ROOT/scripts/package/old-release" "$release" "$PG_CONFIG")
         export "PGSF_RELEASE_${release//./_}=$build" # PGSF_RELEASE_0_5_0, which the tests read
     done
-    staged_tests from_release 5
+    "$ROOT/scripts/test/side-by-side" -j 5 --binary from_release
 }
 
 # The smoke runs of the benchmarks (bench/README.md) and the report generator's self-check.
@@ -208,7 +199,7 @@ stage_across_majors() {
         install_extension "$tree"
     done
     export_test_env
-    PGSF_UPGRADE_PAIRS=$pairs staged_tests across_majors 4
+    PGSF_UPGRADE_PAIRS=$pairs "$ROOT/scripts/test/side-by-side" -j 4 --binary across_majors
 }
 
 stage_clients() {
