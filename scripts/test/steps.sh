@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2164 # each stage runs under set -e (run_stage)
 # The bodies of the stages of ./dev test (STAGE_TABLE in scripts/test/stages.sh names them), and
-# run_stage, which runs each; sourced by dev after scripts/setup/setup.sh and bench/suite.sh.
+# run_stage, which runs each; sourced by dev beside scripts/setup/setup.sh and bench/suite.sh.
 STAGES=()
 
 # Runs stage $1 (with the other arguments) where major $2 lives: the sid root's through
