@@ -3,7 +3,6 @@
 # scripts/lib/ (scripts/README.md says what each holds).
 
 PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PGSF_LIB=$PGSF_ROOT/scripts/lib
 # shellcheck disable=SC2034 # for the scripts that source this
 PGSERVER=$PGSF_ROOT/scripts/serve/pgserver
 
@@ -16,10 +15,9 @@ usage() {
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf '%s: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
-# Servers run as the operating-system user postgres: Postgres refuses to run as root, and an
-# ordinary user with sudo must not own them either. Root becomes postgres through setpriv with
-# the environment sudo would leave (its secure_path, LANG, TZ), at half sudo's CPU: a run of the
-# tests starts thousands of these.
+# Servers run as the operating-system user postgres: Postgres refuses root, and an ordinary user
+# with sudo must not own them either. Root becomes postgres through setpriv, cheaper than sudo for
+# the thousands a test run starts, with the environment sudo would leave (secure_path, LANG, TZ).
 if [ "$(id -u)" -eq 0 ]; then
     as_root() { "$@"; }
     as_postgres() {
@@ -42,12 +40,12 @@ psql_at() {
 }
 
 # shellcheck source=scripts/lib/trees.sh
-. "$PGSF_LIB/trees.sh"
+. "$PGSF_ROOT/scripts/lib/trees.sh"
 # shellcheck source=scripts/lib/toolchain.sh
-. "$PGSF_LIB/toolchain.sh"
+. "$PGSF_ROOT/scripts/lib/toolchain.sh"
 # shellcheck source=scripts/lib/locks.sh
-. "$PGSF_LIB/locks.sh"
+. "$PGSF_ROOT/scripts/lib/locks.sh"
 # shellcheck source=scripts/lib/package.sh
-. "$PGSF_LIB/package.sh"
+. "$PGSF_ROOT/scripts/lib/package.sh"
 
 use_rust || true

@@ -27,9 +27,8 @@ copyright_file() {
     sed "s/@YEAR@/$(date -u -d "@$(source_date)" +%Y)/" "$PGSF_ROOT/packaging/copyright" >"$1"
 }
 
-# parse_package_args KIND --pg N [--debug] [--image]: ./dev package's (KIND deb), image's and
-# arm64's. Sets major, profile (release, or debug), version and image (1 with --image); refuses a
-# tree whose packages column lacks KIND (or image).
+# parse_package_args KIND --pg N [--debug] [--image]: sets major, profile (release or debug),
+# version and image (1 with --image); refuses a tree whose packages column lacks KIND (or image).
 parse_package_args() {
     local kind=$1 arg
     shift
@@ -49,10 +48,9 @@ parse_package_args() {
     done
 }
 
-# package_tree STAGE LIBDIR EXTDIR MODE: builds the $profile build (release or debug) for the
-# PostgreSQL of $PG_CONFIG (use_pg first; $cross: cross-built for that target) with `cargo pgrx
-# package`, then stages it: the library, stripped, in STAGE/LIBDIR (mode MODE); the control file,
-# pgrx's and the base scripts in STAGE/EXTDIR.
+# package_tree STAGE LIBDIR EXTDIR MODE: `cargo pgrx package` of the $profile build for $PG_CONFIG
+# (use_pg first; $cross: cross-built for that target), staged: the library, stripped, in
+# STAGE/LIBDIR (mode MODE); the control file, pgrx's scripts and the base scripts in STAGE/EXTDIR.
 package_tree() {
     local libdir=$1$2 extdir=$1$3 mode=$4 flags=() tree strip=strip
     tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}${cross:+/$cross}/$profile/pg_snowflake-pg$PG_MAJOR

@@ -23,10 +23,9 @@ rust_recent_enough() {
     printf '%s\n' "$PGSF_RUST_MIN" "$(rust_version "${1:-rustc}")" | sort -C -V
 }
 
-# Makes a rustc of PGSF_RUST_MIN or later the one on PATH: the machine's own, or else Debian's
-# (PGSF_RUST_OWN, exported for the scripts run from here, says the machine's own version).
-# Returns 1 when there is none. Found once for a PATH (PGSF_RUST_PATH): every script sources
-# this, a test's servers' script a few times a second, and each rustc --version costs 30 ms.
+# Makes a rustc of PGSF_RUST_MIN or later first on PATH (returns 1 if none): the machine's own, or
+# else Debian's (PGSF_RUST_OWN, exported, says the machine's own version). Looked for once per PATH
+# (PGSF_RUST_PATH): every script sources this, the tests' server script thousands of times.
 use_rust() {
     [ "${PGSF_RUST_PATH:-}" != "$PATH" ] || return 0
     if ! rust_recent_enough; then
@@ -83,11 +82,10 @@ apt_install() {
 PGSF_MIRROR=${PGSF_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 PGSF_SECURITY_MIRROR=${PGSF_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 
-# make_debian_root ROOT STAMP RECIPE OPTION... SUITE SOURCE...: the Debian root ROOT, unless its
-# file STAMP says RECIPE: made by mmdebstrap in ROOT.partial, stamped, then moved to ROOT. No
-# cluster is made as PostgreSQL installs; where the root has ca-certificates, the host's extra CA
-# certificates (a TLS-inspecting proxy) are added for cargo. The hooks are mmdebstrap's shell
-# code, "$1" the root: single-quoted on purpose.
+# make_debian_root ROOT STAMP RECIPE OPTION... SUITE ROOT.partial SOURCE...: unless ROOT's file
+# STAMP says RECIPE, the root made by mmdebstrap in ROOT.partial, stamped, then moved to ROOT. No
+# cluster is made as PostgreSQL installs; the host's extra CA certificates (a TLS-inspecting proxy)
+# go in for cargo where the root has ca-certificates. The hooks, single-quoted, get the root as $1.
 make_debian_root() {
     local root=$1 stamp=$2 recipe=$3
     shift 3

@@ -70,8 +70,7 @@ runs_here() {
     if is_sid_tree "$1"; then in_sid_root; elif is_host_debian_tree "$1"; then ! in_sid_root; fi
 }
 
-# The pg_config of tree $1, there yet or not; a sid tree's, seen from outside, is its path in the
-# root (it runs inside only).
+# The pg_config of tree $1, there yet or not; a sid tree's, outside the sid root, its path in it.
 pg_config_of() {
     local release
     if is_sid_tree "$1" || is_host_debian_tree "$1"; then
@@ -93,8 +92,7 @@ highest_host_major() {
 
 major_of() { echo "${1%%-*}"; }
 
-# Splits the arguments into MAJORS (every --pg N, each of PGSF_MAJORS) and ARGS (the rest): dev's,
-# the package scripts' and scripts/test/clients'.
+# Splits the arguments into MAJORS (every --pg N, each one of PGSF_MAJORS) and ARGS (the rest).
 parse_majors() {
     MAJORS=() ARGS=()
     while [ $# -gt 0 ]; do
