@@ -68,10 +68,9 @@ setup_rust() {
 # timed LABEL COMMAND...: runs COMMAND; print_timings says how long it took.
 TIMINGS=()
 timed() {
-    local started rc=0
-    started=$(date +%s)
+    local started=$SECONDS rc=0
     "${@:2}" || rc=$?
-    TIMINGS+=("$(printf '%-34s %5d s' "$1" $(($(date +%s) - started)))")
+    TIMINGS+=("$(printf '%-34s %5d s' "$1" $((SECONDS - started)))")
     return "$rc"
 }
 
@@ -124,13 +123,13 @@ pgrx_install() {
 # ./dev install --pg-config PATH [--debug]: the README's install from source, with what a build
 # needs and is missing (the headers of PATH's server when PATH is a Debian package's).
 install_into() {
-    local pg_config="" build=(--release) arg version major headers
+    local given="" build=(--release) pg_config version major headers
     local wanted=("${PGSF_BUILD_PACKAGES[@]}") pgrx_home=${PGRX_HOME:-$HOME/.pgrx}
     while [ $# -gt 0 ]; do
         case "$1" in
         --pg-config)
             [ $# -ge 2 ] || die "--pg-config needs the path of a pg_config"
-            pg_config=$2
+            given=$2
             shift
             ;;
         --debug) build=() ;;
@@ -138,10 +137,9 @@ install_into() {
         esac
         shift
     done
-    [ -n "$pg_config" ] || die "usage: ./dev install --pg-config PATH [--debug] (PATH: the" \
+    [ -n "$given" ] || die "usage: ./dev install --pg-config PATH [--debug] (PATH: the" \
         "pg_config of the PostgreSQL to install into, e.g. /usr/lib/postgresql/15/bin/pg_config)"
-    arg=$pg_config
-    pg_config=$(command -v "$arg") || die "no pg_config at '$arg'"
+    pg_config=$(command -v "$given") || die "no pg_config at '$given'"
     version=$("$pg_config" --version) || die "'$pg_config --version' failed: not a pg_config?"
     major=$(sed -nE '1s/^PostgreSQL ([0-9]+).*/\1/p' <<<"$version")
     [ -n "$major" ] || die "$pg_config is not a pg_config: its --version says" \
