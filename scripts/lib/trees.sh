@@ -7,8 +7,7 @@ PGSF_SID_ROOT=${PGSF_SID_ROOT:-/var/cache/pg_snowflake-sid} # the environment ma
 PGSF_SID_STAMP=etc/pg_snowflake-sid-root
 # The trees, one a line: the one table dev, the stages and the package scripts read.
 #   from      debian, pypi:VERSION (its sha256 below), experimental:DEBIAN-VERSION
-#   runs      host; sid (in the sid root); bookworm (the PGXN test's clean Debian 12 root: no
-#             --pg, no setup)
+#   runs      host; sid (in the sid root); bookworm (the PGXN test's clean root: no --pg, no setup)
 #   packages  deb, image, pgxn (where `pgxn install` is tested), - for none
 #   tests     the stages that run on it only when it has the word (STAGE_TABLE): image and
 #             from-release need 18 or later (image volumes, extension_control_path)
