@@ -63,8 +63,7 @@ is_host_debian_tree() { [[ ${PGSF_TREE_FROM[$1]:-} == debian && ${PGSF_TREE_RUNS
 is_sid_tree() { [[ " ${PGSF_SID_TREES[*]} " == *" $1 "* ]]; }
 in_sid_root() { [ -e "/$PGSF_SID_STAMP" ]; }
 
-# Whether tree $1's programs run here: the sid root's trees inside it only, Debian 12's 15 outside
-# it only (the PyPI trees run in both).
+# Whether tree $1 runs here: sid trees only in the sid root, Debian's 15 only outside, PyPI's both.
 runs_here() {
     if is_sid_tree "$1"; then in_sid_root; elif is_host_debian_tree "$1"; then ! in_sid_root; fi
 }
