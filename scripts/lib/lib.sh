@@ -1,6 +1,5 @@
 # shellcheck shell=bash
-# The shell library every script sources (dev, scripts/*/, bench/*), with the rest of
-# scripts/lib/ (scripts/README.md says what each holds).
+# The shell library every script sources, with the rest of scripts/lib/ (see scripts/README.md).
 
 PGSF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # shellcheck disable=SC2034 # for the scripts that source this
