@@ -9,7 +9,7 @@ PGSF_SID_STAMP=etc/pg_snowflake-sid-root
 #   from      debian, pypi:VERSION (its sha256 below), experimental:DEBIAN-VERSION
 #   runs      host; sid (in the sid root); bookworm (the PGXN test's clean root: no --pg, no setup)
 #   packages  deb, image, pgxn (where `pgxn install` is tested), - for none
-#   tests     the stages that run on it only when it has the word (STAGE_TABLE): image and
+#   tests     the stages that run on it only when it has the word (pgrx-tests/stages.txt): image and
 #             from-release need 18 or later (image volumes, extension_control_path)
 PGSF_TREE_TABLE="
 # tree       from                          runs      packages   tests

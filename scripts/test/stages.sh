@@ -1,49 +1,6 @@
 # shellcheck shell=bash
-# The plan of `./dev test`, sourced by dev: STAGE_TABLE and run_tests, which runs the stages
-# scripts/test/plan picks from it (pgrx-tests/README.md#what-dev-test-runs says what each runs).
-
-# A line a stage, in the order they run (a trailing backslash goes on on the next): what
-# run_stage prints | which majors | where (both: the words of MAJORS and WHERE_RUN in
-# scripts/test/plan; "behind" after it: in the background, see run_table) | the command
-# (@major; @pairs: the pg_upgrade pairs; @newest: the newest released major tested;
-# scripts/...: in this checkout) | what is said where a major is left out.
-read -r -d '' STAGE_TABLE <<'EOF' || true
-mutants: each named mutation of the registry's rules caught by a seed | beside | host \
-    | scripts/test/mutants
-lint: format, clippy, shellcheck, scripts/check/, scripts/test/plan check | once | host | stage_lint
-core: unit and property tests of the pure core (core/) | once | host | stage_core
-pgxn install of the PGXN zip in a clean Debian 12 root (scripts/test/pgxn-install) | once | host \
-    | scripts/test/pgxn-install
-the sid root's refusals: no archive, a full disk (scripts/test/sid-root-refusals) | sid | host \
-    | scripts/test/sid-root-refusals
-clippy (in the sid root) | sid | home | stage_clippy @major
-golden SQL and multi-server tests (pgrx-tests/ by its plan, side by side) | each | home \
-    | stage_servers @major @newest
-the pg_partman recipe (pgrx-tests/tests/partman.rs) | partman | host | stage_binary @major partman
-README install section from the Debian package; apt remove | deb-readme | host \
-    | scripts/test/install-section --deb
-the extension's unit tests: the error catalogue's wording (cargo pgrx test) | first-host | host \
-    | stage_unit @major
-README install section from source, in the PGXN zip (./dev package --pgxn) | first-host \
-    | host behind | stage_readme @major --pgxn
-README install section from source (release build) | first-sid | home | stage_readme @major
-benchmark smoke run (release build; fails on errors, never on numbers) | first \
-    | home behind | stage_bench_smoke @major \
-    | [@major] README install from source and bench smoke: on @first only (./dev test --pg @major runs them)
-client recipes: drivers and ORMs (examples/, docs/CLIENTS.md) | last-host | host behind \
-    | stage_clients @major \
-    | client recipes: on a major outside the sid root only (./dev test --pg @default)
-extension image for CloudNativePG, alone in a server (pgrx-tests/tests/image.rs) | last-host:image \
-    | host behind | stage_binary @major image \
-    | extension image: on 18 or later outside the sid root only (./dev test --pg 18)
-the registry at scale, smoke run (bench/fleet-scale; errors only, never numbers) | last-host \
-    | host behind | stage_fleet_scale_smoke @major
-upgrading from 0.5.0's own build: a server, a standby, fleets (pgrx-tests/tests/from_release.rs) \
-    | last-host:from-release | host behind | stage_from_release @major
-pg_upgrade and pg_dump across majors (@pairs) | across-host | host | stage_across_majors @pairs
-pg_upgrade and pg_dump across majors (@pairs, in the sid root) | across-sid | root \
-    | stage_across_majors @pairs
-EOF
+# How `./dev test` runs, sourced by dev: run_tests, which runs the stages scripts/test/plan picks
+# from pgrx-tests/stages.txt (pgrx-tests/README.md#what-dev-test-runs says what each runs).
 
 # Runs the stages of PLAN (scripts/test/plan stages) of phase $1 (once, beside, major, behind,
 # after) on major $2, or says why one is left out. Those beside, each in the background at the
@@ -112,7 +69,7 @@ run_tests() {
         fi
     fi
 
-    PLAN=$("$ROOT/scripts/test/plan" stages "${no_sid[@]}" "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
+    PLAN=$("$ROOT/scripts/test/plan" stages "${no_sid[@]}" "${TEST_MAJORS[@]}")
     # Those beside first: the mutants' lowest priority takes what the others leave from the start.
     BESIDE=()
     run_table beside
@@ -168,7 +125,7 @@ run_tests() {
 list_tests() {
     [ $# -eq 0 ] || say "[$*] set up the sid root (scripts/setup/sid-root)"
     local stage plan
-    plan=$("$ROOT/scripts/test/plan" stages "${TEST_MAJORS[@]}" <<<"$STAGE_TABLE")
+    plan=$("$ROOT/scripts/test/plan" stages "${TEST_MAJORS[@]}")
     while IFS=$'\t' read -r -a stage; do
         if [ "${stage[2]}" = - ]; then
             say "${stage[3]}"

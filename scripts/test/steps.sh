@@ -1,5 +1,5 @@
 # shellcheck shell=bash disable=SC2164 # each stage runs under set -e (run_stage)
-# The bodies of the stages of ./dev test (STAGE_TABLE in scripts/test/stages.sh names them), and
+# The bodies of the stages of ./dev test (pgrx-tests/stages.txt names them), and
 # run_stage, which runs each; sourced by dev beside scripts/setup/setup.sh and bench/suite.sh.
 STAGES=()
 
