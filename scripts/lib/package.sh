@@ -69,12 +69,14 @@ package_tree() {
 }
 
 # make_deb STAGE ARCH DEB [TARBALL]: the package postgresql-$major-pg-snowflake of $version for
-# ARCH in DEB, from $profile's build staged in STAGE where Debian and apt.postgresql.org put an
-# extension of $major (and that tree in TARBALL); lintian's errors and warnings fail it.
+# ARCH in DEB (its fields: packaging/control's, filled in), from $profile's build staged in STAGE
+# where Debian and apt.postgresql.org put an extension of $major (and that tree in TARBALL);
+# lintian's errors and warnings fail it.
 make_deb() {
     local stage=$1 arch=$2 deb=$3 name=postgresql-$major-pg-snowflake
     local doc=/usr/share/doc/$name overrides=/usr/share/lintian/overrides
-    local maintainer="pg_snowflake developers <pg-snowflake@users.noreply.github.com>"
+    local maintainer
+    maintainer=$(sed -n 's/^Maintainer: //p' "$PGSF_ROOT/packaging/control")
     rm -rf "$stage" "$deb" ${4:+"$4"}
     package_tree "$stage" "/usr/lib/postgresql/$major/lib" "/usr/share/postgresql/$major/extension" 644
     install -d -m 755 "$stage$doc" "$stage$overrides" "$stage/DEBIAN"
@@ -84,25 +86,9 @@ make_deb() {
         say "Packed $4 (unpack at / on a Debian machine with PostgreSQL $major):"
         tar --list --verbose --gzip --file "$4"
     fi
-    cat >"$stage/DEBIAN/control" <<CONTROL
-Package: $name
-Version: $version-1
-Architecture: $arch
-Maintainer: $maintainer
-Installed-Size: $(du -sk --exclude=DEBIAN "$stage" | cut -f1)
-Depends: postgresql-$major, libc6 (>= 2.34), libgcc-s1 (>= 4.2), libpq5
-Section: database
-Priority: optional
-Homepage: https://pgxn.org/dist/pg_snowflake/
-Description: Snowflake IDs for PostgreSQL $major
- pg_snowflake makes 64-bit, time-ordered IDs that are unique across every
- server with its own node id, from one generator per server in shared memory
- that is safe across clock steps, crashes and failovers; with immutable
- decoders and time-to-ID bounds for range scans and partitions.
- .
- Load it with shared_preload_libraries = 'pg_snowflake', set
- pg_snowflake.node_id, restart, then CREATE EXTENSION pg_snowflake.
-CONTROL
+    sed -e "s/@MAJOR@/$major/g" -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" \
+        -e "s/@SIZE@/$(du -sk --exclude=DEBIAN "$stage" | cut -f1)/" \
+        "$PGSF_ROOT/packaging/control" >"$stage/DEBIAN/control"
     copyright_file "$stage$doc/copyright"
     printf '%s (%s-1) unstable; urgency=medium\n\n  * pg_snowflake %s for PostgreSQL %s.\n\n -- %s  %s\n' \
         "$name" "$version" "$version" "$major" "$maintainer" \
