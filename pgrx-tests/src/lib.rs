@@ -3,12 +3,12 @@
 //! script the demo uses), with pg_snowflake installed in the PostgreSQL they run.
 //!
 //! Which PostgreSQL: the one of `PG_CONFIG`, which `./dev test --pg N` exports from
-//! `scripts/lib/lib.sh` (the one place that knows where each major lives); a test that crosses
+//! `scripts/lib/trees.sh` (the one place that knows where each major lives); a test that crosses
 //! majors asks for another tree by name ([`pg_config_of`]), from the `PGSF_PG_CONFIG_<TREE>`
 //! variables the same script exports. No file here names a PostgreSQL directory.
 //!
 //! A server can run on a fake clock: libfaketime (Debian's `faketime`, at the path
-//! `PGSF_LIBFAKETIME` that `scripts/lib/lib.sh` exports) preloaded into it, reading
+//! `PGSF_LIBFAKETIME` that `scripts/lib/trees.sh` exports) preloaded into it, reading
 //! its offset from a file in the server's directory that tests rewrite while the server runs.
 //! Only the wall clock is faked; the monotonic clock keeps real time, as on a real machine whose
 //! clock is stepped.

@@ -1,5 +1,5 @@
-//! Where things are: the PostgreSQL under test (from the environment `scripts/lib/lib.sh` exports),
-//! its client programs, the repository and its Cargo.toml.
+//! Where things are: the PostgreSQL under test (from the environment `scripts/lib/trees.sh`
+//! exports), its client programs, the repository and its Cargo.toml.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

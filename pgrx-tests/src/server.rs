@@ -122,11 +122,11 @@ impl Config {
     }
 }
 
-/// libfaketime's library (`PGSF_LIBFAKETIME`, exported by `./dev test` from scripts/lib/lib.sh).
+/// libfaketime's library (`PGSF_LIBFAKETIME`, exported by `./dev test` from scripts/lib/trees.sh).
 fn libfaketime() -> String {
     std::env::var("PGSF_LIBFAKETIME").expect(
         "PGSF_LIBFAKETIME is not set: run the tests through ./dev test, which sets it from \
-         scripts/lib/lib.sh",
+         scripts/lib/trees.sh",
     )
 }
 

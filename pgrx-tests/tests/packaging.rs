@@ -88,8 +88,8 @@ fn meta_json_describes_what_cargo_toml_builds() {
     );
     assert_eq!(
         meta["x_build_tools"]["rustc"],
-        format!(">= {}.0", lib_sh_value("PGSF_RUST_MIN")).as_str(),
-        "the Rust META.json names is scripts/lib/lib.sh's PGSF_RUST_MIN"
+        format!(">= {}.0", toolchain_value("PGSF_RUST_MIN")).as_str(),
+        "the Rust META.json names is scripts/lib/toolchain.sh's PGSF_RUST_MIN"
     );
     for key in ["file", "docfile"] {
         let path = meta["provides"]["pg_snowflake"][key]
@@ -110,7 +110,7 @@ fn cargo_dependency_version(name: &str) -> String {
 }
 
 /// The value scripts/lib/toolchain.sh assigns to `name` (`NAME=value`).
-fn lib_sh_value(name: &str) -> String {
+fn toolchain_value(name: &str) -> String {
     read("scripts/lib/toolchain.sh")
         .lines()
         .find_map(|line| line.strip_prefix(&format!("{name}=")))
@@ -454,8 +454,8 @@ fn the_top_level_has_the_names_the_design_card_gives() {
 
 /// Debian's layout for an extension of PostgreSQL `major` (the postgresql-N packages of Debian
 /// and apt.postgresql.org): library directory and extension directory, relative to `/`.
-/// Written out here apart from scripts/lib/lib.sh, which builds the packages, on purpose: the test's
-/// expectation must not come from the code under test.
+/// Written out here apart from scripts/lib/package.sh, which builds the packages, on purpose: the
+/// test's expectation must not come from the code under test.
 fn debian_layout(major: u32) -> (String, String) {
     (
         format!("usr/lib/postgresql/{major}/lib"),
