@@ -639,4 +639,53 @@ mod crash_tests {
             server.log()
         );
     }
+
+    /// After [`Server::crash`] nothing of the server's shared memory is left, as after the power
+    /// cut it stands for: neither the dynamic segments its processes mapped (in /dev/shm) nor the
+    /// System V segment its pid file named. A crashed server dropped without a restart would
+    /// otherwise keep them, in RAM, until the machine restarts.
+    #[test]
+    fn a_crashed_server_leaves_no_shared_memory_behind() {
+        let server = Server::start("crashshm", Config::default());
+        let pid = server.postmaster_pid();
+        let segments: Vec<String> = server
+            .output_as_postgres(&format!("cat /proc/{pid}/maps"))
+            .lines()
+            .filter_map(|line| line.split_whitespace().nth(5))
+            .filter(|path| path.starts_with("/dev/shm/PostgreSQL."))
+            .map(str::to_string)
+            .collect();
+        assert!(
+            !segments.is_empty(),
+            "the postmaster maps its control segment"
+        );
+        let pid_file =
+            server.output_as_postgres(&format!("cat {}", server.data_file("postmaster.pid")));
+        let shmid = pid_file
+            .lines()
+            .nth(6)
+            .and_then(|line| line.split_whitespace().nth(1));
+        let shmid = shmid.expect("line 7 of postmaster.pid: the key and id of its segment");
+        // `ipcs -m -i ID` exits 0 on an id it does not find: the list is read instead.
+        let segment_exists = |id: &str| {
+            server
+                .output_as_postgres("ipcs -m")
+                .lines()
+                .any(|line| line.split_whitespace().nth(1) == Some(id))
+        };
+        assert!(
+            segment_exists(shmid),
+            "the running server's segment {shmid}"
+        );
+        server.crash();
+        for segment in &segments {
+            let left =
+                server.output_as_postgres(&format!("test -e {segment} && echo left || true"));
+            assert!(left.is_empty(), "{segment} left after the crash");
+        }
+        assert!(
+            !segment_exists(shmid),
+            "segment {shmid} left after the crash"
+        );
+    }
 }
