@@ -2,12 +2,11 @@
 # How `./dev test` runs, sourced by dev: run_tests, which runs the stages scripts/test/plan picks
 # from pgrx-tests/stages.txt (pgrx-tests/README.md#what-dev-test-runs says what each runs).
 
-# Runs the stages of PLAN (scripts/test/plan stages) of phase $1 (once, beside, major, behind,
-# after) on major $2, or says why one is left out. Those beside, each in the background at the
-# lowest priority; those behind a major, one after another in the background at a low one, from
-# its turn's end while the next majors run, its install lock held (they mostly wait: on a
-# benchmark's delayed fsyncs, a fleet's leases, an image's build). Their output is shown at the
-# end. None of them may build much in target/: cargo's lock on it would hold the next major's build.
+# Runs PLAN's stages (scripts/test/plan stages) of phase $1 (once, beside, major, behind, after)
+# on major $2, or says why one is left out. Those beside, in the background at the lowest
+# priority; those behind a major, in turn in the background at a low one from its turn's end, its
+# install lock held (they mostly wait). Their output comes at the end. None may build much in
+# target/: cargo's lock on it would hold the next major's build.
 run_table() {
     local stage behind=()
     while IFS=$'\t' read -r -a stage; do
@@ -50,6 +49,7 @@ run_tests() {
     fi
     setup --for-tests "${trees[@]}"
     export_test_env
+    FAILED_TAILS=$(mktemp -d)
     # The sid root's majors: set up as a stage, so that a machine that cannot make the root
     # (no Debian archive, a full disk) fails them with its reason and tests the others.
     if [ ${#sid_trees[@]} -gt 0 ]; then
@@ -99,6 +99,8 @@ run_tests() {
         rm -f "$out" "$out.stage"
     done
     run_table after
+    find "$FAILED_TAILS" -type f -exec awk 'FNR == 1 { print "==> " $0 " failed, ending:"; next } 1' {} +
+    rm -rf "$FAILED_TAILS"
 
     say "Stage times"
     local whole=$(($(date +%s) - started)) times total_passed total_failed

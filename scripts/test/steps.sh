@@ -32,6 +32,8 @@ run_stage() {
         say "[$major] $name ran no test (all filtered out or ignored)"
         failed=1
     fi
+    # Its last lines if it failed, for run_tests to print where a log's tail (all CI keeps) shows.
+    [ "$failed" -eq 0 ] || { echo "[$major] $name"; tail -n 60 "$out"; } >"$(mktemp -p "$FAILED_TAILS")"
     rm -f "$out"
     seconds=$(($(date +%s) - started))
     STAGES+=("$major	$name	$seconds	$passed	$failed")
@@ -40,9 +42,7 @@ run_stage() {
 }
 
 # --show-output: the seeded fuzz of the parsers says how many inputs it tried.
-stage_core() {
-    cargo test -p snowflake-core -- --show-output
-}
+stage_core() { cargo test -p snowflake-core -- --show-output; }
 
 # Every check runs, whatever the one before it found; the stage fails if any did.
 stage_lint() {
@@ -80,9 +80,8 @@ stage_clippy() {
     cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
 }
 
-# Builds, in the sid root, what the stages of its majors $2... build there (the release build
-# too where $1, the lowest major tested, is one); run_tests runs it in the background beside the
-# other majors' tests. A build that fails here fails again in its stage.
+# Builds in the sid root what its majors' ($2...) stages build there (the release build too where
+# $1, the lowest major tested, is one), beside the other majors' tests; a failure here recurs there.
 stage_sid_builds() {
     local lowest=$1 major rc=0 pair
     shift
