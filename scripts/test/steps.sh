@@ -71,14 +71,10 @@ stage_lint() {
 # its own stage). Each cfg of src/pg.rs says "this major or later": those two compile every line.
 clippy_majors() {
     local major majors=("${TEST_MAJORS[@]:-${PGSF_MAJORS[@]}}")
-    for major in "${majors[0]}" "${majors[-1]}"; do
-        is_sid_tree "$major" || echo "$major"
-    done | sort -u
+    for major in "${majors[0]}" "${majors[-1]}"; do is_sid_tree "$major" || echo "$major"; done | sort -u
 }
 
-stage_clippy() {
-    cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings
-}
+stage_clippy() { cargo clippy --all-targets --no-default-features --features "pg$1" -- -D warnings; }
 
 # Builds in the sid root what its majors' ($2...) stages build there (the release build too where
 # $1, the lowest major tested, is one), beside the other majors' tests; a failure here recurs there.
@@ -101,9 +97,7 @@ stage_sid_builds() {
 }
 
 # The extension's unit tests (src/error/tests.rs): pure Rust, but linked against pgrx.
-stage_unit() {
-    cd "$ROOT" && cargo pgrx test "pg$1"
-}
+stage_unit() { cd "$ROOT" && cargo pgrx test "pg$1"; }
 
 # The tests of pgrx-tests/ not #[ignore]d that pgrx-tests/plan.tsv runs on major $1 when $2 is
 # the newest released major tested, side by side; then fails if a test is ignored in a binary no
@@ -140,8 +134,13 @@ stage_binary() {
         --nocapture
 }
 
+# The stages of the release build, behind the lowest major, build in a target directory of their
+# own: in target/, cargo's lock would hold the next major's build through the minutes theirs takes.
+release_apart() { export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/release-apart; }
+stage_deb() { release_apart && "$ROOT/scripts/test/install-section" --deb; }
+
 # The README's install section from source, in this checkout; with --pgxn, in the PGXN zip
-# unpacked elsewhere, built in this checkout's target directory (pgrx-tests/README.md says why).
+# unpacked elsewhere, built in the release build's target directory (pgrx-tests/README.md: why).
 stage_readme() {
     use_pg "$1"
     if [ "${2:-}" != --pgxn ]; then
@@ -150,7 +149,7 @@ stage_readme() {
     fi
     local dir rc=0 version
     version=$(cargo_version) dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
-    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+    release_apart
     "$ROOT/scripts/package/pgxn"
     unzip -q "$CARGO_TARGET_DIR/pg_snowflake-$version.zip" -d "$dir"
     say "The README's install section in the unpacked zip, $dir/pg_snowflake-$version"
@@ -173,7 +172,7 @@ stage_from_release() {
 
 # The smoke runs of the benchmarks (bench/README.md) and the report generator's self-check.
 stage_bench_smoke() {
-    use_pg "$1"
+    use_pg "$1"; release_apart
     INSTALLED_BUILD=release run_suite bench --smoke
     "$ROOT/bench/report" --self-check
     INSTALLED_BUILD=release run_suite bench-ids --quick
@@ -187,21 +186,13 @@ stage_bench_smoke() {
 }
 
 # bench/fleet-scale's smoke run, on the build stage_servers installed.
-stage_fleet_scale_smoke() {
-    use_pg "$1"
-    "$ROOT/bench/fleet-scale" --smoke
-}
+stage_fleet_scale_smoke() { use_pg "$1" && "$ROOT/bench/fleet-scale" --smoke; }
 
 stage_across_majors() {
     local pairs=$1 tree
-    for tree in $(tr ' :' '\n' <<<"$pairs" | sort -u); do
-        install_extension "$tree"
-    done
+    for tree in $(tr ' :' '\n' <<<"$pairs" | sort -u); do install_extension "$tree"; done
     export_test_env
     PGSF_UPGRADE_PAIRS=$pairs "$ROOT/scripts/test/side-by-side" -j 4 --binary across_majors
 }
 
-stage_clients() {
-    install_extension "$1"
-    "$ROOT/scripts/test/clients" --pg "$1"
-}
+stage_clients() { install_extension "$1" && "$ROOT/scripts/test/clients" --pg "$1"; }
