@@ -134,13 +134,8 @@ stage_binary() {
         --nocapture
 }
 
-# The stages of the release build, behind the lowest major, build in a target directory of their
-# own: in target/, cargo's lock would hold the next major's build through the minutes theirs takes.
-release_apart() { export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}/release-apart; }
-stage_deb() { release_apart && "$ROOT/scripts/test/install-section" --deb; }
-
 # The README's install section from source, in this checkout; with --pgxn, in the PGXN zip
-# unpacked elsewhere, built in the release build's target directory (pgrx-tests/README.md: why).
+# unpacked elsewhere, built in this checkout's target directory (pgrx-tests/README.md says why).
 stage_readme() {
     use_pg "$1"
     if [ "${2:-}" != --pgxn ]; then
@@ -149,7 +144,7 @@ stage_readme() {
     fi
     local dir rc=0 version
     version=$(cargo_version) dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
-    release_apart
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
     "$ROOT/scripts/package/pgxn"
     unzip -q "$CARGO_TARGET_DIR/pg_snowflake-$version.zip" -d "$dir"
     say "The README's install section in the unpacked zip, $dir/pg_snowflake-$version"
@@ -172,7 +167,7 @@ stage_from_release() {
 
 # The smoke runs of the benchmarks (bench/README.md) and the report generator's self-check.
 stage_bench_smoke() {
-    use_pg "$1"; release_apart
+    use_pg "$1"
     INSTALLED_BUILD=release run_suite bench --smoke
     "$ROOT/bench/report" --self-check
     INSTALLED_BUILD=release run_suite bench-ids --quick
