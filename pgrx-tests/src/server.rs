@@ -130,27 +130,40 @@ fn libfaketime() -> String {
     )
 }
 
-/// The fsync-delay shim, built once per test process with `cc` into a directory the `postgres`
-/// OS user can read.
+/// The fsync-delay shim, built with `cc` into a directory the `postgres` OS user can read: one
+/// per user and version of its source, shared by every test process (a directory per process
+/// left a copy in /tmp for each). Each process builds under a name of its own and renames it in
+/// place, so that one never loads a library another is still writing.
 fn fsync_delay_shim() -> String {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     static BUILT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let dir = format!("/tmp/pgsf-fsync-delay-{}", std::process::id());
-            std::fs::create_dir_all(&dir).expect("a directory for the shim");
-            let library = format!("{dir}/fsync_delay.so");
             let source = repo_root().join("pgrx-tests/fsync-delay.c");
+            let text = std::fs::read(&source).expect("the shim's source");
+            // FNV-1a: the same name in every process for the same source, another for a new one.
+            let hash = text.iter().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+            });
+            let uid = std::fs::metadata("/proc/self").expect("/proc/self").uid();
+            let dir = format!("/tmp/pgsf-fsync-delay-{uid}-{hash:016x}");
+            let library = format!("{dir}/fsync_delay.so");
+            if std::path::Path::new(&library).is_file() {
+                return library;
+            }
+            std::fs::create_dir_all(&dir).expect("a directory for the shim");
+            let partial = format!("{library}.{}", std::process::id());
             let status = Command::new("cc")
-                .args(["-shared", "-fPIC", "-O2", "-o", &library])
+                .args(["-shared", "-fPIC", "-O2", "-o", &partial])
                 .arg(&source)
                 .arg("-ldl")
                 .status()
                 .expect("cc runs");
             assert!(status.success(), "building {}", source.display());
-            use std::os::unix::fs::PermissionsExt;
-            for path in [&dir, &library] {
+            for path in [&dir, &partial] {
                 std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
             }
+            std::fs::rename(&partial, &library).expect("the shim renamed in place");
             library
         })
         .clone()
