@@ -72,7 +72,10 @@ fn archive_and_tags(major: u32, profile: &str) -> (PathBuf, [String; 2]) {
     )
 }
 
-/// Builds the image of `major` (`profile`: release, or debug, which ./dev test has built already),
+/// Builds the image of `major` (`profile`: release, or debug, which ./dev test has built already:
+/// the image's layout, tags, labels and loading are the packaging's, the same for either build,
+/// and a release build here would compile every dependency again at full optimisation; the .deb
+/// stage packs and installs the release build),
 /// extracts its archive (an OCI layout) and unpacks it with umoci, by its rolling tag, into a
 /// fresh folder that the postgres user can read: the image's root file system, as an image
 /// volume shows it.
@@ -240,7 +243,7 @@ fn the_image_alone_serves_ids_decodes_and_upgrades_from_0_4_0_in_postgresql_18()
         major >= 18,
         "extension_control_path is PostgreSQL 18's: run on 18 or later"
     );
-    let unpacked = built_and_unpacked(major, "release");
+    let unpacked = built_and_unpacked(major, "debug");
     let rootfs = &unpacked.rootfs;
     let version = cargo_version();
 
@@ -385,7 +388,7 @@ fn the_image_alone_serves_ids_decodes_and_upgrades_from_0_4_0_in_postgresql_18()
 #[ignore]
 fn the_image_carries_cloudnativepgs_tags_labels_annotations_user_and_licences() {
     let major = pg_major();
-    let unpacked = built_and_unpacked(major, "release");
+    let unpacked = built_and_unpacked(major, "debug");
     let version = cargo_version();
     let (distro, arch) = distro_and_arch();
 
