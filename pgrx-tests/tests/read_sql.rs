@@ -342,7 +342,7 @@ fn a_million_of_the_default_layout_give_the_librarys_results_and_errors() {
     assert_equal_on(&DEFAULT, MILLION);
 }
 
-// The four other layouts, a test each: side by side, a stage ends a quarter as late behind them.
+// The four other layouts, a test each: they run side by side rather than one after another.
 fn other(name: &str) -> &'static Layout {
     OTHERS.iter().find(|layout| layout.name == name).unwrap()
 }
