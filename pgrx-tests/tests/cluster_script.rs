@@ -1,5 +1,7 @@
 //! scripts/serve/cluster, the by-hand harness: `start N` gives N servers with node ids 1..N, each
-//! making IDs with its own node id and ready for logical replication; `stop` removes them all.
+//! making IDs with its own node id and ready for logical replication, each its own cluster to the
+//! registry (a system identifier of its own, though scripts/serve/pgserver copies one initdb);
+//! `stop` removes them all.
 
 use postgres::{Client, NoTls};
 use snowflake_it::{repo_root, PortBlock};
@@ -55,15 +57,20 @@ fn start_gives_each_server_its_node_id_and_stop_removes_them() {
         .unwrap();
         let row = client
             .query_one(
-                "SELECT snowflake_node_id(snowflake_nextval()), current_setting('wal_level')",
+                "SELECT snowflake_node_id(snowflake_nextval()), current_setting('wal_level'), \
+                 system_identifier::text FROM pg_control_system()",
                 &[],
             )
             .unwrap();
         assert_eq!(row.get::<_, i32>(0), node);
         assert_eq!(row.get::<_, String>(1), "logical");
-        seen.push(node);
+        seen.push((node, row.get::<_, String>(2)));
     }
-    assert_eq!(seen, [1, 2]);
+    assert_eq!(seen.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2]);
+    assert_ne!(
+        seen[0].1, seen[1].1,
+        "two servers share a system identifier"
+    );
 
     cluster.run(&["stop"]);
     assert!(!std::path::Path::new(&format!("{}.nodes", cluster.name)).exists());
