@@ -407,6 +407,7 @@ fn dev_package_pgxn_zips_every_tracked_file_a_user_needs_under_one_top_folder() 
         "scripts/package/pgxn-make",
         "scripts/test/install-section",
         "scripts/serve/pgserver",
+        "scripts/serve/new-system-id",
     ];
     let tracked: BTreeSet<String> = run("git", &["-C", root.to_str().unwrap(), "ls-files"])
         .lines()
