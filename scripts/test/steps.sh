@@ -9,7 +9,7 @@ at_home() {
     if is_sid_tree "$2" && ! in_sid_root; then in_root "$@"; else "$@"; fi
 }
 # ./dev _stage in the sid root, given the host's build of the tests (side-by-side reads
-# PGSF_IT_BINARIES): they need libc alone, and building them there too cost 170 CPU-seconds.
+# PGSF_IT_BINARIES): they need libc alone, and building them there too cost 155 CPU-seconds.
 in_root() {
     local binaries=${CARGO_TARGET_DIR:-$ROOT/target}/it-binaries
     mkdir -p "${binaries%/*}" && "$ROOT/scripts/test/side-by-side" --binaries >"$binaries"
