@@ -88,7 +88,7 @@ run_tests() {
             say "[$major] building ahead in the sid root failed (the stages build again):"
             tail -n 20 "$warm"
         fi
-        run_table major "$major"
+        WARM_NEXT=${remaining[0]:-} run_table major "$major"
         run_table behind "$major" # its lock, inherited, held until they end
         release_install_lock "$major"
     done

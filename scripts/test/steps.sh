@@ -109,8 +109,18 @@ stage_unit() { cd "$ROOT" && cargo pgrx test "pg$1"; }
 # stage runs (the plan's stage: lines). On the newest, the registries are on the lowest major
 # (PGSF_REGISTRY_PG_CONFIG, pgrx-tests/src/registry.rs): the oldest server their SQL may meet.
 stage_servers() {
-    local major=$1 newest=$2 rc=0 binary test stray=() staged lowest
+    local major=$1 newest=$2 rc=0 binary test stray=() staged lowest binaries=
     install_extension "$major"
+    # The next major's build (run_tests' WARM_NEXT), beside these tests at a low priority, where
+    # its stage will find it built; the binaries listed first, so that no test here waits on it.
+    if [ -z "${PGSF_IT_BINARIES:-}" ]; then
+        binaries=$(mktemp) && "$ROOT/scripts/test/side-by-side" --binaries >"$binaries"
+        export PGSF_IT_BINARIES=$binaries
+    fi
+    if [ -n "${WARM_NEXT:-}" ] && ! is_sid_tree "$WARM_NEXT"; then
+        (use_pg "$WARM_NEXT" && nice -n 10 ionice -c 2 -n 7 cargo pgrx package --pg-config \
+            "$PG_CONFIG" --debug) >/dev/null 2>&1 &
+    fi
     lowest=$(pg_config_of "${PGSF_MAJORS[0]}")
     if [ "$major" = "$newest" ] && runs_here "${PGSF_MAJORS[0]}" && [ -x "$lowest" ]; then
         export PGSF_REGISTRY_PG_CONFIG=$lowest
@@ -128,6 +138,7 @@ stage_servers() {
         printf 'ignored, and run by no stage (a stage: line of pgrx-tests/plan.tsv): %s\n' "${stray[@]}" >&2
         rc=1
     fi
+    [ -z "$binaries" ] || rm -f "$binaries"
     return "$rc"
 }
 
