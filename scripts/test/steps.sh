@@ -47,9 +47,6 @@ run_stage() {
         [ "$failed" -eq 0 ] || echo ": FAILED")"
 }
 
-# --show-output: the seeded fuzz of the parsers says how many inputs it tried.
-stage_core() { cargo test -p snowflake-core -- --show-output; }
-
 # Every check runs, whatever the one before it found; the stage fails if any did.
 stage_lint() {
     local rc=0 major scripts check
