@@ -646,6 +646,43 @@ fn a_release_whose_registry_session_ends_under_it_is_tried_again() {
     assert!(member.log().contains("could not release a node-id lease"));
 }
 
+/// An acquisition whose registry session ends under it is tried once more on a new connection,
+/// for the same reason as a release (a whole run's app lease test failed so); its first session
+/// ended while it waits for the table's lock.
+#[test]
+fn an_acquisition_whose_registry_session_ends_under_it_is_tried_again() {
+    let (registry, member) = fleet("apps-acquire", 900);
+    let mut holder = registry.connect();
+    let mut lock = holder.transaction().unwrap();
+    lock.batch_execute("LOCK TABLE snowflake_nodes IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let mut app = member.connect();
+    let acquire = thread::spawn(move || {
+        app.query_one("SELECT node_id FROM snowflake_lease_acquire('again')", &[])
+            .map(|row| row.get::<_, i32>(0))
+            .map_err(|e| describe(&e))
+    });
+    let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'";
+    wait_until(
+        Duration::from_secs(5),
+        "the acquisition waiting for the lock",
+        || registry.query_one::<i64>(waiting) > 0,
+    );
+    registry.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock'",
+    );
+    lock.commit().unwrap();
+    let node = acquire
+        .join()
+        .unwrap()
+        .expect("the acquisition, tried again");
+    let holder: String = registry.query_one(&format!(
+        "SELECT holder_label FROM snowflake_nodes WHERE node_id = {node}"
+    ));
+    assert!(holder.starts_with("again (application via "), "{holder}");
+    assert!(member.log().contains("could not acquire a node-id lease"));
+}
+
 #[test]
 fn an_application_goes_on_through_a_registry_restart() {
     goes_on_through_a_restart(Restarted::Registry);

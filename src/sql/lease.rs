@@ -147,9 +147,24 @@ fn snowflake_lease_acquire(
     }
     const ACTION: &str = "acquire a node-id lease";
     let named = format!("{label} (application via {})", member::label());
-    let (conn, asked) = connect(named, ACTION);
-    let token = crate::pg::strong_random();
-    let acquired = lease::acquire(&mut Sql(&conn), &asked, token)
+    let acquire = || {
+        let (conn, asked) = connect(named.clone(), ACTION);
+        lease::acquire(&mut Sql(&conn), &asked, crate::pg::strong_random()).map(|a| (a, asked))
+    };
+    // The registry ends an acquisition's transaction once idle past its limit, as a release's
+    // (below), and a busy machine can stall this backend that long between two statements. An
+    // acquisition is tried once more on a new connection, under a fresh token: the first, rolled
+    // back, took nothing; or, committed with its answer lost, it is a lease no one renews, whose
+    // row lapses and is retired like any other.
+    let (acquired, asked) = acquire()
+        .or_else(|first| {
+            SnowflakeError::from(RegistryError::Failed {
+                action: ACTION,
+                cause: first.message,
+            })
+            .report_server_only();
+            acquire()
+        })
         .map_err(|e| failed(ACTION, e))
         .or_report();
     let layout = gucs::layout();
