@@ -17,18 +17,22 @@ use std::time::{Duration, Instant};
 
 #[test]
 fn ids_handed_out_by_select_are_never_reissued_after_failover_to_a_synchronous_standby() {
-    failover_after_handing_out_ids(Config::node(7), "renewer", "3s");
+    failover_after_handing_out_ids(
+        Config::node(7).setting("pg_snowflake.reservation_ms = 4000"),
+        "renewer",
+        "3s",
+    );
 }
 
 #[test]
 fn the_same_when_backends_write_the_reservations_with_no_renewer_running() {
     // A timeout well inside the reservation: were it to end the backend's wait for the standby
-    // (as it ends a commit's), the reservation would count unconfirmed and IDs up to 1.5 s of
+    // (as it ends a commit's), the reservation would count unconfirmed and IDs up to 3.5 s of
     // it would be handed out, then issued again by the promoted standby.
     failover_after_handing_out_ids(
         Config::node(8)
             .setting("max_worker_processes = 0")
-            .setting("pg_snowflake.reservation_ms = 2000"),
+            .setting("pg_snowflake.reservation_ms = 4000"),
         "no renewer",
         "500ms",
     );
@@ -52,11 +56,44 @@ fn failover_after_handing_out_ids(config: Config, case: &str, statement_timeout:
             .unwrap()
             .extend(rows.iter().map(|r| r.get::<_, i64>(0)));
     }
+    // The stop must come while the reservation has room, or the first call after it is the one
+    // that must renew and no ID is handed out while the standby is held back: the test would
+    // prove nothing. Hand out IDs until a reservation is written and confirmed by the standby
+    // (with no renewer, by one of these calls, which waits for it), then stop the receiver at
+    // once. A 4 s reservation leaves the calls at least 2 s (half of it: a backend renews once
+    // less than half is left; the renewer, with the whole of it) on a loaded machine.
+    let reservations = |client: &mut postgres::Client| -> i64 {
+        client
+            .query_one("SELECT reservations FROM snowflake_stats()", &[])
+            .unwrap()
+            .get(0)
+    };
+    let written = reservations(&mut client);
+    let waiting = Instant::now();
+    while reservations(&mut client) == written {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(30),
+            "no reservation was written while IDs were handed out"
+        );
+        let rows = client.query(&statement, &[]).unwrap();
+        handed_out
+            .lock()
+            .unwrap()
+            .extend(rows.iter().map(|r| r.get::<_, i64>(0)));
+    }
     let before_stop = handed_out.lock().unwrap().len();
 
     // Hold the standby's WAL receiver back: from now on the standby receives nothing.
     let receiver: i32 = standby.query_one("SELECT pid FROM pg_stat_wal_receiver");
     standby.as_postgres(&format!("kill -STOP {receiver}"));
+    let room_ms: f64 = client
+        .query_one(
+            "SELECT extract(epoch FROM reserved_until - clock_timestamp())::float8 * 1000 \
+             FROM snowflake_stats()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
 
     // Hand out IDs by SELECT until a call has to wait for a reservation the standby cannot
     // confirm. With a renewer, that call waits until its statement timeout; a backend writing
@@ -114,7 +151,8 @@ fn failover_after_handing_out_ids(config: Config, case: &str, statement_timeout:
     let not_above = new_ids.iter().filter(|&&id| id <= max_handed).count();
     println!(
         "{case}: synchronous standby held back: {before_stop} IDs handed out by SELECT before, \
-         {after_stop} after its WAL receiver stopped, then no ID for {:.1} s (the call: \
+         {after_stop} after its WAL receiver stopped (the reservation reached {room_ms:.0} ms \
+         past the stop), then no ID for {:.1} s (the call: \
          {stopped_by}); primary SIGKILLed; standby promoted {behind:.0} s behind made {} IDs: \
          {reissued} reissued, {not_above} not above the last handed out",
         stalled_for.as_secs_f64(),
