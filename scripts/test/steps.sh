@@ -106,17 +106,21 @@ stage_unit() { cd "$ROOT" && cargo pgrx test "pg$1"; }
 # stage runs (the plan's stage: lines). On the newest, the registries are on the lowest major
 # (PGSF_REGISTRY_PG_CONFIG, pgrx-tests/src/registry.rs): the oldest server their SQL may meet.
 stage_servers() {
-    local major=$1 newest=$2 rc=0 binary test stray=() staged lowest binaries=
+    local major=$1 newest=$2 rc=0 binary test stray=() staged lowest binaries='' ahead
     install_extension "$major"
-    # The next major's build (run_tests' WARM_NEXT), beside these tests at a low priority, where
-    # its stage will find it built; the binaries listed first, so that no test here waits on it.
+    # The next major's build (run_tests' WARM_NEXT) at a low priority, the binaries listed first
+    # so that no test waits on it. Its lock, held until it ends, is waited for here: it writes its
+    # package directory after cargo's lock is released, where a test here packages too.
+    flock "${CARGO_TARGET_DIR:-$ROOT/target}/ahead-pg$major.lock" true
     if [ -z "${PGSF_IT_BINARIES:-}" ]; then
         binaries=$(mktemp) && "$ROOT/scripts/test/side-by-side" --binaries >"$binaries"
         export PGSF_IT_BINARIES=$binaries
     fi
     if [ -n "${WARM_NEXT:-}" ] && ! is_sid_tree "$WARM_NEXT"; then
+        exec {ahead}>"${CARGO_TARGET_DIR:-$ROOT/target}/ahead-pg$WARM_NEXT.lock" && flock "$ahead"
         (use_pg "$WARM_NEXT" && nice -n 10 ionice -c 2 -n 7 cargo pgrx package --pg-config \
             "$PG_CONFIG" --debug) >/dev/null 2>&1 &
+        exec {ahead}>&-
     fi
     lowest=$(pg_config_of "${PGSF_MAJORS[0]}")
     if [ "$major" = "$newest" ] && runs_here "${PGSF_MAJORS[0]}" && [ -x "$lowest" ]; then
@@ -131,10 +135,8 @@ stage_servers() {
     done < <("$ROOT/scripts/test/side-by-side" --binaries | while read -r binary path; do
         "$path" --list --ignored --format terse | sed -n "s/^\(.*\): test\$/$binary \1/p"
     done)
-    if [ ${#stray[@]} -gt 0 ]; then
-        printf 'ignored, and run by no stage (a stage: line of pgrx-tests/plan.tsv): %s\n' "${stray[@]}" >&2
-        rc=1
-    fi
+    [ ${#stray[@]} -eq 0 ] || { rc=1 && printf \
+        'ignored, and run by no stage (a stage: line of pgrx-tests/plan.tsv): %s\n' "${stray[@]}" >&2; }
     [ -z "$binaries" ] || rm -f "$binaries"
     return "$rc"
 }
