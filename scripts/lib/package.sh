@@ -52,8 +52,11 @@ parse_package_args() {
 # (use_pg first; $cross: cross-built for that target), staged: the library, stripped, in
 # STAGE/LIBDIR (mode MODE); the control file, pgrx's scripts and the base scripts in STAGE/EXTDIR.
 package_tree() {
-    local libdir=$1$2 extdir=$1$3 mode=$4 flags=() tree strip=strip
+    local libdir=$1$2 extdir=$1$3 mode=$4 flags=() tree strip=strip lock
     tree=${CARGO_TARGET_DIR:-$PGSF_ROOT/target}${cross:+/$cross}/$profile/pg_snowflake-pg$PG_MAJOR
+    # One package run per tree at a time (another test's, a build made ahead: stage_servers):
+    # pgrx writes the tree after cargo's lock is released, and it is read back below.
+    mkdir -p "${tree%/*}" && exec {lock}>"$tree.lock" && flock "$lock"
     rm -rf "$tree" # pgrx adds to an existing tree: start empty
     say "Building the $profile build for PostgreSQL $PG_MAJOR${cross:+ on $cross}" \
         "with cargo pgrx package"
@@ -65,6 +68,7 @@ package_tree() {
     "$strip" --strip-unneeded --remove-section=.comment --remove-section=.note \
         "$libdir/pg_snowflake.so"
     install -m 644 "$tree$("$PG_CONFIG" --sharedir)/extension"/* "$extdir/"
+    exec {lock}>&-
     copy_base_scripts "$extdir"
 }
 

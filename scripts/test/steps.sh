@@ -109,15 +109,13 @@ stage_servers() {
     local major=$1 newest=$2 rc=0 binary test stray=() staged lowest binaries='' ahead
     install_extension "$major"
     # The next major's build (run_tests' WARM_NEXT) at a low priority, the binaries listed first
-    # so that no test waits on it. Its lock, held until it ends, is waited for here: it writes its
-    # package directory after cargo's lock is released, where a test here packages too.
-    flock "${CARGO_TARGET_DIR:-$ROOT/target}/ahead-pg$major.lock" true
+    # so that no test waits on it; until it ends, it holds its tree's lock (package_tree's).
     if [ -z "${PGSF_IT_BINARIES:-}" ]; then
         binaries=$(mktemp) && "$ROOT/scripts/test/side-by-side" --binaries >"$binaries"
         export PGSF_IT_BINARIES=$binaries
     fi
     if [ -n "${WARM_NEXT:-}" ] && ! is_sid_tree "$WARM_NEXT"; then
-        exec {ahead}>"${CARGO_TARGET_DIR:-$ROOT/target}/ahead-pg$WARM_NEXT.lock" && flock "$ahead"
+        exec {ahead}>"${CARGO_TARGET_DIR:-$ROOT/target}/debug/pg_snowflake-pg$WARM_NEXT.lock" && flock "$ahead"
         (use_pg "$WARM_NEXT" && nice -n 10 ionice -c 2 -n 7 cargo pgrx package --pg-config \
             "$PG_CONFIG" --debug) >/dev/null 2>&1 &
         exec {ahead}>&-
@@ -153,10 +151,7 @@ stage_binary() {
 # unpacked elsewhere, built in this checkout's target directory (pgrx-tests/README.md says why).
 stage_readme() {
     use_pg "$1"
-    if [ "${2:-}" != --pgxn ]; then
-        "$ROOT/scripts/test/install-section"
-        return
-    fi
+    [ "${2:-}" = --pgxn ] || { "$ROOT/scripts/test/install-section"; return; }
     local dir rc=0 version
     version=$(cargo_version) dir=$(mktemp -d /tmp/pgsf-pgxn.XXXXXX)
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
