@@ -3,7 +3,8 @@
 //! adoption interrupted mid-backfill (its backend terminated, then the server killed and
 //! started again) and resumed to the end; each input it refuses, with its SQLSTATE and hint;
 //! and the swap's two refusals under its lock (a lock not granted within its retries, a key
-//! written after the check that IDs could repeat), each rolled back and resumed. Thousands of
+//! written after the check that IDs could repeat), each rolled back and resumed; a short step
+//! ended by a deadlock with a writer, tried again while the writer goes on. Thousands of
 //! rows, in small batches: the figures at scale are bench/adopt-online's.
 
 use postgres::Client;
@@ -518,4 +519,52 @@ fn a_collision_written_after_the_check_is_refused_by_the_swap() {
         .batch_execute("CALL snowflake_adopt_online('keys', 'id')")
         .unwrap_or_else(|e| panic!("the CALL without the row: {}", describe(&e)));
     assert_eq!(keys_state(&server), "done bigint");
+}
+
+/// The adoption takes its tables' locks one statement at a time, so a writer that holds one
+/// table and then needs another the adoption holds closes a cycle: with `deadlock_timeout`
+/// below `lock_timeout_ms`, PostgreSQL ends one of the two. When that is the adoption, it is
+/// rolled back and tried again as after a lock timeout, and the writer goes on; the CALL does
+/// not fail. Here the adoption waits first (for `child`, held by the writer's update), so its
+/// own deadlock check finds the cycle the writer's insert closes (its foreign key on `parent`).
+#[test]
+fn an_adoption_ended_by_a_deadlock_with_a_writer_is_tried_again() {
+    let config = Config::node(1).setting("deadlock_timeout = '100ms'");
+    let server = Server::start("adopt-online-deadlock", config);
+    load(&server);
+    let before = fingerprint(&server, "id", "parent_id");
+    let mut writer = server.connect();
+    writer
+        .batch_execute("BEGIN; UPDATE child SET w = w + 1 WHERE cid = 1")
+        .expect("child held by the writer");
+    let call = thread::spawn({
+        let mut client = server.connect();
+        move || {
+            client
+                .batch_execute("CALL snowflake_adopt_online('parent', 'id', 300, 1000, 5)")
+                .map_err(|e| describe(&e))
+        }
+    });
+    let started = Instant::now();
+    while server.query_one::<i64>(
+        "SELECT count(*) FROM pg_locks WHERE relation = 'child'::regclass AND NOT granted",
+    ) == 0
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the adoption never waited for child"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+    writer
+        .batch_execute("INSERT INTO child (parent_id, w) VALUES (1, -1); COMMIT")
+        .unwrap_or_else(|e| panic!("the writer was ended: {}", describe(&e)));
+    call.join()
+        .expect("the CALL's thread")
+        .unwrap_or_else(|e| panic!("the first CALL: {e}"));
+    let retried: i64 =
+        server.query_one("SELECT lock_retries::bigint FROM snowflake_adopt_progress");
+    assert!(retried >= 1, "the adoption was not tried again: {retried}");
+    adopt(&mut server.connect());
+    assert_adopted(&server, &before);
 }

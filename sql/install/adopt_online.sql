@@ -44,9 +44,13 @@ COMMENT ON TABLE snowflake_adopt_progress IS
 GRANT SELECT, INSERT, UPDATE, DELETE ON snowflake_adopt_progress TO PUBLIC;
 
 -- Runs the statements, in order, in a subtransaction, with lock_timeout; a lock not granted in
--- time rolls them back, and they are tried again after a pause, up to `retries` times. A writer
--- queued behind one of these locks waits at most `lock_timeout_ms` plus the statements' own
--- (catalog-only) time. Returns the number of attempts that timed out.
+-- time rolls them back, and they are tried again after a pause, up to `retries` times. So does a
+-- deadlock: the statements take their tables one at a time, and a writer holding one of them
+-- that then needs one already taken here closes a cycle, which PostgreSQL ends after
+-- deadlock_timeout (this attempt, or the writer's transaction if its check comes first: keep
+-- `lock_timeout_ms` below deadlock_timeout). A writer queued behind one of these locks waits at
+-- most `lock_timeout_ms` for each statement still waiting for its own, plus the statements'
+-- (catalog-only) time. Returns the number of attempts that timed out or were ended.
 CREATE FUNCTION snowflake_adopt_online_try(statements text[], lock_timeout_ms integer,
                                            retries integer)
 RETURNS integer LANGUAGE plpgsql VOLATILE AS $body$
@@ -63,7 +67,7 @@ BEGIN
             END LOOP;
             PERFORM set_config('lock_timeout', caller_timeout, true);
             RETURN attempt;
-        EXCEPTION WHEN lock_not_available THEN
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
             attempt := attempt + 1;
             IF attempt > retries THEN
                 RAISE EXCEPTION 'snowflake_adopt_online: a lock was not granted within % ms, % times',
@@ -73,8 +77,13 @@ BEGIN
                           HINT = 'Long transactions on the tables hold it; CALL again (it resumes '
                                  'here), or raise lock_retries or lock_timeout_ms.';
             END IF;
-            RAISE NOTICE 'snowflake_adopt_online: lock not granted within % ms, attempt % of %, retrying',
-                lock_timeout_ms, attempt, retries + 1;
+            IF SQLSTATE = '40P01' THEN
+                RAISE NOTICE 'snowflake_adopt_online: ended by a deadlock with another transaction, attempt % of %, retrying',
+                    attempt, retries + 1;
+            ELSE
+                RAISE NOTICE 'snowflake_adopt_online: lock not granted within % ms, attempt % of %, retrying',
+                    lock_timeout_ms, attempt, retries + 1;
+            END IF;
             PERFORM pg_sleep(least(0.05 * attempt, 1.0));
         END;
     END LOOP;
